@@ -1,0 +1,147 @@
+package abi
+
+//msgp:tag json
+
+// Action types. Adding one is a patch-level change of the ABI.
+const (
+	// ActionUpdateOwnerReferences removes owner references (by UID) from the
+	// target, then adds OwnerReferences.Add, replacing any with the same UID.
+	ActionUpdateOwnerReferences = "updateOwnerReferences"
+	// ActionAddFinalizer adds Finalizer to the target if it lacks it.
+	ActionAddFinalizer = "addFinalizer"
+	// ActionRemoveFinalizer removes Finalizer from the target if it has it.
+	ActionRemoveFinalizer = "removeFinalizer"
+	// ActionDeleteObject deletes the target.
+	ActionDeleteObject = "deleteObject"
+	// ActionApplyClaim server-side applies ClaimApply's fields to a claim
+	// with kubeplug's field manager.
+	ActionApplyClaim = "applyClaim"
+	// ActionSetPartition sets a StatefulSet's rollingUpdate.partition.
+	ActionSetPartition = "setPartition"
+	// ActionUpdateClaimUpdateStatus replaces a VolumeClaimUpdate's status.
+	ActionUpdateClaimUpdateStatus = "updateClaimUpdateStatus"
+	// ActionDeleteVolume deletes the backing volume of the target
+	// PersistentVolume through its CSI driver's DeleteVolume.
+	ActionDeleteVolume = "deleteVolume"
+	// ActionEvent records a Kubernetes Event on the target.
+	ActionEvent = "event"
+)
+
+// ActionTypes lists every action type this ABI version knows.
+var ActionTypes = []string{
+	ActionUpdateOwnerReferences, ActionAddFinalizer, ActionRemoveFinalizer,
+	ActionDeleteObject, ActionApplyClaim, ActionSetPartition,
+	ActionUpdateClaimUpdateStatus, ActionDeleteVolume, ActionEvent,
+}
+
+// Kinds a target may name, with their API versions and resources.
+const (
+	KindStatefulSet           = "StatefulSet"
+	KindPod                   = "Pod"
+	KindPersistentVolumeClaim = "PersistentVolumeClaim"
+	KindPersistentVolume      = "PersistentVolume"
+	KindStorageClass          = "StorageClass"
+	KindVolumeClaimUpdate     = "VolumeClaimUpdate"
+)
+
+// KindInfo is what the host needs to address a kind.
+type KindInfo struct {
+	APIVersion string
+	Resource   string
+	Namespaced bool
+}
+
+// Kinds maps each kind a reconcile input can hold to its API version and
+// resource.
+var Kinds = map[string]KindInfo{
+	KindStatefulSet:           {"apps/v1", "statefulsets", true},
+	KindPod:                   {"v1", "pods", true},
+	KindPersistentVolumeClaim: {"v1", "persistentvolumeclaims", true},
+	KindPersistentVolume:      {"v1", "persistentvolumes", false},
+	KindStorageClass:          {"storage.k8s.io/v1", "storageclasses", false},
+	KindVolumeClaimUpdate:     {"kubeplug.dev/v1alpha1", "volumeclaimupdates", true},
+}
+
+// ObjectRef names the object an action is about. It must be an object of the
+// reconcile input, with the UID the input gave; the host supplies the
+// resourceVersion precondition from the same input.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Action is one thing a module asks the host to do. Type selects which of the
+// optional fields is read.
+type Action struct {
+	Type   string    `json:"type"`
+	Target ObjectRef `json:"target"`
+
+	OwnerReferences   *OwnerReferencesChange   `json:"ownerReferences,omitempty"`
+	Finalizer         string                   `json:"finalizer,omitempty"`
+	Claim             *ClaimApply              `json:"claim,omitempty"`
+	Partition         *int32                   `json:"partition,omitempty"`
+	ClaimUpdateStatus *VolumeClaimUpdateStatus `json:"claimUpdateStatus,omitempty"`
+	Volume            *VolumeDelete            `json:"volume,omitempty"`
+	Event             *Event                   `json:"event,omitempty"`
+}
+
+// OwnerReferencesChange is the payload of ActionUpdateOwnerReferences.
+type OwnerReferencesChange struct {
+	// Remove lists UIDs of owner references to drop.
+	Remove []string `json:"remove,omitempty"`
+	// Add lists references to add, replacing any with the same UID.
+	Add []OwnerReference `json:"add,omitempty"`
+}
+
+// ClaimApply is the payload of ActionApplyClaim: the claim fields kubeplug
+// owns. Unset fields are not applied.
+type ClaimApply struct {
+	Labels                    map[string]string     `json:"labels,omitempty"`
+	Annotations               map[string]string     `json:"annotations,omitempty"`
+	Resources                 *ResourceRequirements `json:"resources,omitempty"`
+	VolumeAttributesClassName *string               `json:"volumeAttributesClassName,omitempty"`
+}
+
+// VolumeDelete is the payload of ActionDeleteVolume.
+type VolumeDelete struct {
+	Driver       string `json:"driver"`
+	VolumeHandle string `json:"volumeHandle"`
+	// Secrets names the Secret whose data the host passes as DeleteVolume's
+	// secrets (the StorageClass's provisioner secret), if any.
+	Secrets *SecretReference `json:"secrets,omitempty"`
+}
+
+// Event types.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
+
+// Event is the payload of ActionEvent.
+type Event struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Result is a module's answer to one reconcile.
+type Result struct {
+	// Actions are carried out in order; the first that fails stops the
+	// rest and the subject is reconciled again with backoff.
+	Actions []Action `json:"actions,omitempty"`
+	// RequeueAfterMillis asks for another reconcile after this many
+	// milliseconds even if nothing changes; 0 means only on change.
+	RequeueAfterMillis int64 `json:"requeueAfterMillis,omitempty"`
+	// Message is a short summary for the host's log, optional.
+	Message string `json:"message,omitempty"`
+}
+
+// Response is what every hook export returns: a status and, for StatusOK,
+// the hook's result.
+type Response struct {
+	Status  Status  `json:"status"`
+	Message string  `json:"message,omitempty"`
+	Result  *Result `json:"result,omitempty"`
+}

@@ -1,0 +1,65 @@
+package abi
+
+//msgp:tag json
+
+// Subject kinds: what one reconcile is about.
+const (
+	// SubjectStatefulSet: a StatefulSet with its pods, the claims its
+	// templates name, their StorageClasses and its VolumeClaimUpdate.
+	SubjectStatefulSet = "statefulset"
+	// SubjectPersistentVolume: a PersistentVolume with its bound claim, its
+	// StorageClass and the CSI drivers the host may act for.
+	SubjectPersistentVolume = "persistentvolume"
+)
+
+// Subjects lists every subject kind this ABI version knows.
+var Subjects = []string{SubjectStatefulSet, SubjectPersistentVolume}
+
+// Manifest describes a module. The host reads it once per load through
+// ExportManifest and refuses modules whose manifest is incomplete or names
+// anything this ABI version does not know.
+type Manifest struct {
+	// Name identifies the module in logs, metrics, events and errors.
+	Name string `json:"name"`
+	// Version is the module's own version, free-form (semver advised).
+	Version string `json:"version"`
+	// ABIVersion is "major.minor.patch" and must equal the version marker
+	// export's.
+	ABIVersion string `json:"abiVersion"`
+	// Subject is one of Subjects.
+	Subject string `json:"subject"`
+	// Hooks lists the hooks the module implements (HookReconcile).
+	Hooks []string `json:"hooks"`
+	// Capabilities is everything the module may do; the host refuses any
+	// returned action they do not cover.
+	Capabilities []Capability `json:"capabilities,omitempty"`
+	// Description says what the module is for, in a sentence.
+	Description string `json:"description,omitempty"`
+	// ConfigSchema is a JSON schema, or a plain description, of the
+	// configuration the module accepts in ReconcileRequest.Config.
+	ConfigSchema string `json:"configSchema,omitempty"`
+}
+
+// Capability allows one action type on some resources. Resources are
+// lower-case plural resource names ("persistentvolumeclaims"); they are
+// required for actions on objects and ignored for ActionDeleteVolume.
+type Capability struct {
+	Action    string   `json:"action"`
+	Resources []string `json:"resources,omitempty"`
+}
+
+// Allows reports whether c covers action type a on resource r.
+func (c Capability) Allows(a, r string) bool {
+	if c.Action != a {
+		return false
+	}
+	if a == ActionDeleteVolume {
+		return true
+	}
+	for _, x := range c.Resources {
+		if x == r || x == "*" {
+			return true
+		}
+	}
+	return false
+}

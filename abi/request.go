@@ -1,0 +1,47 @@
+package abi
+
+//msgp:tag json
+
+// ReconcileRequest is the input of the reconcile hook: one subject's current
+// state, read from the host's caches, and everything else a decision needs.
+// Exactly one of StatefulSet and PersistentVolume is set, matching Subject.
+type ReconcileRequest struct {
+	// Subject is the manifest's subject kind.
+	Subject string `json:"subject"`
+	// Key is "namespace/name" (or "name" for cluster-scoped subjects).
+	Key string `json:"key"`
+	// Now is the host's clock, RFC 3339 with nanoseconds, UTC.
+	Now string `json:"now"`
+	// Config is the module's configuration as JSON, empty if none.
+	Config []byte `json:"config,omitempty"`
+
+	StatefulSet      *StatefulSetSubject      `json:"statefulSet,omitempty"`
+	PersistentVolume *PersistentVolumeSubject `json:"persistentVolume,omitempty"`
+}
+
+// StatefulSetSubject is the state for SubjectStatefulSet. Set is nil when the
+// StatefulSet no longer exists; Pods and Claims may still list what is left.
+type StatefulSetSubject struct {
+	Set *StatefulSet `json:"set,omitempty"`
+	// Pods are the pods whose controller reference is the set.
+	Pods []Pod `json:"pods,omitempty"`
+	// Claims are the claims named <template>-<set>-<ordinal> for the set's
+	// templates, whatever their owner references say, sorted by name.
+	Claims []PersistentVolumeClaim `json:"claims,omitempty"`
+	// StorageClasses are the classes the templates and claims name.
+	StorageClasses []StorageClass `json:"storageClasses,omitempty"`
+	// ClaimUpdate is the VolumeClaimUpdate naming the set, if any.
+	ClaimUpdate *VolumeClaimUpdate `json:"claimUpdate,omitempty"`
+}
+
+// PersistentVolumeSubject is the state for SubjectPersistentVolume.
+type PersistentVolumeSubject struct {
+	Volume *PersistentVolume `json:"volume,omitempty"`
+	// Claim is the claim the volume's claimRef names, when it exists and
+	// its UID matches claimRef.uid; nil otherwise.
+	Claim *PersistentVolumeClaim `json:"claim,omitempty"`
+	// StorageClass is the volume's class, if it exists.
+	StorageClass *StorageClass `json:"storageClass,omitempty"`
+	// Drivers are the CSI drivers the host is configured to act for.
+	Drivers []string `json:"drivers,omitempty"`
+}

@@ -1,0 +1,40 @@
+package actions
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Cluster is the API server as the executor needs it. The live host
+// implements it with client-go's dynamic client; memcluster implements it in
+// memory for `kubeplug test`. Errors are Kubernetes API errors
+// (k8s.io/apimachinery/pkg/api/errors), so a conflict is apierrors.IsConflict
+// on both.
+type Cluster interface {
+	// Patch patches the named object (or its subresource, e.g. "status")
+	// and returns the object's new resourceVersion. A JSON merge patch that
+	// carries metadata.resourceVersion fails with a conflict when the object's
+	// resourceVersion differs; one that carries metadata.uid fails when the
+	// UID differs. pt is types.MergePatchType or types.ApplyPatchType (then
+	// fieldManager is used and force is true).
+	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (resourceVersion string, err error)
+	// Delete deletes the named object with UID and resourceVersion
+	// preconditions (either may be empty to skip it).
+	Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error
+	// RecordEvent records an Event on target on behalf of module.
+	RecordEvent(ctx context.Context, target abi.ObjectRef, eventType, reason, message, module string) error
+}
+
+// VolumeDeleter deletes backing volumes through CSI. The live host calls a
+// driver's controller service; memcluster records the calls.
+type VolumeDeleter interface {
+	// Configured reports whether the host may act for driver.
+	Configured(driver string) bool
+	// DeleteVolume calls the driver's DeleteVolume for handle, passing the
+	// data of the named Secret (if any) as secrets. Deleting a volume that is
+	// already gone succeeds.
+	DeleteVolume(ctx context.Context, driver, handle string, secrets *abi.SecretReference) error
+}
