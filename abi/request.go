@@ -19,14 +19,15 @@ type ReconcileRequest struct {
 	PersistentVolume *PersistentVolumeSubject `json:"persistentVolume,omitempty"`
 }
 
-// StatefulSetSubject is the state for SubjectStatefulSet. Set is nil when the
-// StatefulSet no longer exists; Pods and Claims may still list what is left.
+// StatefulSetSubject is the state for SubjectStatefulSet. Set is always set:
+// the host does not reconcile a StatefulSet that no longer exists.
 type StatefulSetSubject struct {
 	Set *StatefulSet `json:"set,omitempty"`
 	// Pods are the pods whose controller reference is the set.
 	Pods []Pod `json:"pods,omitempty"`
 	// Claims are the claims named <template>-<set>-<ordinal> for the set's
-	// templates, whatever their owner references say, sorted by name.
+	// templates, for any ordinal (condemned replicas included), whatever their
+	// owner references say, sorted by ordinal, then template.
 	Claims []PersistentVolumeClaim `json:"claims,omitempty"`
 	// StorageClasses are the classes the templates and claims name.
 	StorageClasses []StorageClass `json:"storageClasses,omitempty"`
@@ -34,7 +35,8 @@ type StatefulSetSubject struct {
 	ClaimUpdate *VolumeClaimUpdate `json:"claimUpdate,omitempty"`
 }
 
-// PersistentVolumeSubject is the state for SubjectPersistentVolume.
+// PersistentVolumeSubject is the state for SubjectPersistentVolume. Volume
+// is always set: the host does not reconcile a volume that no longer exists.
 type PersistentVolumeSubject struct {
 	Volume *PersistentVolume `json:"volume,omitempty"`
 	// Claim is the claim the volume's claimRef names, when it exists and

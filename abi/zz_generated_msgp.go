@@ -163,7 +163,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -192,7 +192,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "finalizer":
-			z.Finalizer, bts, err = msgp.ReadStringBytes(bts)
+			z.Finalizer, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Finalizer")
 				return
@@ -291,19 +291,19 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "type":
-						z.Event.Type, bts, err = msgp.ReadStringBytes(bts)
+						z.Event.Type, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Type")
 							return
 						}
 					case "reason":
-						z.Event.Reason, bts, err = msgp.ReadStringBytes(bts)
+						z.Event.Reason, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Reason")
 							return
 						}
 					case "message":
-						z.Event.Message, bts, err = msgp.ReadStringBytes(bts)
+						z.Event.Message, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Message")
 							return
@@ -461,19 +461,19 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "driver":
-			z.Driver, bts, err = msgp.ReadStringBytes(bts)
+			z.Driver, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
 		case "volumeHandle":
-			z.VolumeHandle, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeHandle, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeHandle")
 				return
 			}
 		case "fsType":
-			z.FSType, bts, err = msgp.ReadStringBytes(bts)
+			z.FSType, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "FSType")
 				return
@@ -500,12 +500,12 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributes")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributes", za0001)
 					return
@@ -538,13 +538,13 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "namespace":
-						z.ControllerExpandSecret.Namespace, bts, err = msgp.ReadStringBytes(bts)
+						z.ControllerExpandSecret.Namespace, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "ControllerExpandSecret", "Namespace")
 							return
 						}
 					case "name":
-						z.ControllerExpandSecret.Name, bts, err = msgp.ReadStringBytes(bts)
+						z.ControllerExpandSecret.Name, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "ControllerExpandSecret", "Name")
 							return
@@ -638,7 +638,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "action":
-			z.Action, bts, err = msgp.ReadStringBytes(bts)
+			z.Action, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Action")
 				return
@@ -656,7 +656,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Resources = make([]string, zb0002)
 			}
 			for za0001 := range z.Resources {
-				z.Resources[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Resources[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Resources", za0001)
 					return
@@ -789,12 +789,12 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Labels")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Labels", za0001)
 					return
@@ -817,12 +817,12 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations", za0003)
 					return
@@ -857,7 +857,7 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = msgp.ReadStringBytes(bts)
+				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
@@ -983,31 +983,31 @@ func (z *Condition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "status":
-			z.Status, bts, err = msgp.ReadStringBytes(bts)
+			z.Status, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "reason":
-			z.Reason, bts, err = msgp.ReadStringBytes(bts)
+			z.Reason, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 		case "message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
 		case "lastTransitionTime":
-			z.LastTransitionTime, bts, err = msgp.ReadStringBytes(bts)
+			z.LastTransitionTime, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LastTransitionTime")
 				return
@@ -1071,19 +1071,19 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "reason":
-			z.Reason, bts, err = msgp.ReadStringBytes(bts)
+			z.Reason, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 		case "message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -1213,25 +1213,25 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "version":
-			z.Version, bts, err = msgp.ReadStringBytes(bts)
+			z.Version, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Version")
 				return
 			}
 		case "abiVersion":
-			z.ABIVersion, bts, err = msgp.ReadStringBytes(bts)
+			z.ABIVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ABIVersion")
 				return
 			}
 		case "subject":
-			z.Subject, bts, err = msgp.ReadStringBytes(bts)
+			z.Subject, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Subject")
 				return
@@ -1249,7 +1249,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Hooks = make([]string, zb0002)
 			}
 			for za0001 := range z.Hooks {
-				z.Hooks[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Hooks[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Hooks", za0001)
 					return
@@ -1283,7 +1283,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "action":
-						z.Capabilities[za0002].Action, bts, err = msgp.ReadStringBytes(bts)
+						z.Capabilities[za0002].Action, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Capabilities", za0002, "Action")
 							return
@@ -1301,7 +1301,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							z.Capabilities[za0002].Resources = make([]string, zb0005)
 						}
 						for za0003 := range z.Capabilities[za0002].Resources {
-							z.Capabilities[za0002].Resources[za0003], bts, err = msgp.ReadStringBytes(bts)
+							z.Capabilities[za0002].Resources[za0003], bts, err = readStringBytes(bts)
 							if err != nil {
 								err = msgp.WrapError(err, "Capabilities", za0002, "Resources", za0003)
 								return
@@ -1317,13 +1317,13 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "description":
-			z.Description, bts, err = msgp.ReadStringBytes(bts)
+			z.Description, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Description")
 				return
 			}
 		case "configSchema":
-			z.ConfigSchema, bts, err = msgp.ReadStringBytes(bts)
+			z.ConfigSchema, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ConfigSchema")
 				return
@@ -1497,25 +1497,25 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = msgp.ReadStringBytes(bts)
+			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
 		case "resourceVersion":
-			z.ResourceVersion, bts, err = msgp.ReadStringBytes(bts)
+			z.ResourceVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
@@ -1542,12 +1542,12 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Labels")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Labels", za0001)
 					return
@@ -1570,12 +1570,12 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations", za0003)
 					return
@@ -1614,20 +1614,20 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Finalizers = make([]string, zb0005)
 			}
 			for za0006 := range z.Finalizers {
-				z.Finalizers[za0006], bts, err = msgp.ReadStringBytes(bts)
+				z.Finalizers[za0006], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Finalizers", za0006)
 					return
 				}
 			}
 		case "creationTimestamp":
-			z.CreationTimestamp, bts, err = msgp.ReadStringBytes(bts)
+			z.CreationTimestamp, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreationTimestamp")
 				return
 			}
 		case "deletionTimestamp":
-			z.DeletionTimestamp, bts, err = msgp.ReadStringBytes(bts)
+			z.DeletionTimestamp, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeletionTimestamp")
 				return
@@ -1725,25 +1725,25 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "kind":
-			z.Kind, bts, err = msgp.ReadStringBytes(bts)
+			z.Kind, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = msgp.ReadStringBytes(bts)
+			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
@@ -1855,37 +1855,37 @@ func (z *ObjectReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "apiVersion":
-			z.APIVersion, bts, err = msgp.ReadStringBytes(bts)
+			z.APIVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "APIVersion")
 				return
 			}
 		case "kind":
-			z.Kind, bts, err = msgp.ReadStringBytes(bts)
+			z.Kind, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = msgp.ReadStringBytes(bts)
+			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
 		case "resourceVersion":
-			z.ResourceVersion, bts, err = msgp.ReadStringBytes(bts)
+			z.ResourceVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
@@ -1973,25 +1973,25 @@ func (z *OwnerReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "apiVersion":
-			z.APIVersion, bts, err = msgp.ReadStringBytes(bts)
+			z.APIVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "APIVersion")
 				return
 			}
 		case "kind":
-			z.Kind, bts, err = msgp.ReadStringBytes(bts)
+			z.Kind, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = msgp.ReadStringBytes(bts)
+			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
@@ -2101,7 +2101,7 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Remove = make([]string, zb0002)
 			}
 			for za0001 := range z.Remove {
-				z.Remove[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Remove[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Remove", za0001)
 					return
@@ -2257,19 +2257,19 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				switch msgp.UnsafeString(field) {
 				case "phase":
-					z.Status.Phase, bts, err = msgp.ReadStringBytes(bts)
+					z.Status.Phase, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
 					}
 				case "reason":
-					z.Status.Reason, bts, err = msgp.ReadStringBytes(bts)
+					z.Status.Reason, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Reason")
 						return
 					}
 				case "message":
-					z.Status.Message, bts, err = msgp.ReadStringBytes(bts)
+					z.Status.Message, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Message")
 						return
@@ -2492,7 +2492,7 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				z.AccessModes = make([]string, zb0002)
 			}
 			for za0001 := range z.AccessModes {
-				z.AccessModes[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.AccessModes[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0001)
 					return
@@ -2515,20 +2515,20 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				if z.StorageClassName == nil {
 					z.StorageClassName = new(string)
 				}
-				*z.StorageClassName, bts, err = msgp.ReadStringBytes(bts)
+				*z.StorageClassName, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "StorageClassName")
 					return
 				}
 			}
 		case "volumeName":
-			z.VolumeName, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeName")
 				return
 			}
 		case "volumeMode":
-			z.VolumeMode, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
@@ -2544,7 +2544,7 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = msgp.ReadStringBytes(bts)
+				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
@@ -2707,7 +2707,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = msgp.ReadStringBytes(bts)
+			z.Phase, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
@@ -2725,7 +2725,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				z.AccessModes = make([]string, zb0002)
 			}
 			for za0001 := range z.AccessModes {
-				z.AccessModes[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.AccessModes[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0001)
 					return
@@ -2747,12 +2747,12 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0003 string
 				zb0003--
 				var za0002 string
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity")
 					return
 				}
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity", za0002)
 					return
@@ -2794,12 +2794,12 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0006 string
 				zb0005--
 				var za0005 string
-				za0005, bts, err = msgp.ReadStringBytes(bts)
+				za0005, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResources")
 					return
 				}
-				za0006, bts, err = msgp.ReadStringBytes(bts)
+				za0006, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResources", za0005)
 					return
@@ -2822,12 +2822,12 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0008 string
 				zb0006--
 				var za0007 string
-				za0007, bts, err = msgp.ReadStringBytes(bts)
+				za0007, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResourceStatuses")
 					return
 				}
-				za0008, bts, err = msgp.ReadStringBytes(bts)
+				za0008, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResourceStatuses", za0007)
 					return
@@ -2845,7 +2845,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				if z.CurrentVolumeAttributesClassName == nil {
 					z.CurrentVolumeAttributesClassName = new(string)
 				}
-				*z.CurrentVolumeAttributesClassName, bts, err = msgp.ReadStringBytes(bts)
+				*z.CurrentVolumeAttributesClassName, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "CurrentVolumeAttributesClassName")
 					return
@@ -3061,12 +3061,12 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity", za0001)
 					return
@@ -3086,7 +3086,7 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.AccessModes = make([]string, zb0003)
 			}
 			for za0003 := range z.AccessModes {
-				z.AccessModes[za0003], bts, err = msgp.ReadStringBytes(bts)
+				z.AccessModes[za0003], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0003)
 					return
@@ -3110,19 +3110,19 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "persistentVolumeReclaimPolicy":
-			z.PersistentVolumeReclaimPolicy, bts, err = msgp.ReadStringBytes(bts)
+			z.PersistentVolumeReclaimPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PersistentVolumeReclaimPolicy")
 				return
 			}
 		case "storageClassName":
-			z.StorageClassName, bts, err = msgp.ReadStringBytes(bts)
+			z.StorageClassName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StorageClassName")
 				return
 			}
 		case "volumeMode":
-			z.VolumeMode, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
@@ -3138,14 +3138,14 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = msgp.ReadStringBytes(bts)
+				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
 				}
 			}
 		case "source":
-			z.Source, bts, err = msgp.ReadStringBytes(bts)
+			z.Source, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Source")
 				return
@@ -3275,19 +3275,19 @@ func (z *PersistentVolumeStatus) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = msgp.ReadStringBytes(bts)
+			z.Phase, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
 			}
 		case "reason":
-			z.Reason, bts, err = msgp.ReadStringBytes(bts)
+			z.Reason, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 		case "message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -3523,7 +3523,7 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 				z.Drivers = make([]string, zb0003)
 			}
 			for za0001 := range z.Drivers {
-				z.Drivers[za0001], bts, err = msgp.ReadStringBytes(bts)
+				z.Drivers[za0001], bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Drivers", za0001)
 					return
@@ -3713,7 +3713,7 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				switch msgp.UnsafeString(field) {
 				case "nodeName":
-					z.Spec.NodeName, bts, err = msgp.ReadStringBytes(bts)
+					z.Spec.NodeName, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Spec", "NodeName")
 						return
@@ -3746,13 +3746,13 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							}
 							switch msgp.UnsafeString(field) {
 							case "name":
-								z.Spec.Volumes[za0001].Name, bts, err = msgp.ReadStringBytes(bts)
+								z.Spec.Volumes[za0001].Name, bts, err = readStringBytes(bts)
 								if err != nil {
 									err = msgp.WrapError(err, "Spec", "Volumes", za0001, "Name")
 									return
 								}
 							case "claimName":
-								z.Spec.Volumes[za0001].ClaimName, bts, err = msgp.ReadStringBytes(bts)
+								z.Spec.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
 								if err != nil {
 									err = msgp.WrapError(err, "Spec", "Volumes", za0001, "ClaimName")
 									return
@@ -3790,7 +3790,7 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				switch msgp.UnsafeString(field) {
 				case "phase":
-					z.Status.Phase, bts, err = msgp.ReadStringBytes(bts)
+					z.Status.Phase, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
@@ -3924,7 +3924,7 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "nodeName":
-			z.NodeName, bts, err = msgp.ReadStringBytes(bts)
+			z.NodeName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "NodeName")
 				return
@@ -3957,13 +3957,13 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "name":
-						z.Volumes[za0001].Name, bts, err = msgp.ReadStringBytes(bts)
+						z.Volumes[za0001].Name, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Volumes", za0001, "Name")
 							return
 						}
 					case "claimName":
-						z.Volumes[za0001].ClaimName, bts, err = msgp.ReadStringBytes(bts)
+						z.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Volumes", za0001, "ClaimName")
 							return
@@ -4058,7 +4058,7 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = msgp.ReadStringBytes(bts)
+			z.Phase, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
@@ -4150,13 +4150,13 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "claimName":
-			z.ClaimName, bts, err = msgp.ReadStringBytes(bts)
+			z.ClaimName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ClaimName")
 				return
@@ -4266,19 +4266,19 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "subject":
-			z.Subject, bts, err = msgp.ReadStringBytes(bts)
+			z.Subject, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Subject")
 				return
 			}
 		case "key":
-			z.Key, bts, err = msgp.ReadStringBytes(bts)
+			z.Key, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Key")
 				return
 			}
 		case "now":
-			z.Now, bts, err = msgp.ReadStringBytes(bts)
+			z.Now, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Now")
 				return
@@ -4428,12 +4428,12 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Requests")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Requests", za0001)
 					return
@@ -4456,12 +4456,12 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = msgp.ReadStringBytes(bts)
+				za0003, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Limits")
 					return
 				}
-				za0004, bts, err = msgp.ReadStringBytes(bts)
+				za0004, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Limits", za0003)
 					return
@@ -4573,7 +4573,7 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Status = Status(zb0002)
 			}
 		case "message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -4712,7 +4712,7 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "message":
-			z.Message, bts, err = msgp.ReadStringBytes(bts)
+			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -4813,7 +4813,7 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 				}
 			}
 		case "maxUnavailable":
-			z.MaxUnavailable, bts, err = msgp.ReadStringBytes(bts)
+			z.MaxUnavailable, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MaxUnavailable")
 				return
@@ -4874,13 +4874,13 @@ func (z *SecretReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "namespace":
-			z.Namespace, bts, err = msgp.ReadStringBytes(bts)
+			z.Namespace, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "name":
-			z.Name, bts, err = msgp.ReadStringBytes(bts)
+			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -5090,13 +5090,13 @@ func (z *StatefulSetPersistentVolumeClaimPolicy) UnmarshalMsg(bts []byte) (o []b
 		}
 		switch msgp.UnsafeString(field) {
 		case "whenDeleted":
-			z.WhenDeleted, bts, err = msgp.ReadStringBytes(bts)
+			z.WhenDeleted, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "WhenDeleted")
 				return
 			}
 		case "whenScaled":
-			z.WhenScaled, bts, err = msgp.ReadStringBytes(bts)
+			z.WhenScaled, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "WhenScaled")
 				return
@@ -5354,12 +5354,12 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0003--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Selector")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Selector", za0001)
 					return
@@ -5367,13 +5367,13 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Selector[za0001] = za0002
 			}
 		case "serviceName":
-			z.ServiceName, bts, err = msgp.ReadStringBytes(bts)
+			z.ServiceName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ServiceName")
 				return
 			}
 		case "podManagementPolicy":
-			z.PodManagementPolicy, bts, err = msgp.ReadStringBytes(bts)
+			z.PodManagementPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PodManagementPolicy")
 				return
@@ -5464,13 +5464,13 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "whenDeleted":
-						z.PersistentVolumeClaimRetentionPolicy.WhenDeleted, bts, err = msgp.ReadStringBytes(bts)
+						z.PersistentVolumeClaimRetentionPolicy.WhenDeleted, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenDeleted")
 							return
 						}
 					case "whenScaled":
-						z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = msgp.ReadStringBytes(bts)
+						z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenScaled")
 							return
@@ -5668,13 +5668,13 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "currentRevision":
-			z.CurrentRevision, bts, err = msgp.ReadStringBytes(bts)
+			z.CurrentRevision, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CurrentRevision")
 				return
 			}
 		case "updateRevision":
-			z.UpdateRevision, bts, err = msgp.ReadStringBytes(bts)
+			z.UpdateRevision, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UpdateRevision")
 				return
@@ -6189,7 +6189,7 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = msgp.ReadStringBytes(bts)
+			z.Type, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -6237,7 +6237,7 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 							}
 						}
 					case "maxUnavailable":
-						z.RollingUpdate.MaxUnavailable, bts, err = msgp.ReadStringBytes(bts)
+						z.RollingUpdate.MaxUnavailable, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RollingUpdate", "MaxUnavailable")
 							return
@@ -6399,7 +6399,7 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "provisioner":
-			z.Provisioner, bts, err = msgp.ReadStringBytes(bts)
+			z.Provisioner, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Provisioner")
 				return
@@ -6420,12 +6420,12 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Parameters")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Parameters", za0001)
 					return
@@ -6433,13 +6433,13 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Parameters[za0001] = za0002
 			}
 		case "reclaimPolicy":
-			z.ReclaimPolicy, bts, err = msgp.ReadStringBytes(bts)
+			z.ReclaimPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ReclaimPolicy")
 				return
 			}
 		case "volumeBindingMode":
-			z.VolumeBindingMode, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeBindingMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeBindingMode")
 				return
@@ -6535,7 +6535,7 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 		}
 		switch msgp.UnsafeString(field) {
 		case "templateName":
-			z.TemplateName, bts, err = msgp.ReadStringBytes(bts)
+			z.TemplateName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "TemplateName")
 				return
@@ -6574,12 +6574,12 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = msgp.ReadStringBytes(bts)
+				za0001, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "TotalCapacity")
 					return
 				}
-				za0002, bts, err = msgp.ReadStringBytes(bts)
+				za0002, bts, err = readStringBytes(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "TotalCapacity", za0001)
 					return
@@ -6781,7 +6781,7 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "statefulSetName":
-			z.StatefulSetName, bts, err = msgp.ReadStringBytes(bts)
+			z.StatefulSetName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StatefulSetName")
 				return
@@ -6841,13 +6841,13 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "volumeClaimUpdateStrategy":
-			z.VolumeClaimUpdateStrategy, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeClaimUpdateStrategy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimUpdateStrategy")
 				return
 			}
 		case "volumeClaimSyncStrategy":
-			z.VolumeClaimSyncStrategy, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeClaimSyncStrategy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimSyncStrategy")
 				return
@@ -7078,13 +7078,13 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		switch msgp.UnsafeString(field) {
 		case "driver":
-			z.Driver, bts, err = msgp.ReadStringBytes(bts)
+			z.Driver, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
 		case "volumeHandle":
-			z.VolumeHandle, bts, err = msgp.ReadStringBytes(bts)
+			z.VolumeHandle, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeHandle")
 				return
@@ -7115,13 +7115,13 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					switch msgp.UnsafeString(field) {
 					case "namespace":
-						z.Secrets.Namespace, bts, err = msgp.ReadStringBytes(bts)
+						z.Secrets.Namespace, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Secrets", "Namespace")
 							return
 						}
 					case "name":
-						z.Secrets.Name, bts, err = msgp.ReadStringBytes(bts)
+						z.Secrets.Name, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Secrets", "Name")
 							return

@@ -1,0 +1,78 @@
+package sdk
+
+import "github.com/kubeplug/kubeplug/abi"
+
+// Constructors for every action type of the ABI. Each takes the target as an
+// abi.ObjectRef, usually made with RefOf from an object of the request; the
+// host refuses targets that are not.
+
+// UpdateOwnerReferences drops the target's owner references whose UID is in
+// remove, then adds add, replacing references with the same UID.
+//
+//	sdk.UpdateOwnerReferences(sdk.RefOf(claim), nil, sdk.NewControllerRef(set))
+func UpdateOwnerReferences(target abi.ObjectRef, remove []string, add ...abi.OwnerReference) abi.Action {
+	return abi.Action{
+		Type:            abi.ActionUpdateOwnerReferences,
+		Target:          target,
+		OwnerReferences: &abi.OwnerReferencesChange{Remove: remove, Add: add},
+	}
+}
+
+// AddFinalizer adds finalizer to the target if it lacks it.
+func AddFinalizer(target abi.ObjectRef, finalizer string) abi.Action {
+	return abi.Action{Type: abi.ActionAddFinalizer, Target: target, Finalizer: finalizer}
+}
+
+// RemoveFinalizer removes finalizer from the target if it has it.
+func RemoveFinalizer(target abi.ObjectRef, finalizer string) abi.Action {
+	return abi.Action{Type: abi.ActionRemoveFinalizer, Target: target, Finalizer: finalizer}
+}
+
+// DeleteObject deletes the target.
+func DeleteObject(target abi.ObjectRef) abi.Action {
+	return abi.Action{Type: abi.ActionDeleteObject, Target: target}
+}
+
+// ApplyClaim server-side applies the set fields of claim to the target claim
+// with kubeplug's field manager.
+//
+//	sdk.ApplyClaim(sdk.RefOf(pvc), abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "20Gi"}}})
+func ApplyClaim(target abi.ObjectRef, claim abi.ClaimApply) abi.Action {
+	return abi.Action{Type: abi.ActionApplyClaim, Target: target, Claim: &claim}
+}
+
+// SetPartition sets the target StatefulSet's rollingUpdate.partition.
+func SetPartition(target abi.ObjectRef, partition int32) abi.Action {
+	return abi.Action{Type: abi.ActionSetPartition, Target: target, Partition: &partition}
+}
+
+// UpdateClaimUpdateStatus replaces the target VolumeClaimUpdate's status.
+func UpdateClaimUpdateStatus(target abi.ObjectRef, status abi.VolumeClaimUpdateStatus) abi.Action {
+	return abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: target, ClaimUpdateStatus: &status}
+}
+
+// DeleteVolume deletes the backing volume of the target PersistentVolume
+// through the CSI driver named in volume.
+//
+//	sdk.DeleteVolume(sdk.RefOf(pv), abi.VolumeDelete{Driver: pv.Spec.CSI.Driver, VolumeHandle: pv.Spec.CSI.VolumeHandle})
+func DeleteVolume(target abi.ObjectRef, volume abi.VolumeDelete) abi.Action {
+	return abi.Action{Type: abi.ActionDeleteVolume, Target: target, Volume: &volume}
+}
+
+// Event records a Kubernetes Event of eventType (abi.EventNormal or
+// abi.EventWarning) on the target.
+func Event(target abi.ObjectRef, eventType, reason, message string) abi.Action {
+	return abi.Action{Type: abi.ActionEvent, Target: target, Event: &abi.Event{Type: eventType, Reason: reason, Message: message}}
+}
+
+// Warning records a Warning event on the target.
+//
+//	sdk.Warning(sdk.RefOf(set), "ClaimsRetainedForever", "claims outlive the set")
+func Warning(target abi.ObjectRef, reason, message string) abi.Action {
+	return Event(target, abi.EventWarning, reason, message)
+}
+
+// Normal records a Normal event on the target.
+func Normal(target abi.ObjectRef, reason, message string) abi.Action {
+	return Event(target, abi.EventNormal, reason, message)
+}

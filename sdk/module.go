@@ -1,0 +1,109 @@
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/sdk/internal/raw"
+)
+
+// ReconcileFunc decides what to do about one subject. It must be a pure
+// function of req: take the time from req.Now, never from the system.
+type ReconcileFunc func(req *Request) (Result, error)
+
+// Module describes a guest module. Name, Version, Subject and Reconcile are
+// required; everything else is optional.
+type Module struct {
+	// Name identifies the module in the host's logs, metrics and events.
+	Name string
+	// Version is the module's own version (semver advised).
+	Version string
+	// Subject is abi.SubjectStatefulSet or abi.SubjectPersistentVolume.
+	Subject string
+	// Description says what the module is for, in a sentence.
+	Description string
+	// ConfigSchema is a JSON schema (checked to be valid JSON when it starts
+	// with "{") or a plain description of the configuration.
+	ConfigSchema string
+	// Capabilities lists every action the module may return; the host
+	// refuses the others.
+	Capabilities []abi.Capability
+	// Reconcile is the reconcile hook.
+	Reconcile ReconcileFunc
+}
+
+// Register registers the guest's module. Call it once, from an init function
+// of package main. It panics, naming the problem, when the module is
+// incomplete or when a module is already registered: both are bugs a guest's
+// first test finds.
+//
+//	func init() { sdk.Register(sdk.Module{Name: "m", Version: "0.1.0", Subject: abi.SubjectStatefulSet, Reconcile: reconcile}) }
+func Register(m Module) {
+	man, err := m.Manifest()
+	if err != nil {
+		panic("sdk.Register: " + err.Error())
+	}
+	if err := raw.Register(man, handler(m.Reconcile)); err != nil {
+		panic("sdk.Register: " + err.Error() + ": call sdk.Register once per guest")
+	}
+}
+
+// Manifest validates m and returns the manifest the host will read.
+func (m Module) Manifest() (abi.Manifest, error) {
+	var errs []error
+	if m.Name == "" {
+		errs = append(errs, errors.New("Name is empty"))
+	}
+	if m.Version == "" {
+		errs = append(errs, errors.New("Version is empty"))
+	}
+	if !slices.Contains(abi.Subjects, m.Subject) {
+		errs = append(errs, fmt.Errorf("Subject %q is not one of %s", m.Subject, strings.Join(abi.Subjects, ", ")))
+	}
+	if m.Reconcile == nil {
+		errs = append(errs, errors.New("Reconcile is nil"))
+	}
+	for i, c := range m.Capabilities {
+		switch {
+		case !slices.Contains(abi.ActionTypes, c.Action):
+			errs = append(errs, fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", i, c.Action, strings.Join(abi.ActionTypes, ", ")))
+		case c.Action != abi.ActionDeleteVolume && len(c.Resources) == 0:
+			errs = append(errs, fmt.Errorf("Capabilities[%d]: action %q names no Resources (e.g. \"persistentvolumeclaims\")", i, c.Action))
+		}
+	}
+	if s := strings.TrimSpace(m.ConfigSchema); strings.HasPrefix(s, "{") && !json.Valid([]byte(s)) {
+		errs = append(errs, errors.New("ConfigSchema starts with \"{\" but is not valid JSON"))
+	}
+	if len(errs) > 0 {
+		return abi.Manifest{}, fmt.Errorf("module %q: %w", m.Name, errors.Join(errs...))
+	}
+	return abi.Manifest{
+		Name:         m.Name,
+		Version:      m.Version,
+		ABIVersion:   abi.Current.String(),
+		Subject:      m.Subject,
+		Hooks:        []string{abi.HookReconcile},
+		Capabilities: m.Capabilities,
+		Description:  m.Description,
+		ConfigSchema: m.ConfigSchema,
+	}, nil
+}
+
+// handler adapts a ReconcileFunc to the raw layer.
+func handler(f ReconcileFunc) raw.Handler {
+	return func(in *abi.ReconcileRequest) (*abi.Result, error) {
+		req, err := NewRequest(in)
+		if err != nil {
+			return nil, raw.BadInputError(err.Error())
+		}
+		res, err := f(req)
+		if err != nil {
+			return nil, err
+		}
+		return res.ABI()
+	}
+}
