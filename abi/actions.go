@@ -1,6 +1,7 @@
 package abi
 
 //msgp:tag json
+//msgp:clearomitted
 
 // Action types. Adding one is a patch-level change of the ABI.
 const (

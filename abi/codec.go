@@ -40,6 +40,31 @@ func decode(what string, b []byte, v unmarshaler) error {
 	return nil
 }
 
+// DecodeTrustedReconcileRequest decodes a ReconcileRequest without the
+// well-formedness walk the other Decode functions make first. Guests use it on
+// their input, which comes from the host: the walk protects the host from
+// guests' output, and in a guest it would cost a second pass over every byte
+// of the largest message. Malformed input still fails with ErrDecode.
+//
+// into may be nil, or a request decoded earlier to reuse its memory: every
+// wire type clears the fields a message omits (msgp:clearomitted), so nothing
+// of the earlier request survives, but slices and maps are overwritten in
+// place and anything still holding them sees the new values.
+func DecodeTrustedReconcileRequest(b []byte, into *ReconcileRequest) (*ReconcileRequest, error) {
+	r := into
+	if r == nil {
+		r = new(ReconcileRequest)
+	}
+	rest, err := r.UnmarshalMsg(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reconcile request: %v", ErrDecode, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: reconcile request: %d trailing bytes", ErrDecode, len(rest))
+	}
+	return r, nil
+}
+
 // DecodeManifest decodes an encoded Manifest.
 func DecodeManifest(b []byte) (*Manifest, error) {
 	m := new(Manifest)

@@ -1,6 +1,7 @@
 package abi
 
 //msgp:tag json
+//msgp:clearomitted
 
 // Subject kinds: what one reconcile is about.
 const (

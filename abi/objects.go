@@ -1,6 +1,7 @@
 package abi
 
 //msgp:tag json
+//msgp:clearomitted
 
 // The wire types below are projections of Kubernetes objects: only the fields
 // policies need, under Kubernetes' JSON field names. Timestamps are RFC 3339

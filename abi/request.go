@@ -1,6 +1,7 @@
 package abi
 
 //msgp:tag json
+//msgp:clearomitted
 
 // ReconcileRequest is the input of the reconcile hook: one subject's current
 // state, read from the host's caches, and everything else a decision needs.

@@ -154,6 +154,8 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -191,12 +193,14 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "finalizer":
 			z.Finalizer, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Finalizer")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "claim":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -214,6 +218,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "partition":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -231,6 +236,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		case "claimUpdateStatus":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -248,6 +254,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x10
 		case "volume":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -265,6 +272,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x20
 		case "event":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -317,12 +325,37 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x40
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.OwnerReferences = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Finalizer = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Claim = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Partition = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.ClaimUpdateStatus = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.Volume = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Event = nil
 		}
 	}
 	o = bts
@@ -452,6 +485,8 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -478,12 +513,14 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "FSType")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "readOnly":
 			z.ReadOnly, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ReadOnly")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "volumeAttributes":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -512,6 +549,7 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.VolumeAttributes[za0001] = za0002
 			}
+			zb0001Mask |= 0x4
 		case "controllerExpandSecretRef":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -558,12 +596,28 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.FSType = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ReadOnly = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.VolumeAttributes = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ControllerExpandSecret = nil
 		}
 	}
 	o = bts
@@ -629,6 +683,8 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -662,6 +718,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -670,6 +727,11 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Resources = nil
+	}
+
 	o = bts
 	return
 }
@@ -765,6 +827,8 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -801,6 +865,7 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Labels[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "annotations":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -829,6 +894,7 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Annotations[za0003] = za0004
 			}
+			zb0001Mask |= 0x2
 		case "resources":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -846,6 +912,7 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "volumeAttributesClassName":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -863,12 +930,28 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Labels = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Annotations = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Resources = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.VolumeAttributesClassName = nil
 		}
 	}
 	o = bts
@@ -974,6 +1057,8 @@ func (z *Condition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1000,30 +1085,49 @@ func (z *Condition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "message":
 			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "lastTransitionTime":
 			z.LastTransitionTime, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "LastTransitionTime")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "observedGeneration":
 			z.ObservedGeneration, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ObservedGeneration")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Reason = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Message = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.LastTransitionTime = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.ObservedGeneration = 0
 		}
 	}
 	o = bts
@@ -1204,6 +1308,8 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1274,6 +1380,8 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Capabilities", za0002)
 					return
 				}
+				var zb0004Mask uint8 /* 1 bits */
+				_ = zb0004Mask
 				for zb0004 > 0 {
 					zb0004--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1307,6 +1415,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								return
 							}
 						}
+						zb0004Mask |= 0x1
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -1315,25 +1424,45 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if (zb0004Mask & 0x1) == 0 {
+					z.Capabilities[za0002].Resources = nil
+				}
+
 			}
+			zb0001Mask |= 0x1
 		case "description":
 			z.Description, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Description")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "configSchema":
 			z.ConfigSchema, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ConfigSchema")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Capabilities = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Description = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ConfigSchema = ""
 		}
 	}
 	o = bts
@@ -1488,6 +1617,8 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1508,6 +1639,7 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "uid":
 			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
@@ -1520,12 +1652,14 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "generation":
 			z.Generation, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Generation")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "labels":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -1554,6 +1688,7 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Labels[za0001] = za0002
 			}
+			zb0001Mask |= 0x8
 		case "annotations":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -1582,6 +1717,7 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Annotations[za0003] = za0004
 			}
+			zb0001Mask |= 0x10
 		case "ownerReferences":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1601,6 +1737,7 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x20
 		case "finalizers":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -1620,24 +1757,57 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40
 		case "creationTimestamp":
 			z.CreationTimestamp, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CreationTimestamp")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "deletionTimestamp":
 			z.DeletionTimestamp, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "DeletionTimestamp")
 				return
 			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ResourceVersion = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Generation = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Labels = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Annotations = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.OwnerReferences = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.Finalizers = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.CreationTimestamp = ""
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.DeletionTimestamp = ""
 		}
 	}
 	o = bts
@@ -1716,6 +1886,8 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1736,6 +1908,7 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "name":
 			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
@@ -1756,6 +1929,11 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Namespace = ""
+	}
+
 	o = bts
 	return
 }
@@ -1846,6 +2024,8 @@ func (z *ObjectReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -1860,42 +2040,69 @@ func (z *ObjectReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "APIVersion")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "kind":
 			z.Kind, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "namespace":
 			z.Namespace, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "name":
 			z.Name, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "uid":
 			z.UID, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "resourceVersion":
 			z.ResourceVersion, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
 			}
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.APIVersion = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Kind = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.UID = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.ResourceVersion = ""
 		}
 	}
 	o = bts
@@ -1964,6 +2171,8 @@ func (z *OwnerReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2002,18 +2211,29 @@ func (z *OwnerReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Controller")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "blockOwnerDeletion":
 			z.BlockOwnerDeletion, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "BlockOwnerDeletion")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Controller = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.BlockOwnerDeletion = false
 		}
 	}
 	o = bts
@@ -2080,6 +2300,8 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2107,6 +2329,7 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "add":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -2126,12 +2349,22 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Remove = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Add = nil
 		}
 	}
 	o = bts
@@ -2248,6 +2481,8 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			var zb0002Mask uint8 /* 3 bits */
+			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2262,24 +2497,39 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
 					}
+					zb0002Mask |= 0x1
 				case "reason":
 					z.Status.Reason, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Reason")
 						return
 					}
+					zb0002Mask |= 0x2
 				case "message":
 					z.Status.Message, bts, err = readStringBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Message")
 						return
 					}
+					zb0002Mask |= 0x4
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0002Mask != 0x7 {
+				if (zb0002Mask & 0x1) == 0 {
+					z.Status.Phase = ""
+				}
+				if (zb0002Mask & 0x2) == 0 {
+					z.Status.Reason = ""
+				}
+				if (zb0002Mask & 0x4) == 0 {
+					z.Status.Message = ""
 				}
 			}
 		default:
@@ -2471,6 +2721,8 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2498,6 +2750,7 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "resources":
 			bts, err = z.Resources.UnmarshalMsg(bts)
 			if err != nil {
@@ -2521,18 +2774,21 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "volumeName":
 			z.VolumeName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeName")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "volumeMode":
 			z.VolumeMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "volumeAttributesClassName":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -2550,12 +2806,31 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 					return
 				}
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.AccessModes = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.StorageClassName = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.VolumeName = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.VolumeMode = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.VolumeAttributesClassName = nil
 		}
 	}
 	o = bts
@@ -2698,6 +2973,8 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -2712,6 +2989,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				err = msgp.WrapError(err, "Phase")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "accessModes":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -2731,6 +3009,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "capacity":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -2759,6 +3038,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				}
 				z.Capacity[za0002] = za0003
 			}
+			zb0001Mask |= 0x4
 		case "conditions":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -2778,6 +3058,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		case "allocatedResources":
 			var zb0005 uint32
 			zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -2806,6 +3087,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				}
 				z.AllocatedResources[za0005] = za0006
 			}
+			zb0001Mask |= 0x10
 		case "allocatedResourceStatuses":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -2834,6 +3116,7 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				}
 				z.AllocatedResourceStatuses[za0007] = za0008
 			}
+			zb0001Mask |= 0x20
 		case "currentVolumeAttributesClassName":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -2851,12 +3134,37 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 					return
 				}
 			}
+			zb0001Mask |= 0x40
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Phase = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.AccessModes = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Capacity = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Conditions = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.AllocatedResources = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.AllocatedResourceStatuses = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.CurrentVolumeAttributesClassName = nil
 		}
 	}
 	o = bts
@@ -3037,6 +3345,8 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3073,6 +3383,7 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Capacity[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "accessModes":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3092,6 +3403,7 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "claimRef":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3109,24 +3421,28 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "persistentVolumeReclaimPolicy":
 			z.PersistentVolumeReclaimPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PersistentVolumeReclaimPolicy")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "storageClassName":
 			z.StorageClassName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "StorageClassName")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "volumeMode":
 			z.VolumeMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "volumeAttributesClassName":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3144,12 +3460,14 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x40
 		case "source":
 			z.Source, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Source")
 				return
 			}
+			zb0001Mask |= 0x80
 		case "csi":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3167,12 +3485,43 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Capacity = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.AccessModes = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ClaimRef = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.PersistentVolumeReclaimPolicy = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.StorageClassName = ""
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.VolumeMode = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.VolumeAttributesClassName = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Source = ""
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.CSI = nil
 		}
 	}
 	o = bts
@@ -3266,6 +3615,8 @@ func (z *PersistentVolumeStatus) UnmarshalMsg(bts []byte) (o []byte, err error) 
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3280,24 +3631,39 @@ func (z *PersistentVolumeStatus) UnmarshalMsg(bts []byte) (o []byte, err error) 
 				err = msgp.WrapError(err, "Phase")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "reason":
 			z.Reason, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "message":
 			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Phase = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Reason = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Message = ""
 		}
 	}
 	o = bts
@@ -3416,6 +3782,8 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3441,6 +3809,7 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "claim":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3493,6 +3862,7 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 					}
 				}
 			}
+			zb0001Mask |= 0x2
 		case "storageClass":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3510,6 +3880,7 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		case "drivers":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3529,12 +3900,28 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Volume = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Claim = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.StorageClass = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Drivers = nil
 		}
 	}
 	o = bts
@@ -3704,6 +4091,8 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Spec")
 				return
 			}
+			var zb0002Mask uint8 /* 2 bits */
+			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3718,6 +4107,7 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Spec", "NodeName")
 						return
 					}
+					zb0002Mask |= 0x1
 				case "volumes":
 					var zb0003 uint32
 					zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3737,6 +4127,8 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "Spec", "Volumes", za0001)
 							return
 						}
+						var zb0004Mask uint8 /* 1 bits */
+						_ = zb0004Mask
 						for zb0004 > 0 {
 							zb0004--
 							field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3757,6 +4149,7 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 									err = msgp.WrapError(err, "Spec", "Volumes", za0001, "ClaimName")
 									return
 								}
+								zb0004Mask |= 0x1
 							default:
 								bts, err = msgp.Skip(bts)
 								if err != nil {
@@ -3765,13 +4158,28 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 								}
 							}
 						}
+						// Clear omitted fields.
+						if (zb0004Mask & 0x1) == 0 {
+							z.Spec.Volumes[za0001].ClaimName = ""
+						}
+
 					}
+					zb0002Mask |= 0x2
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Spec")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0002Mask != 0x3 {
+				if (zb0002Mask & 0x1) == 0 {
+					z.Spec.NodeName = ""
+				}
+				if (zb0002Mask & 0x2) == 0 {
+					z.Spec.Volumes = nil
 				}
 			}
 		case "status":
@@ -3781,6 +4189,8 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
+			var zb0005Mask uint8 /* 2 bits */
+			_ = zb0005Mask
 			for zb0005 > 0 {
 				zb0005--
 				field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3795,6 +4205,7 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
 					}
+					zb0005Mask |= 0x1
 				case "conditions":
 					var zb0006 uint32
 					zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3814,12 +4225,22 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							return
 						}
 					}
+					zb0005Mask |= 0x2
 				default:
 					bts, err = msgp.Skip(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Status")
 						return
 					}
+				}
+			}
+			// Clear omitted fields.
+			if zb0005Mask != 0x3 {
+				if (zb0005Mask & 0x1) == 0 {
+					z.Status.Phase = ""
+				}
+				if (zb0005Mask & 0x2) == 0 {
+					z.Status.Conditions = nil
 				}
 			}
 		default:
@@ -3915,6 +4336,8 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3929,6 +4352,7 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "NodeName")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "volumes":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -3948,6 +4372,8 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "Volumes", za0001)
 					return
 				}
+				var zb0003Mask uint8 /* 1 bits */
+				_ = zb0003Mask
 				for zb0003 > 0 {
 					zb0003--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -3968,6 +4394,7 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "Volumes", za0001, "ClaimName")
 							return
 						}
+						zb0003Mask |= 0x1
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -3976,13 +4403,28 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if (zb0003Mask & 0x1) == 0 {
+					z.Volumes[za0001].ClaimName = ""
+				}
+
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.NodeName = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Volumes = nil
 		}
 	}
 	o = bts
@@ -4049,6 +4491,8 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4063,6 +4507,7 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Phase")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "conditions":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -4082,12 +4527,22 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Phase = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Conditions = nil
 		}
 	}
 	o = bts
@@ -4141,6 +4596,8 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4161,6 +4618,7 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ClaimName")
 				return
 			}
+			zb0001Mask |= 0x1
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -4169,6 +4627,11 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.ClaimName = ""
+	}
+
 	o = bts
 	return
 }
@@ -4257,6 +4720,8 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4289,6 +4754,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Config")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "statefulSet":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -4306,6 +4772,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "persistentVolume":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -4323,12 +4790,25 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Config = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.StatefulSet = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.PersistentVolume = nil
 		}
 	}
 	o = bts
@@ -4404,6 +4884,8 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4440,6 +4922,7 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Requests[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "limits":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -4468,12 +4951,22 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Limits[za0003] = za0004
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Requests = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Limits = nil
 		}
 	}
 	o = bts
@@ -4554,6 +5047,8 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4578,6 +5073,7 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "result":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -4595,12 +5091,22 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Message = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Result = nil
 		}
 	}
 	o = bts
@@ -4678,6 +5184,8 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4705,24 +5213,39 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "requeueAfterMillis":
 			z.RequeueAfterMillis, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RequeueAfterMillis")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "message":
 			z.Message, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Actions = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.RequeueAfterMillis = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Message = ""
 		}
 	}
 	o = bts
@@ -4787,6 +5310,8 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -4812,18 +5337,29 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 					return
 				}
 			}
+			zb0001Mask |= 0x1
 		case "maxUnavailable":
 			z.MaxUnavailable, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "MaxUnavailable")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Partition = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MaxUnavailable = ""
 		}
 	}
 	o = bts
@@ -5081,6 +5617,8 @@ func (z *StatefulSetPersistentVolumeClaimPolicy) UnmarshalMsg(bts []byte) (o []b
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5095,18 +5633,29 @@ func (z *StatefulSetPersistentVolumeClaimPolicy) UnmarshalMsg(bts []byte) (o []b
 				err = msgp.WrapError(err, "WhenDeleted")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "whenScaled":
 			z.WhenScaled, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "WhenScaled")
 				return
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.WhenDeleted = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.WhenScaled = ""
 		}
 	}
 	o = bts
@@ -5284,6 +5833,8 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5338,6 +5889,7 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "selector":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
@@ -5366,18 +5918,21 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Selector[za0001] = za0002
 			}
+			zb0001Mask |= 0x2
 		case "serviceName":
 			z.ServiceName, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ServiceName")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "podManagementPolicy":
 			z.PodManagementPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "PodManagementPolicy")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "updateStrategy":
 			bts, err = z.UpdateStrategy.UnmarshalMsg(bts)
 			if err != nil {
@@ -5438,6 +5993,7 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x10
 		case "persistentVolumeClaimRetentionPolicy":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -5455,6 +6011,8 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy")
 					return
 				}
+				var zb0006Mask uint8 /* 2 bits */
+				_ = zb0006Mask
 				for zb0006 > 0 {
 					zb0006--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5469,12 +6027,14 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenDeleted")
 							return
 						}
+						zb0006Mask |= 0x1
 					case "whenScaled":
 						z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenScaled")
 							return
 						}
+						zb0006Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -5483,19 +6043,54 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0006Mask != 0x3 {
+					if (zb0006Mask & 0x1) == 0 {
+						z.PersistentVolumeClaimRetentionPolicy.WhenDeleted = ""
+					}
+					if (zb0006Mask & 0x2) == 0 {
+						z.PersistentVolumeClaimRetentionPolicy.WhenScaled = ""
+					}
+				}
 			}
+			zb0001Mask |= 0x20
 		case "revisionHistoryLimit":
 			z.RevisionHistoryLimit, bts, err = msgp.ReadInt32Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "RevisionHistoryLimit")
 				return
 			}
+			zb0001Mask |= 0x40
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Ordinals = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Selector = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.ServiceName = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.PodManagementPolicy = ""
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.VolumeClaimTemplates = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.PersistentVolumeClaimRetentionPolicy = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.RevisionHistoryLimit = 0
 		}
 	}
 	o = bts
@@ -5623,6 +6218,8 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5637,6 +6234,7 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ObservedGeneration")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "replicas":
 			z.Replicas, bts, err = msgp.ReadInt32Bytes(bts)
 			if err != nil {
@@ -5649,42 +6247,72 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ReadyReplicas")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "currentReplicas":
 			z.CurrentReplicas, bts, err = msgp.ReadInt32Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CurrentReplicas")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "updatedReplicas":
 			z.UpdatedReplicas, bts, err = msgp.ReadInt32Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UpdatedReplicas")
 				return
 			}
+			zb0001Mask |= 0x8
 		case "availableReplicas":
 			z.AvailableReplicas, bts, err = msgp.ReadInt32Bytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AvailableReplicas")
 				return
 			}
+			zb0001Mask |= 0x10
 		case "currentRevision":
 			z.CurrentRevision, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "CurrentRevision")
 				return
 			}
+			zb0001Mask |= 0x20
 		case "updateRevision":
 			z.UpdateRevision, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "UpdateRevision")
 				return
 			}
+			zb0001Mask |= 0x40
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ObservedGeneration = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ReadyReplicas = 0
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.CurrentReplicas = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.UpdatedReplicas = 0
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.AvailableReplicas = 0
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.CurrentRevision = ""
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.UpdateRevision = ""
 		}
 	}
 	o = bts
@@ -5856,6 +6484,8 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -5916,6 +6546,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "pods":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -5935,6 +6566,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "claims":
 			var zb0004 uint32
 			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -5989,6 +6621,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x4
 		case "storageClasses":
 			var zb0006 uint32
 			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6008,6 +6641,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+			zb0001Mask |= 0x8
 		case "claimUpdate":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6060,12 +6694,31 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Set = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Pods = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Claims = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.StorageClasses = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.ClaimUpdate = nil
 		}
 	}
 	o = bts
@@ -6180,6 +6833,8 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6194,6 +6849,7 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 				err = msgp.WrapError(err, "Type")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "rollingUpdate":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -6211,6 +6867,8 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 					err = msgp.WrapError(err, "RollingUpdate")
 					return
 				}
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
 				for zb0002 > 0 {
 					zb0002--
 					field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6236,12 +6894,14 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 								return
 							}
 						}
+						zb0002Mask |= 0x1
 					case "maxUnavailable":
 						z.RollingUpdate.MaxUnavailable, bts, err = readStringBytes(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "RollingUpdate", "MaxUnavailable")
 							return
 						}
+						zb0002Mask |= 0x2
 					default:
 						bts, err = msgp.Skip(bts)
 						if err != nil {
@@ -6250,13 +6910,32 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 						}
 					}
 				}
+				// Clear omitted fields.
+				if zb0002Mask != 0x3 {
+					if (zb0002Mask & 0x1) == 0 {
+						z.RollingUpdate.Partition = nil
+					}
+					if (zb0002Mask & 0x2) == 0 {
+						z.RollingUpdate.MaxUnavailable = ""
+					}
+				}
 			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Type = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.RollingUpdate = nil
 		}
 	}
 	o = bts
@@ -6384,6 +7063,8 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6432,30 +7113,49 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 				z.Parameters[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		case "reclaimPolicy":
 			z.ReclaimPolicy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "ReclaimPolicy")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "volumeBindingMode":
 			z.VolumeBindingMode, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeBindingMode")
 				return
 			}
+			zb0001Mask |= 0x4
 		case "allowVolumeExpansion":
 			z.AllowVolumeExpansion, bts, err = msgp.ReadBoolBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "AllowVolumeExpansion")
 				return
 			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Parameters = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.ReclaimPolicy = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.VolumeBindingMode = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.AllowVolumeExpansion = false
 		}
 	}
 	o = bts
@@ -6526,6 +7226,8 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6586,6 +7288,7 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 				}
 				z.TotalCapacity[za0001] = za0002
 			}
+			zb0001Mask |= 0x1
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -6594,6 +7297,11 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.TotalCapacity = nil
+	}
+
 	o = bts
 	return
 }
@@ -6772,6 +7480,8 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6840,24 +7550,39 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		case "volumeClaimUpdateStrategy":
 			z.VolumeClaimUpdateStrategy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimUpdateStrategy")
 				return
 			}
+			zb0001Mask |= 0x2
 		case "volumeClaimSyncStrategy":
 			z.VolumeClaimSyncStrategy, bts, err = readStringBytes(bts)
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimSyncStrategy")
 				return
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.VolumeClaimTemplates = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.VolumeClaimUpdateStrategy = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.VolumeClaimSyncStrategy = ""
 		}
 	}
 	o = bts
@@ -6941,6 +7666,8 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -6955,6 +7682,7 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 				err = msgp.WrapError(err, "ObservedGeneration")
 				return
 			}
+			zb0001Mask |= 0x1
 		case "volumeClaimTemplates":
 			var zb0002 uint32
 			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6974,6 +7702,7 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x2
 		case "conditions":
 			var zb0003 uint32
 			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
@@ -6993,12 +7722,25 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 					return
 				}
 			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
 				err = msgp.WrapError(err)
 				return
 			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.ObservedGeneration = 0
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.VolumeClaimTemplates = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Conditions = nil
 		}
 	}
 	o = bts
@@ -7069,6 +7811,8 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
 		field, bts, err = msgp.ReadMapKeyZC(bts)
@@ -7135,6 +7879,7 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
+			zb0001Mask |= 0x1
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -7143,6 +7888,11 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		}
 	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Secrets = nil
+	}
+
 	o = bts
 	return
 }

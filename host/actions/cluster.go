@@ -19,7 +19,8 @@ type Cluster interface {
 	// carries metadata.resourceVersion fails with a conflict when the object's
 	// resourceVersion differs; one that carries metadata.uid fails when the
 	// UID differs. pt is types.MergePatchType or types.ApplyPatchType (then
-	// fieldManager is used and force is true).
+	// force is true). The executor passes its FieldManager with every patch,
+	// so that managedFields name kubeplug as the writer of merge patches too.
 	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (resourceVersion string, err error)
 	// Delete deletes the named object with UID and resourceVersion
 	// preconditions (either may be empty to skip it).

@@ -16,6 +16,10 @@ type Lister interface {
 	GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error)
 	ListPods(namespace string) ([]*corev1.Pod, error)
 	GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	// ListClaims lists the claims of a namespace. The statefulset builder
+	// needs it to find claims of every ordinal, including those of replicas
+	// removed by a scale-down, which no spec field names any more.
+	ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error)
 	GetVolume(name string) (*corev1.PersistentVolume, error)
 	GetStorageClass(name string) (*storagev1.StorageClass, error)
 	// ListVolumeClaimUpdates lists kubeplug.dev/v1alpha1 VolumeClaimUpdates.

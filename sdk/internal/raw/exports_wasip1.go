@@ -22,10 +22,10 @@ func abiVersion() {}
 // allocate") instead of a trap from an impossible allocation.
 const maxInput = 1 << 30
 
-// in is the input buffer, kept alive here while the host writes into it. Each
-// call gets a fresh one and none is ever written after decoding: the decoded
-// request's strings share its memory (abi decodes without copying), and a
-// module may keep them past the call.
+// in is the input region, lent to the host until the next malloc: the host
+// writes every input into it while it fits (SPEC.md), so the hook copies each
+// input out before decoding (the decoded request's strings share memory with
+// the bytes they came from, and a module may keep a string past the call).
 var in []byte
 
 // malloc returns a guest region of at least size bytes for the host to write
@@ -62,7 +62,7 @@ func onReconcile(ptr, length uint32) uint64 {
 	if len(in) == 0 || ptr != addr(in) || int(length) > len(in) {
 		resp = BadInput(fmt.Sprintf("input region (ptr %d, len %d) is not within the buffer kubeplug_malloc returned (ptr %d, size %d)", ptr, length, addrOrZero(in), len(in)))
 	} else {
-		resp = Reconcile(in[:length])
+		resp = Reconcile(append([]byte(nil), in[:length]...))
 	}
 	return abi.PackPtrLen(addr(resp), uint32(len(resp)))
 }

@@ -1,0 +1,192 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Executor validates and carries out the actions of one module's results.
+// It holds no state between calls and is safe for concurrent use when its
+// Cluster and Volumes are.
+type Executor struct {
+	// Cluster receives the writes and events.
+	Cluster Cluster
+	// Volumes deletes backing volumes; nil refuses every deleteVolume.
+	Volumes VolumeDeleter
+	// Module is the module's name, for events and logs.
+	Module string
+	// Shadow validates and reports actions without executing any.
+	Shadow bool
+	// Logger receives one record per action; nil discards them.
+	Logger *slog.Logger
+}
+
+// Execute carries out res, the answer of the module with manifest m to req,
+// action by action in order:
+//   - an action that Validate refuses, or a deleteVolume for a driver
+//     Volumes is not configured for, is not executed: it is reported as
+//     Refused, logged, and recorded as a Warning event (reason
+//     ActionRefused) on the subject; the next action runs;
+//   - an action that needs no write, because the object already is as it
+//     asks, is Unchanged and sends nothing;
+//   - every write carries the UID and resourceVersion the module saw as
+//     preconditions, the resourceVersion being the one returned by this
+//     Result's previous write on the same object, if any;
+//   - a Conflict or Failed action stops the rest, which are Skipped, and
+//     Execute returns an error naming it that wraps ErrConflict (reconcile
+//     again on fresh state) or the failure.
+//
+// In shadow mode Execute validates and plans every action but sends nothing,
+// not even the refusal events: valid actions that would write are Shadow,
+// and the error is always nil.
+func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.ReconcileRequest, res *abi.Result) (Report, error) {
+	var rep Report
+	if res == nil {
+		return rep, nil
+	}
+	log := e.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("module", e.Module)
+	if req != nil {
+		log = log.With("key", req.Key)
+	}
+
+	states := objectStates{}
+	var stop error
+	for i, a := range res.Actions {
+		r := ActionReport{Index: i, Type: a.Type, Target: a.Target, Outcome: Skipped}
+		if stop == nil {
+			r.Outcome, r.Write, r.Err = e.execute(ctx, i, m, req, a, states)
+		}
+		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
+		switch r.Outcome {
+		case Refused:
+			log.Warn("refused action", append(attrs, "err", r.Err)...)
+			e.recordRefusal(ctx, log, req, r)
+		case Conflict, Failed:
+			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			log.Warn("action did not complete; skipping the rest", append(attrs, "outcome", r.Outcome, "err", r.Err)...)
+		case Executed:
+			log.Info("executed action", append(attrs, "write", r.Write)...)
+		case Shadow:
+			log.Info("shadow mode: action not executed", append(attrs, "write", r.Write)...)
+		case Unchanged:
+			log.Debug("action needs no write", attrs...)
+		}
+		rep.add(r)
+	}
+	return rep, stop
+}
+
+// execute validates, plans and, unless in shadow mode, makes the call of
+// action i.
+func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.ReconcileRequest, a abi.Action, states objectStates) (Outcome, string, error) {
+	t, err := Validate(m, req, a)
+	if err != nil {
+		return Refused, "", err
+	}
+	if a.Type == abi.ActionDeleteVolume && (e.Volumes == nil || !e.Volumes.Configured(a.Volume.Driver)) {
+		return Refused, "", fmt.Errorf("%w: %s on %s: CSI driver %q is not configured on this host; add it to the host's CSI drivers or leave the volume to its external provisioner",
+			ErrRefused, a.Type, t, a.Volume.Driver)
+	}
+	st := states.of(t)
+	// Events do not write the object, so they may follow its deletion.
+	if st.gone != "" && a.Type != abi.ActionEvent {
+		return Conflict, "", fmt.Errorf("%w: %s %s", ErrConflict, t, st.gone)
+	}
+	w, err := plan(a, t, st)
+	if err != nil {
+		return Failed, "", err
+	}
+	if w == nil {
+		return Unchanged, "", nil
+	}
+	if e.Shadow {
+		// Later shadow actions on the object are planned as if this one
+		// had been made. A delete is not simulated as stopping them: in
+		// shadow mode nothing changes, so a requeue would see the same
+		// state and stop at the same place forever.
+		if w.commit != nil {
+			w.commit(st)
+		}
+		return Shadow, w.desc, nil
+	}
+	if err := e.call(ctx, a, t, st, w); err != nil {
+		if w.kind == writePatch || w.kind == writeDelete {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return Conflict, w.desc, fmt.Errorf("%w: %w", ErrConflict, err)
+			}
+		}
+		return Failed, w.desc, err
+	}
+	if w.commit != nil {
+		w.commit(st)
+	}
+	switch {
+	case w.kind == writeDelete:
+		// After a delete the object is gone, or (with finalizers) carries
+		// a deletionTimestamp and a resourceVersion this Result does not
+		// know. A later write could only drop the resourceVersion
+		// precondition and act on a state the module never saw, so it is
+		// not sent: it ends the Result with a conflict and the subject is
+		// reconciled again on fresh state. Put deleteObject last, e.g.
+		// [deleteVolume, removeFinalizer, deleteObject].
+		st.gone = fmt.Sprintf("was deleted by action %d of this result", i)
+	case w.kind == writePatch && st.rv == "":
+		st.gone = fmt.Sprintf("has an unknown resourceVersion after action %d", i)
+	}
+	return Executed, w.desc, nil
+}
+
+// call makes the API or CSI call of w, recording a patch's new
+// resourceVersion in st.
+func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {
+	switch w.kind {
+	case writePatch:
+		var sub []string
+		if w.subresource != "" {
+			sub = []string{w.subresource}
+		}
+		rv, err := e.Cluster.Patch(ctx, t.Kind, t.Namespace, t.Name, w.patchType, w.data, FieldManager, sub...)
+		if err != nil {
+			return err
+		}
+		st.rv = rv
+		return nil
+	case writeDelete:
+		return e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv)
+	case writeDeleteVolume:
+		return e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets)
+	case writeEvent:
+		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, a.Event.Message, e.Module)
+	}
+	return fmt.Errorf("unknown write kind %d", w.kind)
+}
+
+// recordRefusal records a Warning event on the subject, so that whoever
+// looks at the StatefulSet or volume learns that a module tried something it
+// may not. Shadow mode records nothing in the cluster.
+func (e *Executor) recordRefusal(ctx context.Context, log *slog.Logger, req *abi.ReconcileRequest, r ActionReport) {
+	if e.Shadow {
+		return
+	}
+	subject, ok := subjectRef(req)
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf("module %s, action %d: %v", e.Module, r.Index, r.Err)
+	if err := e.Cluster.RecordEvent(ctx, subject, abi.EventWarning, ReasonActionRefused, msg, e.Module); err != nil {
+		log.Warn("record refusal event", "action", r.Index, "err", err)
+	}
+}
+
+// ReasonActionRefused is the reason of the Warning event recorded on the
+// subject for each refused action.
+const ReasonActionRefused = "ActionRefused"

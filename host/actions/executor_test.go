@@ -1,0 +1,373 @@
+package actions_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+)
+
+func executor(c *fakeCluster, v *fakeVolumes) *actions.Executor {
+	e := &actions.Executor{Cluster: c, Module: "policy"}
+	if v != nil {
+		e.Volumes = v
+	}
+	return e
+}
+
+func outcomes(r actions.Report) []actions.Outcome {
+	var out []actions.Outcome
+	for _, a := range r.Actions {
+		out = append(out, a.Outcome)
+	}
+	return out
+}
+
+func mergePatch(kind, ns, name, data string, sub ...string) call {
+	return call{Op: "patch", Kind: kind, Namespace: ns, Name: name, PatchType: types.MergePatchType, Data: data, FieldManager: "kubeplug", Subresource: sub}
+}
+
+func TestExecuteWrites(t *testing.T) {
+	const claim0 = `{"metadata":{"uid":"claim-0","resourceVersion":"20",`
+	secrets := &abi.SecretReference{Namespace: "kube-system", Name: "provisioner"}
+	tests := []struct {
+		name    string
+		req     *abi.ReconcileRequest
+		action  abi.Action
+		want    call
+		volumes []call
+	}{{
+		name:   "owner reference added",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner}}},
+		want: mergePatch("PersistentVolumeClaim", "default", "data-web-1",
+			`{"metadata":{"uid":"claim-1","resourceVersion":"21","ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"web","uid":"set-uid","controller":true,"blockOwnerDeletion":true}]}}`),
+	}, {
+		name:   "last owner reference removed",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{"set-uid"}}},
+		want:   mergePatch("PersistentVolumeClaim", "default", "data-web-0", claim0+`"ownerReferences":null}}`),
+	}, {
+		name: "owner reference replaced by uid, others kept in order",
+		req:  setRequest(),
+		action: abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{
+			{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-0"},
+			{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "set-uid"},
+		}}},
+		want: mergePatch("PersistentVolumeClaim", "default", "data-web-0", claim0+
+			`"ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"web","uid":"set-uid"},{"apiVersion":"v1","kind":"Pod","name":"web-0","uid":"pod-0"}]}}`),
+	}, {
+		name:   "finalizer added",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/protect"},
+		want:   mergePatch("PersistentVolumeClaim", "default", "data-web-0", claim0+`"finalizers":["kubernetes.io/pvc-protection","kubeplug.dev/protect"]}}`),
+	}, {
+		name:   "last finalizer removed",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"},
+		want:   mergePatch("PersistentVolumeClaim", "default", "data-web-0", claim0+`"finalizers":null}}`),
+	}, {
+		name:   "object deleted",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionDeleteObject, Target: podRef()},
+		want:   call{Op: "delete", Kind: "Pod", Namespace: "default", Name: "web-0", UID: "pod-0", RV: "30"},
+	}, {
+		name:   "claim resized",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "2048Mi"}}}},
+		want: call{Op: "patch", Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-0", PatchType: types.ApplyPatchType, FieldManager: "kubeplug",
+			Data: `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"claim-0","resourceVersion":"20"},"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`},
+	}, {
+		name: "claim labelled and class changed",
+		req:  setRequest(),
+		action: abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{
+			Labels: map[string]string{"app": "web", "tier": "gold"}, Annotations: map[string]string{"note": "x"}, VolumeAttributesClassName: new("platinum"),
+		}},
+		want: call{Op: "patch", Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-0", PatchType: types.ApplyPatchType, FieldManager: "kubeplug",
+			Data: `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"claim-0","resourceVersion":"20","labels":{"app":"web","tier":"gold"},"annotations":{"note":"x"}},"spec":{"volumeAttributesClassName":"platinum"}}`},
+	}, {
+		name:   "partition set",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(0))},
+		want:   mergePatch("StatefulSet", "default", "web", `{"metadata":{"uid":"set-uid","resourceVersion":"10"},"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`),
+	}, {
+		name: "status replaced",
+		req:  setRequest(),
+		action: abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: claimUpdateRef(), ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{
+			ObservedGeneration:   3,
+			VolumeClaimTemplates: []abi.VolumeClaimTemplateStatus{{TemplateName: "data", CompatibleReplicas: 1, UpdatingReplicas: 1, TotalCapacity: map[string]string{"storage": "3072Mi"}}},
+		}},
+		want: mergePatch("VolumeClaimUpdate", "default", "web-update",
+			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"observedGeneration":3,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
+			"status"),
+	}, {
+		name:    "volume deleted",
+		req:     volumeRequest(),
+		action:  abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: secrets}},
+		volumes: []call{{Op: "deleteVolume", Name: driver + "/" + handle, Secrets: secrets}},
+	}, {
+		name:   "event recorded",
+		req:    volumeRequest(),
+		action: abi.Action{Type: abi.ActionEvent, Target: claimRef(0), Event: &abi.Event{Type: abi.EventNormal, Reason: "Reclaimed", Message: "m"}},
+		want:   call{Op: "event", Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-0", UID: "claim-0", Event: []string{"Normal", "Reclaimed", "m", "policy"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, v := &fakeCluster{}, &fakeVolumes{drivers: []string{driver}}
+			rep, err := executor(c, v).Execute(context.Background(), everything(), tt.req, &abi.Result{Actions: []abi.Action{tt.action}})
+			require.NoError(t, err)
+			require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep))
+			require.NotEmpty(t, rep.Actions[0].Write)
+			var want []call
+			if tt.want.Op != "" {
+				want = []call{tt.want}
+			}
+			require.Equal(t, want, c.calls)
+			require.Equal(t, tt.volumes, v.calls)
+		})
+	}
+}
+
+func TestExecuteUnchanged(t *testing.T) {
+	noRollingUpdate := setRequest()
+	noRollingUpdate.StatefulSet.Set.Spec.UpdateStrategy.RollingUpdate = nil
+	deleting := setRequest()
+	deleting.StatefulSet.Claims[0].Metadata.DeletionTimestamp = "2024-06-01T12:00:00Z"
+	tests := []struct {
+		name   string
+		req    *abi.ReconcileRequest
+		action abi.Action
+	}{
+		{"owner reference already there", setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner}}}},
+		{"owner reference already gone", setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{"pod-0"}}}},
+		{"finalizer already there", setRequest(), abi.Action{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"}},
+		{"finalizer already gone", setRequest(), abi.Action{Type: abi.ActionRemoveFinalizer, Target: claimRef(1), Finalizer: "kubernetes.io/pvc-protection"}},
+		{"object already being deleted", deleting, abi.Action{Type: abi.ActionDeleteObject, Target: claimRef(0)}},
+		{"claim already as applied", setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{
+			Labels: map[string]string{"app": "web"}, Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "1024Mi"}}, VolumeAttributesClassName: new("gold"),
+		}}},
+		{"partition already set", setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(1))}},
+		{"partition 0 is the default", noRollingUpdate, abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(0))}},
+		{"status already as written", setRequest(), abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: claimUpdateRef(), ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{
+			ObservedGeneration:   2,
+			VolumeClaimTemplates: []abi.VolumeClaimTemplateStatus{{TemplateName: "data", CompatibleReplicas: 2, TotalCapacity: map[string]string{"storage": "2048Mi"}}},
+			Conditions:           []abi.Condition{{Type: "Ready", Status: "True", LastTransitionTime: "2024-06-01T14:00:00+02:00"}},
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeCluster{}
+			rep, err := executor(c, nil).Execute(context.Background(), everything(), tt.req, &abi.Result{Actions: []abi.Action{tt.action}})
+			require.NoError(t, err)
+			require.Equal(t, []actions.Outcome{actions.Unchanged}, outcomes(rep))
+			require.Empty(t, c.calls)
+		})
+	}
+}
+
+func TestExecuteChainsResourceVersions(t *testing.T) {
+	c, v := &fakeCluster{}, &fakeVolumes{drivers: []string{driver}}
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
+		{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "kubernetes.io/pv-protection"},
+		{Type: abi.ActionDeleteObject, Target: volumeRef()},
+	}}
+	rep, err := executor(c, v).Execute(context.Background(), everything(), volumeRequest(), res)
+	require.NoError(t, err)
+	require.Equal(t, map[actions.Outcome]int{actions.Executed: 5}, rep.Counts)
+	require.Len(t, v.calls, 1)
+	require.Equal(t, []call{
+		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":["kubernetes.io/pv-protection"]}}`),
+		// Another object keeps its own resourceVersion.
+		mergePatch("PersistentVolumeClaim", "default", "data-web-0", `{"metadata":{"uid":"claim-0","resourceVersion":"20","finalizers":["kubeplug.dev/x"]}}`),
+		// The first patch returned 101, and its list is the base of this one.
+		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"101","finalizers":null}}`),
+		{Op: "delete", Kind: "PersistentVolume", Name: "pv-1", UID: "pv-uid", RV: "103"},
+	}, c.calls)
+}
+
+func TestExecuteStopsAfterDeleteOfTheSameObject(t *testing.T) {
+	c := &fakeCluster{}
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteObject, Target: claimRef(1)},
+		{Type: abi.ActionEvent, Target: claimRef(1), Event: &abi.Event{Type: abi.EventNormal, Reason: "Deleted"}},
+		{Type: abi.ActionAddFinalizer, Target: claimRef(1), Finalizer: "kubeplug.dev/x"},
+		{Type: abi.ActionEvent, Target: setRef(), Event: &abi.Event{Type: abi.EventNormal, Reason: "Never"}},
+	}}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), res)
+	require.ErrorIs(t, err, actions.ErrConflict)
+	require.ErrorContains(t, err, "action 2 (addFinalizer on PersistentVolumeClaim default/data-web-1)")
+	require.ErrorContains(t, err, "was deleted by action 0")
+	require.Equal(t, []actions.Outcome{actions.Executed, actions.Executed, actions.Conflict, actions.Skipped}, outcomes(rep))
+	require.Equal(t, []string{"delete", "event"}, ops(c.calls))
+}
+
+func ops(calls []call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Op)
+	}
+	return out
+}
+
+func TestExecuteStopsAtFirstConflictOrFailure(t *testing.T) {
+	boom := errors.New("connection reset")
+	gr := schema.GroupResource{Resource: "persistentvolumeclaims"}
+	tests := []struct {
+		name     string
+		err      error
+		outcome  actions.Outcome
+		conflict bool
+	}{
+		{"resourceVersion conflict", apierrors.NewConflict(gr, "data-web-0", errors.New("the object has been modified")), actions.Conflict, true},
+		{"object gone", apierrors.NewNotFound(gr, "data-web-0"), actions.Conflict, true},
+		{"forbidden", apierrors.NewForbidden(gr, "data-web-0", errors.New("no")), actions.Failed, false},
+		{"transport", boom, actions.Failed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeCluster{fail: func(c call) error {
+				if c.Op == "patch" {
+					return tt.err
+				}
+				return nil
+			}}
+			res := &abi.Result{Actions: []abi.Action{
+				{Type: abi.ActionEvent, Target: setRef(), Event: &abi.Event{Type: abi.EventNormal, Reason: "Start"}},
+				{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
+				{Type: abi.ActionDeleteObject, Target: podRef()},
+				{Type: abi.ActionEvent, Target: setRef(), Event: &abi.Event{Type: abi.EventNormal, Reason: "End"}},
+			}}
+			rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), res)
+			require.Error(t, err)
+			require.ErrorIs(t, err, tt.err)
+			require.Equal(t, tt.conflict, errors.Is(err, actions.ErrConflict))
+			require.ErrorContains(t, err, "module policy: action 1 (addFinalizer on PersistentVolumeClaim default/data-web-0)")
+			require.Equal(t, []actions.Outcome{actions.Executed, tt.outcome, actions.Skipped, actions.Skipped}, outcomes(rep))
+			require.Equal(t, map[actions.Outcome]int{actions.Executed: 1, tt.outcome: 1, actions.Skipped: 2}, rep.Counts)
+			require.Equal(t, []string{"event", "patch"}, ops(c.calls))
+		})
+	}
+}
+
+func TestExecuteVolumeDeleteFailureStops(t *testing.T) {
+	boom := errors.New("driver unavailable")
+	c, v := &fakeCluster{}, &fakeVolumes{drivers: []string{driver}, err: boom}
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
+	}}
+	rep, err := executor(c, v).Execute(context.Background(), everything(), volumeRequest(), res)
+	require.ErrorIs(t, err, boom)
+	require.NotErrorIs(t, err, actions.ErrConflict)
+	require.Equal(t, []actions.Outcome{actions.Failed, actions.Skipped}, outcomes(rep))
+	require.Empty(t, c.calls, "the finalizer stays while the volume may still exist")
+}
+
+func TestExecuteUnknownResourceVersionStops(t *testing.T) {
+	c := &fakeCluster{noRV: true}
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
+		{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"},
+	}}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), res)
+	require.ErrorIs(t, err, actions.ErrConflict)
+	require.Equal(t, []actions.Outcome{actions.Executed, actions.Conflict}, outcomes(rep))
+	require.Len(t, c.calls, 1)
+}
+
+func TestExecuteRefusalIsRecordedAndExecutionContinues(t *testing.T) {
+	var logs bytes.Buffer
+	c := &fakeCluster{}
+	e := executor(c, &fakeVolumes{drivers: []string{"other.csi"}})
+	e.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+		{Type: abi.ActionAddFinalizer, Target: volumeRef(), Finalizer: "kubeplug.dev/x"},
+		{Type: abi.ActionDeleteObject, Target: abi.ObjectRef{Kind: abi.KindPersistentVolume, Name: "pv-2", UID: "pv-2"}},
+	}}
+	rep, err := e.Execute(context.Background(), everything(), volumeRequest(), res)
+	require.NoError(t, err, "refusals do not fail the reconcile")
+	require.Equal(t, []actions.Outcome{actions.Refused, actions.Executed, actions.Refused}, outcomes(rep))
+	require.ErrorIs(t, rep.Actions[0].Err, actions.ErrRefused)
+	require.ErrorContains(t, rep.Actions[0].Err, `CSI driver "hostpath.csi.k8s.io" is not configured on this host`)
+
+	require.Equal(t, []string{"event", "patch", "event"}, ops(c.calls))
+	for i, ev := range []call{c.calls[0], c.calls[2]} {
+		require.Equal(t, "PersistentVolume", ev.Kind, "recorded on the subject")
+		require.Equal(t, "pv-1", ev.Name)
+		require.Equal(t, "pv-uid", ev.UID)
+		require.Equal(t, "Warning", ev.Event[0])
+		require.Equal(t, actions.ReasonActionRefused, ev.Event[1])
+		require.Contains(t, ev.Event[2], "module policy, action "+[]string{"0", "2"}[i])
+		require.Equal(t, "policy", ev.Event[3])
+	}
+	require.Contains(t, c.calls[2].Event[2], "not an object of the reconcile input")
+	require.Contains(t, logs.String(), `msg="refused action" module=policy key=pv-1 action=2 type=deleteObject`)
+}
+
+func TestExecuteWithoutVolumeDeleterRefuses(t *testing.T) {
+	c := &fakeCluster{}
+	res := &abi.Result{Actions: []abi.Action{{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}}}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), volumeRequest(), res)
+	require.NoError(t, err)
+	require.Equal(t, []actions.Outcome{actions.Refused}, outcomes(rep))
+}
+
+func TestExecuteShadowExecutesNothing(t *testing.T) {
+	c, v := &fakeCluster{}, &fakeVolumes{drivers: []string{driver}}
+	e := executor(c, v)
+	e.Shadow = true
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "kubernetes.io/pv-protection"},
+		{Type: abi.ActionDeleteObject, Target: volumeRef()},
+		{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
+		{Type: abi.ActionEvent, Target: volumeRef(), Event: &abi.Event{Type: abi.EventNormal, Reason: "Reclaimed"}},
+		{Type: abi.ActionSetPartition, Target: volumeRef(), Partition: new(int32(0))},
+		{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "not-there"},
+	}}
+	rep, err := e.Execute(context.Background(), everything(), volumeRequest(), res)
+	require.NoError(t, err)
+	require.Empty(t, c.calls, "no write and no event")
+	require.Empty(t, v.calls)
+	require.Equal(t, []actions.Outcome{
+		actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow,
+		actions.Refused, actions.Unchanged,
+	}, outcomes(rep))
+	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[2].Write,
+		"planned on the state the earlier shadow action would have left")
+	require.Equal(t, "delete with preconditions uid=pv-uid resourceVersion=5", rep.Actions[3].Write)
+}
+
+func TestExecuteNilResult(t *testing.T) {
+	c := &fakeCluster{}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), nil)
+	require.NoError(t, err)
+	require.Empty(t, rep.Actions)
+	require.Empty(t, c.calls)
+}
+
+func TestExecuteApplyAfterApplyIsSent(t *testing.T) {
+	c := &fakeCluster{}
+	apply := abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Labels: map[string]string{"tier": "gold"}}}
+	same := abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Labels: map[string]string{"app": "web"}}}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{apply, same}})
+	require.NoError(t, err)
+	// The second apply matches the claim as the module saw it, but the
+	// first apply changed what kubeplug owns, so only the server knows.
+	require.Equal(t, []actions.Outcome{actions.Executed, actions.Executed}, outcomes(rep))
+	require.Contains(t, c.calls[1].Data, `"resourceVersion":"101"`)
+}

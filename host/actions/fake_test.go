@@ -1,0 +1,104 @@
+package actions_test
+
+import (
+	"context"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+)
+
+// call is one call the fakes received.
+type call struct {
+	Op           string // patch, delete, event, deleteVolume
+	Kind         string
+	Namespace    string
+	Name         string
+	PatchType    types.PatchType
+	Data         string
+	FieldManager string
+	Subresource  []string
+	UID          string
+	RV           string
+	Event        []string // type, reason, message, module
+	Secrets      *abi.SecretReference
+}
+
+// fakeCluster records calls. Patches return resourceVersions "101", "102",
+// ...; fail, when set, decides the error of each call.
+type fakeCluster struct {
+	calls  []call
+	nextRV int
+	fail   func(c call) error
+	// noRV makes patches return an empty resourceVersion.
+	noRV bool
+}
+
+var _ actions.Cluster = (*fakeCluster)(nil)
+
+func (f *fakeCluster) record(c call) error {
+	f.calls = append(f.calls, c)
+	if f.fail != nil {
+		return f.fail(c)
+	}
+	return nil
+}
+
+func (f *fakeCluster) Patch(_ context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (string, error) {
+	err := f.record(call{Op: "patch", Kind: kind, Namespace: namespace, Name: name, PatchType: pt, Data: string(data), FieldManager: fieldManager, Subresource: subresource})
+	if err != nil {
+		return "", err
+	}
+	if f.noRV {
+		return "", nil
+	}
+	if f.nextRV == 0 {
+		f.nextRV = 101
+	}
+	f.nextRV++
+	return strconv.Itoa(f.nextRV - 1), nil
+}
+
+func (f *fakeCluster) Delete(_ context.Context, kind, namespace, name, uid, resourceVersion string) error {
+	return f.record(call{Op: "delete", Kind: kind, Namespace: namespace, Name: name, UID: uid, RV: resourceVersion})
+}
+
+func (f *fakeCluster) RecordEvent(_ context.Context, target abi.ObjectRef, eventType, reason, message, module string) error {
+	return f.record(call{Op: "event", Kind: target.Kind, Namespace: target.Namespace, Name: target.Name, UID: target.UID, Event: []string{eventType, reason, message, module}})
+}
+
+// writes returns the calls that are not events.
+func (f *fakeCluster) writes() []call {
+	var out []call
+	for _, c := range f.calls {
+		if c.Op != "event" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fakeVolumes is a VolumeDeleter configured for some drivers.
+type fakeVolumes struct {
+	drivers []string
+	calls   []call
+	err     error
+}
+
+var _ actions.VolumeDeleter = (*fakeVolumes)(nil)
+
+func (f *fakeVolumes) Configured(driver string) bool {
+	for _, d := range f.drivers {
+		if d == driver {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeVolumes) DeleteVolume(_ context.Context, driver, handle string, secrets *abi.SecretReference) error {
+	f.calls = append(f.calls, call{Op: "deleteVolume", Name: driver + "/" + handle, Secrets: secrets})
+	return f.err
+}

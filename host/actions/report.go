@@ -1,0 +1,57 @@
+package actions
+
+import "github.com/kubeplug/kubeplug/abi"
+
+// Outcome is what became of one action. The values are lower-case words so
+// that they serve as metric labels as they are.
+type Outcome string
+
+const (
+	// Executed: the write, CSI call or event was made.
+	Executed Outcome = "executed"
+	// Unchanged: the object already was as the action asks; nothing was sent.
+	Unchanged Outcome = "unchanged"
+	// Refused: the action failed validation or names a CSI driver the host
+	// is not configured for; nothing was sent, later actions still ran.
+	Refused Outcome = "refused"
+	// Conflict: the object is no longer the one the module saw; later
+	// actions were skipped and the subject must be reconciled again.
+	Conflict Outcome = "conflict"
+	// Failed: the call failed otherwise; later actions were skipped.
+	Failed Outcome = "failed"
+	// Shadow: shadow mode; the action was valid and would have written,
+	// and nothing was sent.
+	Shadow Outcome = "shadow"
+	// Skipped: an earlier action conflicted or failed.
+	Skipped Outcome = "skipped"
+)
+
+// ActionReport is the outcome of one action of a Result.
+type ActionReport struct {
+	// Index is the action's position in Result.Actions.
+	Index  int
+	Type   string
+	Target abi.ObjectRef
+	// Outcome is what became of it.
+	Outcome Outcome
+	// Write describes the call made, or in shadow mode the one that would
+	// have been (e.g. `merge patch {"metadata":...}`); empty when none.
+	Write string
+	// Err says why the action was refused, conflicted or failed.
+	Err error
+}
+
+// Report lists what became of each action of a Result, in order.
+type Report struct {
+	Actions []ActionReport
+	// Counts counts Actions by outcome.
+	Counts map[Outcome]int
+}
+
+func (r *Report) add(a ActionReport) {
+	if r.Counts == nil {
+		r.Counts = make(map[Outcome]int)
+	}
+	r.Actions = append(r.Actions, a)
+	r.Counts[a.Outcome]++
+}

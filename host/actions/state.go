@@ -1,0 +1,58 @@
+package actions
+
+import "github.com/kubeplug/kubeplug/abi"
+
+// objectState is what the executor knows of an object part way through a
+// Result: the module's view updated by the writes made since. Without it the
+// second of two writes on one object would carry a stale resourceVersion and
+// conflict with the first, or compute its list from the old one and undo the
+// first (removeFinalizer a, then removeFinalizer b, would put a back).
+type objectState struct {
+	rv         string
+	ownerRefs  []abi.OwnerReference
+	finalizers []string
+	deleting   bool
+	// partition is the effective rollingUpdate.partition (API default 0).
+	partition int32
+	// status is a VolumeClaimUpdate's status.
+	status *abi.VolumeClaimUpdateStatus
+	// applied is set once an applyClaim was sent: the claim's labels,
+	// annotations and resources are then no longer known, so later applies
+	// on it are sent without a no-op check.
+	applied bool
+	// gone, when set, says why no further write on the object may be sent:
+	// it was deleted, or its resourceVersion is unknown.
+	gone string
+}
+
+func newObjectState(t Target) *objectState {
+	st := &objectState{
+		rv:         t.ResourceVersion,
+		ownerRefs:  t.OwnerReferences,
+		finalizers: t.Finalizers,
+		deleting:   t.Deleting,
+	}
+	switch o := t.Object.(type) {
+	case *abi.StatefulSet:
+		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+			st.partition = *ru.Partition
+		}
+	case *abi.VolumeClaimUpdate:
+		s := o.Status
+		st.status = &s
+	}
+	return st
+}
+
+// objectStates holds the state of each object written in one Result.
+type objectStates map[abi.ObjectRef]*objectState
+
+func (s objectStates) of(t Target) *objectState {
+	ref := t.Ref()
+	st, ok := s[ref]
+	if !ok {
+		st = newObjectState(t)
+		s[ref] = st
+	}
+	return st
+}

@@ -1,0 +1,244 @@
+package actions
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Validate checks action a of a module with manifest m against the input
+// req the module answered, and resolves its target. It refuses, with an
+// error wrapping ErrRefused that says what and why:
+//   - an action type this ABI version does not know;
+//   - a target kind that is not one of abi.Kinds;
+//   - a type and resource m.Capabilities do not allow;
+//   - a target that is not an object of req (kind, namespace, name and UID
+//     must all match one);
+//   - a payload that is missing or malformed for the type, or a type that
+//     does not apply to the target (setPartition on a claim, deleteVolume on
+//     a volume that is not CSI or whose driver or handle differ, ...).
+//
+// Validate does not check whether the host is configured for a deleteVolume
+// driver; the Executor does, since that is host state, not input.
+func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, error) {
+	refuse := func(format string, args ...any) (Target, error) {
+		return Target{}, fmt.Errorf("%w: %s on %s: %s", ErrRefused, a.Type, refString(a.Target), fmt.Sprintf(format, args...))
+	}
+	if !slices.Contains(abi.ActionTypes, a.Type) {
+		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes, ", "))
+	}
+	info, ok := abi.Kinds[a.Target.Kind]
+	if !ok {
+		return refuse("unknown target kind %q", a.Target.Kind)
+	}
+	if !allows(m, a.Type, info.Resource) {
+		if a.Type == abi.ActionDeleteVolume {
+			return refuse("module %q lacks the capability {action: %s} in its manifest", m.Name, a.Type)
+		}
+		return refuse("module %q lacks the capability {action: %s, resources: [%s]} in its manifest", m.Name, a.Type, info.Resource)
+	}
+	t, ok := resolve(req, a.Target)
+	if !ok {
+		return refuse("not an object of the reconcile input (kind, namespace, name and uid %q must match one)", a.Target.UID)
+	}
+	if why := checkPayload(a, t); why != "" {
+		return refuse("%s", why)
+	}
+	return t, nil
+}
+
+func allows(m abi.Manifest, action, resource string) bool {
+	for _, c := range m.Capabilities {
+		if c.Allows(action, resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPayload returns why a's payload is unusable on t, or "".
+func checkPayload(a abi.Action, t Target) string {
+	switch a.Type {
+	case abi.ActionUpdateOwnerReferences:
+		return checkOwnerReferences(a.OwnerReferences, t)
+	case abi.ActionAddFinalizer:
+		if a.Finalizer == "" {
+			return "finalizer is empty"
+		}
+		if t.Deleting && !slices.Contains(t.Finalizers, a.Finalizer) {
+			return "the object is being deleted, and the API server accepts no new finalizer on it"
+		}
+		if errs := validation.IsQualifiedName(a.Finalizer); len(errs) > 0 {
+			return fmt.Sprintf("finalizer %q is not a qualified name: %s", a.Finalizer, strings.Join(errs, "; "))
+		}
+	case abi.ActionRemoveFinalizer:
+		if a.Finalizer == "" {
+			return "finalizer is empty"
+		}
+	case abi.ActionDeleteObject:
+	case abi.ActionApplyClaim:
+		if t.Kind != abi.KindPersistentVolumeClaim {
+			return "applyClaim applies only to a PersistentVolumeClaim"
+		}
+		return checkClaimApply(a.Claim)
+	case abi.ActionSetPartition:
+		if t.Kind != abi.KindStatefulSet {
+			return "setPartition applies only to a StatefulSet"
+		}
+		if a.Partition == nil {
+			return "partition is missing"
+		}
+		if *a.Partition < 0 {
+			return fmt.Sprintf("partition %d is negative", *a.Partition)
+		}
+		// The API server rejects rollingUpdate settings under OnDelete.
+		if typ := t.Object.(*abi.StatefulSet).Spec.UpdateStrategy.Type; typ != "" && typ != "RollingUpdate" {
+			return fmt.Sprintf("the StatefulSet's updateStrategy is %s; a partition needs RollingUpdate", typ)
+		}
+	case abi.ActionUpdateClaimUpdateStatus:
+		if t.Kind != abi.KindVolumeClaimUpdate {
+			return "updateClaimUpdateStatus applies only to a VolumeClaimUpdate"
+		}
+		return checkClaimUpdateStatus(a.ClaimUpdateStatus)
+	case abi.ActionDeleteVolume:
+		return checkVolumeDelete(a.Volume, t)
+	case abi.ActionEvent:
+		e := a.Event
+		switch {
+		case e == nil:
+			return "event is missing"
+		case e.Type != abi.EventNormal && e.Type != abi.EventWarning:
+			return fmt.Sprintf("event type %q is neither %s nor %s", e.Type, abi.EventNormal, abi.EventWarning)
+		case e.Reason == "":
+			return "event reason is empty"
+		case len(e.Reason) > 128:
+			return "event reason is longer than 128 bytes"
+		}
+	}
+	return ""
+}
+
+func checkOwnerReferences(c *abi.OwnerReferencesChange, t Target) string {
+	if c == nil {
+		return "ownerReferences is missing"
+	}
+	if len(c.Remove) == 0 && len(c.Add) == 0 {
+		return "ownerReferences neither removes nor adds a reference"
+	}
+	if slices.Contains(c.Remove, "") {
+		return "ownerReferences.remove lists an empty uid"
+	}
+	for i, r := range c.Add {
+		if r.APIVersion == "" || r.Kind == "" || r.Name == "" || r.UID == "" {
+			return fmt.Sprintf("ownerReferences.add[%d] needs apiVersion, kind, name and uid", i)
+		}
+		if slices.ContainsFunc(c.Add[:i], func(x abi.OwnerReference) bool { return x.UID == r.UID }) {
+			return fmt.Sprintf("ownerReferences.add lists uid %q twice", r.UID)
+		}
+	}
+	controllers := 0
+	for _, r := range changeOwnerReferences(t.OwnerReferences, c) {
+		if r.Controller {
+			controllers++
+		}
+	}
+	if controllers > 1 {
+		return "the resulting owner references would name more than one controller"
+	}
+	return ""
+}
+
+func checkClaimApply(c *abi.ClaimApply) string {
+	if c == nil {
+		return "claim is missing"
+	}
+	if c.Labels == nil && c.Annotations == nil && c.Resources == nil && c.VolumeAttributesClassName == nil {
+		return "claim sets no field"
+	}
+	for k, v := range c.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Sprintf("label %q value %q: %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	for k := range c.Annotations {
+		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+			return fmt.Sprintf("annotation key %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	if r := c.Resources; r != nil {
+		if why := checkQuantities("claim.resources.requests", r.Requests); why != "" {
+			return why
+		}
+		if why := checkQuantities("claim.resources.limits", r.Limits); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func checkQuantities(field string, l map[string]string) string {
+	for name, q := range l {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return fmt.Sprintf("%s[%s] %q is not a quantity", field, name, q)
+		}
+	}
+	return ""
+}
+
+func checkClaimUpdateStatus(s *abi.VolumeClaimUpdateStatus) string {
+	if s == nil {
+		return "claimUpdateStatus is missing"
+	}
+	for i, t := range s.VolumeClaimTemplates {
+		if t.TemplateName == "" {
+			return fmt.Sprintf("claimUpdateStatus.volumeClaimTemplates[%d].templateName is empty", i)
+		}
+		if why := checkQuantities(fmt.Sprintf("claimUpdateStatus.volumeClaimTemplates[%d].totalCapacity", i), t.TotalCapacity); why != "" {
+			return why
+		}
+	}
+	for i, c := range s.Conditions {
+		if c.Type == "" {
+			return fmt.Sprintf("claimUpdateStatus.conditions[%d].type is empty", i)
+		}
+		if c.Status != "True" && c.Status != "False" && c.Status != "Unknown" {
+			return fmt.Sprintf("claimUpdateStatus.conditions[%d].status %q is not True, False or Unknown", i, c.Status)
+		}
+		if c.LastTransitionTime != "" {
+			if _, err := time.Parse(time.RFC3339, c.LastTransitionTime); err != nil {
+				return fmt.Sprintf("claimUpdateStatus.conditions[%d].lastTransitionTime %q is not RFC 3339", i, c.LastTransitionTime)
+			}
+		}
+	}
+	return ""
+}
+
+func checkVolumeDelete(v *abi.VolumeDelete, t Target) string {
+	if t.Kind != abi.KindPersistentVolume {
+		return "deleteVolume applies only to a PersistentVolume"
+	}
+	if v == nil {
+		return "volume is missing"
+	}
+	pv := t.Object.(*abi.PersistentVolume)
+	csi := pv.Spec.CSI
+	if csi == nil {
+		return fmt.Sprintf("the PersistentVolume is not a CSI volume (its source is %q)", pv.Spec.Source)
+	}
+	if v.Driver != csi.Driver || v.VolumeHandle != csi.VolumeHandle {
+		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", v.Driver, v.VolumeHandle, csi.Driver, csi.VolumeHandle)
+	}
+	if s := v.Secrets; s != nil && (s.Namespace == "" || s.Name == "") {
+		return "volume.secrets needs namespace and name"
+	}
+	return ""
+}

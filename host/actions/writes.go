@@ -1,0 +1,286 @@
+package actions
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// FieldManager is the field manager of every write the executor makes.
+const FieldManager = "kubeplug"
+
+type writeKind int
+
+const (
+	writePatch writeKind = iota
+	writeDelete
+	writeDeleteVolume
+	writeEvent
+)
+
+// write is one call the executor makes for an action.
+type write struct {
+	kind        writeKind
+	patchType   types.PatchType
+	subresource string
+	data        []byte
+	// commit records the effect of the write on the object's state once it
+	// is made (or, in shadow mode, would have been); nil when none.
+	commit func(*objectState)
+	// desc says what the call is, for logs and reports.
+	desc string
+}
+
+// plan returns the call that carries out a on t, whose current state is st,
+// or nil when the object already is as a asks. a has passed Validate.
+func plan(a abi.Action, t Target, st *objectState) (*write, error) {
+	switch a.Type {
+	case abi.ActionUpdateOwnerReferences:
+		next := changeOwnerReferences(st.ownerRefs, a.OwnerReferences)
+		if sameOwnerReferences(st.ownerRefs, next) {
+			return nil, nil
+		}
+		if len(next) == 0 {
+			next = nil // a JSON null removes the field
+		}
+		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, OwnerReferences: &next}, nil, nil, func(st *objectState) {
+			st.ownerRefs = next
+		})
+	case abi.ActionAddFinalizer, abi.ActionRemoveFinalizer:
+		next, changed := withFinalizer(st.finalizers, a.Finalizer)
+		if a.Type == abi.ActionRemoveFinalizer {
+			next, changed = withoutFinalizer(st.finalizers, a.Finalizer)
+		}
+		if !changed {
+			return nil, nil
+		}
+		if len(next) == 0 {
+			next = nil
+		}
+		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, Finalizers: &next}, nil, nil, func(st *objectState) {
+			st.finalizers = next
+		})
+	case abi.ActionDeleteObject:
+		if st.deleting {
+			return nil, nil
+		}
+		return &write{kind: writeDelete, desc: fmt.Sprintf("delete with preconditions uid=%s resourceVersion=%s", t.UID, st.rv)}, nil
+	case abi.ActionApplyClaim:
+		return planApplyClaim(a.Claim, t, st)
+	case abi.ActionSetPartition:
+		p := *a.Partition
+		if p == st.partition {
+			return nil, nil
+		}
+		spec := map[string]any{"updateStrategy": map[string]any{"rollingUpdate": map[string]any{"partition": p}}}
+		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv}, spec, nil, func(st *objectState) {
+			st.partition = p
+		})
+	case abi.ActionUpdateClaimUpdateStatus:
+		return planClaimUpdateStatus(a.ClaimUpdateStatus, t, st)
+	case abi.ActionDeleteVolume:
+		v := a.Volume
+		return &write{kind: writeDeleteVolume, desc: fmt.Sprintf("CSI DeleteVolume driver=%s volumeHandle=%s", v.Driver, v.VolumeHandle)}, nil
+	case abi.ActionEvent:
+		return &write{kind: writeEvent, desc: fmt.Sprintf("event %s %s: %s", a.Event.Type, a.Event.Reason, a.Event.Message)}, nil
+	}
+	return nil, fmt.Errorf("no write for action type %q", a.Type)
+}
+
+// metaPatch is the metadata of a JSON merge patch. UID and ResourceVersion
+// are preconditions: the API server refuses the patch with a conflict when
+// the object's differ. A nil list pointer leaves the list alone; a pointer
+// to a nil list removes it.
+type metaPatch struct {
+	UID             string                `json:"uid"`
+	ResourceVersion string                `json:"resourceVersion,omitempty"`
+	OwnerReferences *[]abi.OwnerReference `json:"ownerReferences,omitempty"`
+	Finalizers      *[]string             `json:"finalizers,omitempty"`
+}
+
+// mergePatch builds a JSON merge patch of meta and, when not nil, spec or
+// status; a status patch goes to the status subresource.
+func mergePatch(meta metaPatch, spec, status any, commit func(*objectState)) (*write, error) {
+	body := struct {
+		Metadata metaPatch `json:"metadata"`
+		Spec     any       `json:"spec,omitempty"`
+		Status   any       `json:"status,omitempty"`
+	}{Metadata: meta, Spec: spec, Status: status}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode merge patch: %w", err)
+	}
+	w := &write{kind: writePatch, patchType: types.MergePatchType, data: data, commit: commit, desc: "merge patch " + string(data)}
+	if body.Status != nil {
+		w.subresource = "status"
+		w.desc = "merge patch of status " + string(data)
+	}
+	return w, nil
+}
+
+// planApplyClaim server-side applies c's fields. It sends nothing when every
+// field c sets already has that value on the claim. That check looks only at
+// values: a field kubeplug applied before and c now omits is not removed
+// until some other field changes and an apply is sent.
+func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error) {
+	if !st.applied && claimHas(t.Object.(*abi.PersistentVolumeClaim), c) {
+		return nil, nil
+	}
+	type meta struct {
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		UID             string            `json:"uid"`
+		ResourceVersion string            `json:"resourceVersion,omitempty"`
+		Labels          map[string]string `json:"labels,omitempty"`
+		Annotations     map[string]string `json:"annotations,omitempty"`
+	}
+	type spec struct {
+		Resources                 *abi.ResourceRequirements `json:"resources,omitempty"`
+		VolumeAttributesClassName *string                   `json:"volumeAttributesClassName,omitempty"`
+	}
+	body := struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   meta   `json:"metadata"`
+		Spec       *spec  `json:"spec,omitempty"`
+	}{
+		APIVersion: abi.Kinds[abi.KindPersistentVolumeClaim].APIVersion,
+		Kind:       abi.KindPersistentVolumeClaim,
+		Metadata: meta{
+			Name: t.Name, Namespace: t.Namespace, UID: t.UID, ResourceVersion: st.rv,
+			Labels: c.Labels, Annotations: c.Annotations,
+		},
+	}
+	if c.Resources != nil || c.VolumeAttributesClassName != nil {
+		body.Spec = &spec{VolumeAttributesClassName: c.VolumeAttributesClassName}
+		if c.Resources != nil {
+			body.Spec.Resources = &abi.ResourceRequirements{
+				Requests: canonicalQuantities(c.Resources.Requests),
+				Limits:   canonicalQuantities(c.Resources.Limits),
+			}
+		}
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode apply patch: %w", err)
+	}
+	return &write{
+		kind: writePatch, patchType: types.ApplyPatchType, data: data,
+		commit: func(st *objectState) { st.applied = true },
+		desc:   "apply patch " + string(data),
+	}, nil
+}
+
+// claimHas reports whether every field c sets has that value on claim.
+// Quantities compare by value, so "1024Mi" matches "1Gi".
+func claimHas(claim *abi.PersistentVolumeClaim, c *abi.ClaimApply) bool {
+	for k, v := range c.Labels {
+		if x, ok := claim.Metadata.Labels[k]; !ok || x != v {
+			return false
+		}
+	}
+	for k, v := range c.Annotations {
+		if x, ok := claim.Metadata.Annotations[k]; !ok || x != v {
+			return false
+		}
+	}
+	if r := c.Resources; r != nil {
+		if !hasQuantities(claim.Spec.Resources.Requests, r.Requests) || !hasQuantities(claim.Spec.Resources.Limits, r.Limits) {
+			return false
+		}
+	}
+	if v := c.VolumeAttributesClassName; v != nil {
+		if x := claim.Spec.VolumeAttributesClassName; x == nil || *x != *v {
+			return false
+		}
+	}
+	return true
+}
+
+// hasQuantities reports whether have holds every quantity of want, by value.
+func hasQuantities(have, want map[string]string) bool {
+	for name, w := range want {
+		h, ok := have[name]
+		if !ok {
+			return false
+		}
+		hq, err1 := resource.ParseQuantity(h)
+		wq, err2 := resource.ParseQuantity(w)
+		if err1 != nil || err2 != nil || hq.Cmp(wq) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalQuantities renders each quantity the way the API server and the
+// snapshot projection do ("1024Mi" as "1Gi"). Unparsable ones are kept;
+// Validate has refused them already.
+func canonicalQuantities(l map[string]string) map[string]string {
+	if l == nil {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for name, s := range l {
+		if q, err := resource.ParseQuantity(s); err == nil {
+			s = q.String()
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// planClaimUpdateStatus replaces a VolumeClaimUpdate's status through a
+// merge patch on the status subresource. A merge patch merges maps, so every
+// status field is written explicitly, lists as null when empty, to replace
+// rather than merge. Quantities and timestamps are first put in the form the
+// snapshot projects them in, so that a status written once compares equal on
+// the next reconcile and steady state makes no write.
+func planClaimUpdateStatus(s *abi.VolumeClaimUpdateStatus, t Target, st *objectState) (*write, error) {
+	next := canonicalStatus(s)
+	if st.status != nil && sameStatus(*st.status, next) {
+		return nil, nil
+	}
+	status := map[string]any{
+		"observedGeneration":   next.ObservedGeneration,
+		"volumeClaimTemplates": next.VolumeClaimTemplates,
+		"conditions":           next.Conditions,
+	}
+	return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv}, nil, status, func(st *objectState) {
+		st.status = &next
+	})
+}
+
+func canonicalStatus(s *abi.VolumeClaimUpdateStatus) abi.VolumeClaimUpdateStatus {
+	out := abi.VolumeClaimUpdateStatus{ObservedGeneration: s.ObservedGeneration}
+	if len(s.VolumeClaimTemplates) > 0 {
+		out.VolumeClaimTemplates = make([]abi.VolumeClaimTemplateStatus, len(s.VolumeClaimTemplates))
+		for i, t := range s.VolumeClaimTemplates {
+			t.TotalCapacity = canonicalQuantities(t.TotalCapacity)
+			out.VolumeClaimTemplates[i] = t
+		}
+	}
+	if len(s.Conditions) > 0 {
+		out.Conditions = make([]abi.Condition, len(s.Conditions))
+		for i, c := range s.Conditions {
+			if ts, err := time.Parse(time.RFC3339, c.LastTransitionTime); err == nil {
+				c.LastTransitionTime = ts.UTC().Format(time.RFC3339)
+			}
+			out.Conditions[i] = c
+		}
+	}
+	return out
+}
+
+// sameStatus compares through JSON, where an empty list or map and an
+// absent one are alike, as they are to the API server.
+func sameStatus(a, b abi.VolumeClaimUpdateStatus) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

@@ -1,0 +1,471 @@
+package casetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/memcluster"
+)
+
+var (
+	caseFields   = []string{"name", "now", "config", "objects", "expect"}
+	expectFields = []string{"present", "absent", "volumeDeletes", "events", "noActions"}
+	absentFields = []string{"apiVersion", "kind", "namespace", "name"}
+	deleteFields = []string{"driver", "volumeHandle"}
+	eventFields  = []string{"type", "reason", "message", "involvedObject"}
+	refFields    = []string{"kind", "namespace", "name"}
+)
+
+// Parse parses the case file data, read from path. Errors are *InputError.
+func Parse(path string, data []byte) (File, error) {
+	p := parser{file: path}
+	f := File{Path: path}
+	names := map[string]int{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return File{}, p.yamlError(err)
+		}
+		root := documentRoot(&doc)
+		if root == nil {
+			continue
+		}
+		c, err := p.parseCase(root)
+		if err != nil {
+			return File{}, err
+		}
+		if first, dup := names[c.Name]; dup {
+			return File{}, inputErrorf(path, c.Line, "case name %q is used twice (first at line %d): give each case its own name", c.Name, first)
+		}
+		names[c.Name] = c.Line
+		f.Cases = append(f.Cases, c)
+	}
+	if len(f.Cases) == 0 {
+		return File{}, inputErrorf(path, 0, "no cases: the file has no YAML document")
+	}
+	return f, nil
+}
+
+// documentRoot returns the content of a document, nil for an empty one.
+func documentRoot(doc *yaml.Node) *yaml.Node {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	n := doc.Content[0]
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	return n
+}
+
+type parser struct {
+	file string
+}
+
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
+	return inputErrorf(p.file, n.Line, format, args...)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlParserErrors are the messages of yaml.v3's parser (as opposed to its
+// scanner). yaml.v3 reports their lines counting from 0, and the line where
+// the unfinished construct starts; the scanner's count from 1.
+var yamlParserErrors = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlError turns a yaml.v3 syntax error into an InputError with its line.
+func (p *parser) yamlError(err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if slices.Contains(yamlParserErrors, m[2]) {
+			line++
+		}
+		return inputErrorf(p.file, line, "invalid YAML: %s", m[2])
+	}
+	return inputErrorf(p.file, 0, "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+func (p *parser) parseCase(n *yaml.Node) (Case, error) {
+	c := Case{File: p.file, Line: n.Line, Now: DefaultNow}
+	fields, err := p.fields(n, "a case", caseFields)
+	if err != nil {
+		return Case{}, err
+	}
+	name, ok := fields["name"]
+	if !ok {
+		return Case{}, p.errorf(n, "case has no name: add `name: <what the case checks>`")
+	}
+	if c.Name, err = p.str(name, "name"); err != nil {
+		return Case{}, err
+	}
+	if c.Name == "" {
+		return Case{}, p.errorf(name, "name is empty")
+	}
+	if v, ok := fields["now"]; ok {
+		s, err := p.str(v, "now")
+		if err != nil {
+			return Case{}, err
+		}
+		if c.Now, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return Case{}, p.errorf(v, "now: %q is not an RFC 3339 time like 2026-01-01T00:00:00Z", s)
+		}
+	}
+	if v, ok := fields["config"]; ok {
+		cfg, err := p.value(v)
+		if err != nil {
+			return Case{}, err
+		}
+		if cfg != nil { // `config:` with no value is no configuration
+			if c.Config, err = json.Marshal(cfg); err != nil {
+				return Case{}, p.errorf(v, "config: %v", err)
+			}
+		}
+	}
+	if v, ok := fields["objects"]; ok {
+		if c.Objects, err = p.objects(v); err != nil {
+			return Case{}, err
+		}
+	}
+	if v, ok := fields["expect"]; ok {
+		if c.Expect, err = p.expect(v); err != nil {
+			return Case{}, err
+		}
+	}
+	return c, nil
+}
+
+func (p *parser) objects(n *yaml.Node) ([]map[string]any, error) {
+	items, err := p.seq(n, "objects")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(items))
+	seen := map[ObjectKey]int{}
+	for _, item := range items {
+		obj, key, err := p.object(item, "objects")
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[key]; dup {
+			return nil, p.errorf(item, "%s is listed twice (first at line %d)", key, first)
+		}
+		seen[key] = item.Line
+		if err := memcluster.Check(obj); err != nil {
+			return nil, p.errorf(item, "%s", strings.TrimPrefix(err.Error(), memcluster.ErrInvalidObject.Error()+": "))
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// object parses a Kubernetes object (of `objects` or `present`): it must
+// have a known kind with its apiVersion and a metadata.name. The namespace of
+// a namespaced object defaults to "default".
+func (p *parser) object(n *yaml.Node, list string) (map[string]any, ObjectKey, error) {
+	v, err := p.value(n)
+	if err != nil {
+		return nil, ObjectKey{}, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, ObjectKey{}, p.errorf(n, "%s: each item must be a Kubernetes object (a mapping with apiVersion, kind and metadata)", list)
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if kind == "" {
+		return nil, ObjectKey{}, p.errorf(n, "%s: object has no kind", list)
+	}
+	key := ObjectKey{APIVersion: apiVersion, Kind: kind}
+	if err := p.checkKind(p.valueNode(n, "kind"), key, apiVersion == ""); err != nil {
+		return nil, ObjectKey{}, err
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	key.Name, _ = meta["name"].(string)
+	if key.Name == "" {
+		return nil, ObjectKey{}, p.errorf(n, "%s: %s has no metadata.name", list, kind)
+	}
+	key.Namespace, _ = meta["namespace"].(string)
+	if key.Namespace, err = p.namespace(n, key); err != nil {
+		return nil, ObjectKey{}, err
+	}
+	if key.Namespace != "" {
+		meta["namespace"] = key.Namespace
+	}
+	return obj, key, nil
+}
+
+// checkKind checks that k names a known kind with its API version; an empty
+// API version passes when optional.
+func (p *parser) checkKind(at *yaml.Node, k ObjectKey, optionalVersion bool) error {
+	info, ok := abi.Kinds[k.Kind]
+	if !ok {
+		return p.errorf(at, "unknown kind %q: known kinds are %s", k.Kind, knownKinds())
+	}
+	if k.APIVersion == "" && optionalVersion {
+		return nil
+	}
+	if k.APIVersion != info.APIVersion {
+		return p.errorf(at, "%s has apiVersion %s, not %q", k.Kind, info.APIVersion, k.APIVersion)
+	}
+	return nil
+}
+
+// namespace returns k's namespace, "default" when a namespaced kind has
+// none, and fails for a namespace on a cluster-scoped kind.
+func (p *parser) namespace(at *yaml.Node, k ObjectKey) (string, error) {
+	if abi.Kinds[k.Kind].Namespaced {
+		if k.Namespace == "" {
+			return memcluster.DefaultNamespace, nil
+		}
+		return k.Namespace, nil
+	}
+	if k.Namespace != "" {
+		return "", p.errorf(at, "%s %s is cluster-scoped: remove its namespace %q", k.Kind, k.Name, k.Namespace)
+	}
+	return "", nil
+}
+
+func knownKinds() string {
+	var out []string
+	for k, info := range abi.Kinds {
+		out = append(out, k+" ("+info.APIVersion+")")
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+func (p *parser) expect(n *yaml.Node) (Expect, error) {
+	var e Expect
+	fields, err := p.fields(n, "expect", expectFields)
+	if err != nil {
+		return e, err
+	}
+	if v, ok := fields["present"]; ok {
+		items, err := p.seq(v, "present")
+		if err != nil {
+			return e, err
+		}
+		for _, item := range items {
+			obj, _, err := p.object(item, "present")
+			if err != nil {
+				return e, err
+			}
+			e.Present = append(e.Present, obj)
+		}
+	}
+	if v, ok := fields["absent"]; ok {
+		if e.Absent, err = p.absent(v); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := fields["volumeDeletes"]; ok {
+		if e.VolumeDeletes, err = p.records(v, "volumeDeletes", deleteFields, nil); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := fields["events"]; ok {
+		nested := map[string][]string{"involvedObject": refFields}
+		if e.Events, err = p.records(v, "events", eventFields, nested); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := fields["noActions"]; ok {
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+			return e, p.errorf(v, "noActions must be true or false")
+		}
+		e.NoActions = v.Value == "true"
+	}
+	return e, nil
+}
+
+func (p *parser) absent(n *yaml.Node) ([]ObjectKey, error) {
+	items, err := p.seq(n, "absent")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ObjectKey, 0, len(items))
+	for _, item := range items {
+		fields, err := p.fields(item, "an absent entry", absentFields)
+		if err != nil {
+			return nil, err
+		}
+		var k ObjectKey
+		for name, dst := range map[string]*string{"apiVersion": &k.APIVersion, "kind": &k.Kind, "namespace": &k.Namespace, "name": &k.Name} {
+			if v, ok := fields[name]; ok {
+				if *dst, err = p.str(v, name); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if k.Kind == "" || k.Name == "" {
+			return nil, p.errorf(item, "an absent entry needs kind and name")
+		}
+		if err := p.checkKind(fields["kind"], k, true); err != nil {
+			return nil, err
+		}
+		if k.APIVersion == "" {
+			k.APIVersion = abi.Kinds[k.Kind].APIVersion
+		}
+		if k.Namespace, err = p.namespace(item, k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// records parses a list of mappings whose keys must be among known (and,
+// for the keys of nested, mappings whose keys are among nested[key]).
+func (p *parser) records(n *yaml.Node, list string, known []string, nested map[string][]string) ([]map[string]any, error) {
+	items, err := p.seq(n, list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(items))
+	for _, item := range items {
+		fields, err := p.fields(item, "an item of "+list, known)
+		if err != nil {
+			return nil, err
+		}
+		for k, sub := range nested {
+			if v, ok := fields[k]; ok {
+				if _, err := p.fields(v, k, sub); err != nil {
+					return nil, err
+				}
+			}
+		}
+		v, err := p.value(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v.(map[string]any))
+	}
+	return out, nil
+}
+
+// fields returns the values of mapping n by key, refusing keys not in known
+// and duplicate keys.
+func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]*yaml.Node, error) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errorf(n, "%s must be a mapping with fields %s", what, strings.Join(known, ", "))
+	}
+	out := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(known, k.Value) {
+			return nil, p.errorf(k, "unknown field %q in %s: known fields are %s", k.Value, what, strings.Join(known, ", "))
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, p.errorf(k, "field %q appears twice in %s", k.Value, what)
+		}
+		out[k.Value] = resolve(v)
+	}
+	return out, nil
+}
+
+// valueNode returns the value of key in mapping n, or n itself.
+func (p *parser) valueNode(n *yaml.Node, key string) *yaml.Node {
+	n = resolve(n)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return n
+}
+
+func (p *parser) seq(n *yaml.Node, what string) ([]*yaml.Node, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n, "%s must be a list", what)
+	}
+	out := make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		out[i] = resolve(c)
+	}
+	return out, nil
+}
+
+func (p *parser) str(n *yaml.Node, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", p.errorf(n, "%s must be a string", what)
+	}
+	return n.Value, nil
+}
+
+// value decodes n into the value its JSON form decodes to, with integers as
+// int64, so that YAML and the cluster's objects compare like JSON values.
+func (p *parser) value(n *yaml.Node) (any, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, p.errorf(n, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	out, err := memcluster.JSONValue(jsonable(v))
+	if err != nil {
+		return nil, p.errorf(n, "value cannot be represented in JSON: %v", err)
+	}
+	return out, nil
+}
+
+// jsonable makes what yaml.v3 decodes into interface values marshalable:
+// maps with non-string keys get their keys printed, as kubectl would.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}

@@ -1,0 +1,202 @@
+package casetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/memcluster"
+	"github.com/kubeplug/kubeplug/host/snapshot"
+)
+
+// Reconciler is a module as Run needs it. runtime.Module implements it; tests
+// use fakes.
+type Reconciler interface {
+	Manifest() abi.Manifest
+	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
+}
+
+// Outcome is the result of running one case.
+type Outcome struct {
+	File   string
+	Name   string
+	Passed bool
+	// Failure is the first difference from the expectations, or the error
+	// that stopped the run; empty when Passed.
+	Failure string
+	// Rounds are the reconcile rounds the run took, for verbose output.
+	Rounds []Round
+}
+
+// Round is one pass over every subject object.
+type Round struct {
+	Number     int
+	Reconciles []Reconcile
+	// Changed says whether the round changed the cluster (or must be
+	// retried after a conflict), so that another round followed.
+	Changed bool
+}
+
+// Reconcile is one subject's reconcile within a round.
+type Reconcile struct {
+	// Key is the subject's key ("namespace/name" or "name").
+	Key     string
+	Actions []abi.Action
+	Report  actions.Report
+	// Err is the executor's error, if any; a conflict is retried in the
+	// next round, any other error fails the case.
+	Err error
+}
+
+// Run runs c against r on a fresh in-memory cluster, as the package
+// documentation describes, and checks its expectations.
+func Run(ctx context.Context, r Reconciler, c Case) Outcome {
+	o := Outcome{File: c.File, Name: c.Name}
+	if err := o.run(ctx, r, c); err != nil {
+		o.Failure = err.Error()
+		return o
+	}
+	o.Passed = true
+	return o
+}
+
+func (o *Outcome) run(ctx context.Context, r Reconciler, c Case) error {
+	m := r.Manifest()
+	kind, ok := subjectKinds[m.Subject]
+	if !ok {
+		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
+	}
+	now := c.Now
+	if now.IsZero() {
+		now = DefaultNow
+	}
+	clock := func() time.Time { return now }
+	drivers := csiDrivers(c.Objects)
+	cluster := memcluster.New(memcluster.Config{Now: clock, Drivers: drivers})
+	if err := cluster.Load(c.Objects...); err != nil {
+		return fmt.Errorf("load objects: %w", err)
+	}
+	builder := &snapshot.Builder{Lister: cluster, Drivers: func() []string { return drivers }, Now: clock}
+	executor := &actions.Executor{
+		Cluster: cluster,
+		Volumes: cluster,
+		Module:  m.Name,
+		Logger:  slog.New(slog.DiscardHandler),
+	}
+
+	acted := false
+	for n := 1; ; n++ {
+		round, err := runRound(ctx, n, r, m, kind, c.Config, cluster, builder, executor)
+		o.Rounds = append(o.Rounds, round)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", n, err)
+		}
+		for _, rec := range round.Reconciles {
+			acted = acted || len(rec.Actions) > 0
+		}
+		if !round.Changed {
+			break
+		}
+		if n == MaxRounds {
+			return fmt.Errorf("did not converge after %d rounds: round %d still %s", MaxRounds, n, changes(round))
+		}
+	}
+	return check(c.Expect, cluster, acted, o.Rounds)
+}
+
+// runRound reconciles every subject object once, in key order, and reports
+// whether anything changed.
+func runRound(ctx context.Context, n int, r Reconciler, m abi.Manifest, kind string, config []byte,
+	cluster *memcluster.Cluster, builder *snapshot.Builder, executor *actions.Executor) (Round, error) {
+	round := Round{Number: n}
+	writes, deletes, events := cluster.WriteCount(), len(cluster.VolumeDeletes()), len(cluster.Events())
+	for _, k := range cluster.Keys(kind) {
+		key := k.Name
+		if k.Namespace != "" {
+			key = k.Namespace + "/" + k.Name
+		}
+		req, err := builder.Build(m.Subject, key, config)
+		if err != nil {
+			return round, fmt.Errorf("build the input of %s: %w", k, err)
+		}
+		if req == nil {
+			continue // removed earlier in this round
+		}
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			return round, err
+		}
+		if res == nil {
+			res = &abi.Result{}
+		}
+		rec := Reconcile{Key: key, Actions: res.Actions}
+		rec.Report, rec.Err = executor.Execute(ctx, m, req, res)
+		round.Reconciles = append(round.Reconciles, rec)
+		switch {
+		case rec.Err == nil:
+		case errors.Is(rec.Err, actions.ErrConflict):
+			// As on a live cluster: the subject is reconciled again,
+			// on the state that caused the conflict.
+			round.Changed = true
+		default:
+			return round, fmt.Errorf("execute the actions for %s: %w", k, rec.Err)
+		}
+	}
+	round.Changed = round.Changed || cluster.WriteCount() != writes ||
+		len(cluster.VolumeDeletes()) != deletes || len(cluster.Events()) != events
+	return round, nil
+}
+
+// changes says what a round changed, for the convergence failure.
+func changes(r Round) string {
+	var parts []string
+	for _, rec := range r.Reconciles {
+		if len(rec.Actions) == 0 && rec.Err == nil {
+			continue
+		}
+		types := make([]string, len(rec.Actions))
+		for i, a := range rec.Actions {
+			types[i] = a.Type + " " + refString(a.Target)
+		}
+		s := rec.Key + ": " + strings.Join(types, ", ")
+		if rec.Err != nil {
+			s += " (" + rec.Err.Error() + ")"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "changed the cluster"
+	}
+	return "acted: " + strings.Join(parts, "; ")
+}
+
+func refString(r abi.ObjectRef) string {
+	if r.Namespace == "" {
+		return r.Kind + " " + r.Name
+	}
+	return r.Kind + " " + r.Namespace + "/" + r.Name
+}
+
+// csiDrivers returns the CSI drivers the case's PersistentVolumes name,
+// sorted: the cluster acts as the deleter for all of them.
+func csiDrivers(objs []map[string]any) []string {
+	var out []string
+	for _, obj := range objs {
+		if obj["kind"] != abi.KindPersistentVolume {
+			continue
+		}
+		spec, _ := obj["spec"].(map[string]any)
+		csi, _ := spec["csi"].(map[string]any)
+		if d, _ := csi["driver"].(string); d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+func newInspectCommand(opts *globalOptions, s streams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "inspect MODULE.wasm",
+		Short: "Describe a module: manifest, ABI version, exports and imports",
+		Long: `Inspect loads a module file as the host would (compile, ABI and import checks,
+manifest) and describes it. A file that is not a usable kubeplug module, or that
+was built for an ABI this host does not speak, exits with status 1; a file that
+cannot be read, with status 2.`,
+		Args: exactArgs(1, "one module file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return inputErrorf("-o %q: want text or json", output)
+			}
+			log, err := opts.logger(s.err)
+			if err != nil {
+				return err
+			}
+			path := args[0]
+			l, err := loadModule(cmd.Context(), opts, log, path)
+			if err != nil {
+				if exitCode(err) == exitInput {
+					return err
+				}
+				return failure(describeLoadError(path, err))
+			}
+			defer l.close(cmd.Context())
+			d := describe(l.module.Manifest(), l.module.Info())
+			if output == "json" {
+				enc := json.NewEncoder(s.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(d)
+			}
+			return d.writeText(s.out)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// description is what inspect prints; its JSON form is `inspect -o json`.
+type description struct {
+	Manifest   abi.Manifest `json:"manifest"`
+	ABIVersion string       `json:"abiVersion"`
+	Source     string       `json:"source"`
+	Size       int          `json:"size"`
+	SHA256     string       `json:"sha256"`
+	Exports    []function   `json:"exports"`
+	Imports    []function   `json:"imports"`
+}
+
+type function struct {
+	Module  string   `json:"module,omitempty"`
+	Name    string   `json:"name"`
+	Params  []string `json:"params"`
+	Results []string `json:"results"`
+}
+
+func (f function) signature() string {
+	return "(" + strings.Join(f.Params, ", ") + ") -> (" + strings.Join(f.Results, ", ") + ")"
+}
+
+func (f function) qualifiedName() string {
+	if f.Module == "" {
+		return f.Name
+	}
+	return f.Module + "." + f.Name
+}
+
+func describe(m abi.Manifest, info runtime.Info) description {
+	d := description{
+		Manifest:   m,
+		ABIVersion: info.ABIVersion.String(),
+		Source:     info.Source,
+		Size:       info.Size,
+		SHA256:     info.SHA256,
+		Exports:    functions(info.Exports),
+		Imports:    functions(info.Imports),
+	}
+	return d
+}
+
+func functions(fs []runtime.Func) []function {
+	out := make([]function, len(fs))
+	for i, f := range fs {
+		out[i] = function{Module: f.Module, Name: f.Name, Params: orEmpty(f.Params), Results: orEmpty(f.Results)}
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// writeText writes d as aligned "Label: value" lines, then the exports and
+// imports with their signatures.
+func (d description) writeText(w io.Writer) error {
+	m := d.Manifest
+	var caps []string
+	for _, c := range m.Capabilities {
+		if c.Action == abi.ActionDeleteVolume || len(c.Resources) == 0 {
+			caps = append(caps, c.Action)
+			continue
+		}
+		caps = append(caps, c.Action+" on "+strings.Join(c.Resources, ", "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	field := func(label, value string) {
+		lines := strings.Split(value, "\n")
+		fmt.Fprintf(tw, "%s:\t%s\n", label, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t%s\n", l)
+		}
+	}
+	field("Name", m.Name)
+	field("Version", m.Version)
+	field("ABI version", d.ABIVersion)
+	field("Subject", m.Subject)
+	field("Hooks", strings.Join(m.Hooks, ", "))
+	field("Capabilities", orNone(strings.Join(caps, "\n")))
+	field("Description", orNone(m.Description))
+	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
+	field("File", d.Source)
+	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
+	field("SHA-256", d.SHA256)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, group := range []struct {
+		title string
+		fs    []function
+	}{{"Exports", d.Exports}, {"Imports", d.Imports}} {
+		fmt.Fprintf(w, "\n%s (%d):\n", group.title, len(group.fs))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range group.fs {
+			fmt.Fprintf(tw, "  %s\t%s\n", f.qualifiedName(), f.signature())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// prettyJSON indents s when it is JSON (a configuration schema) and returns
+// it unchanged otherwise (a plain description).
+func prettyJSON(s string) string {
+	if !json.Valid([]byte(s)) {
+		return strings.TrimSpace(s)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+func humanSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// loadedModule is a module file loaded into an engine of its own.
+type loadedModule struct {
+	engine *runtime.Engine
+	module *runtime.Module
+}
+
+// close releases the engine and its module.
+func (l *loadedModule) close(ctx context.Context) {
+	if l.engine != nil {
+		_ = l.engine.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// loadModule reads and loads the module file at path. A file that cannot be
+// read is an input error; a load failure is returned as the runtime reports
+// it, for the caller to classify with describeLoadError.
+func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path string) (*loadedModule, error) {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return nil, inputErrorf("cannot read module: %w", err)
+	}
+	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.cacheDir, Logger: log})
+	if err != nil {
+		return nil, inputErrorf("%w: or pass --cache-dir=\"\" to keep compiled modules in memory", err)
+	}
+	l := &loadedModule{engine: engine}
+	l.module, err = engine.Load(ctx, path, wasm, runtime.DefaultLimits())
+	if err != nil {
+		l.close(ctx)
+		return nil, err
+	}
+	return l, nil
+}
+
+// loadInputModule is loadModule for commands whose module is one of their
+// inputs (test, harness): every way it can fail is unusable input.
+func loadInputModule(ctx context.Context, opts *globalOptions, s streams, path string) (*loadedModule, error) {
+	log, err := opts.logger(s.err)
+	if err != nil {
+		return nil, err
+	}
+	l, err := loadModule(ctx, opts, log, path)
+	if err != nil {
+		if exitCode(err) == exitInput {
+			return nil, err
+		}
+		return nil, inputError(describeLoadError(path, err))
+	}
+	return l, nil
+}
+
+// describeLoadError says which way a module file is unusable, ahead of the
+// runtime's own explanation.
+func describeLoadError(path string, err error) error {
+	switch {
+	case errors.Is(err, runtime.ErrABIVersion):
+		return fmt.Errorf("%s was built for an unsupported kubeplug ABI: %w", path, err)
+	case errors.Is(err, runtime.ErrNotModule), errors.Is(err, runtime.ErrMissingExport),
+		errors.Is(err, runtime.ErrForbiddenImport), errors.Is(err, runtime.ErrManifest),
+		errors.Is(err, runtime.ErrStart):
+		return fmt.Errorf("%s is not a usable kubeplug module: %w", path, err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}

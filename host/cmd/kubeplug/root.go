@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// streams are a command's standard input and outputs.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// globalOptions are the flags every command takes.
+type globalOptions struct {
+	cacheDir string
+	logLevel string
+}
+
+// defaultCacheDir is where compiled modules are cached between runs: the
+// user's cache directory ($XDG_CACHE_HOME, or ~/.cache on Linux) under
+// kubeplug/wazero; empty, which keeps them in memory, when there is none.
+func defaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kubeplug", "wazero")
+}
+
+// logger returns the logger commands hand to the host packages: text on
+// the error stream, at the chosen level.
+func (o *globalOptions) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, inputErrorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+// newRootCommand builds the kubeplug command with every subcommand.
+func newRootCommand(s streams) *cobra.Command {
+	opts := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "kubeplug",
+		Short: "Kubernetes controller host whose decisions are made by WebAssembly modules",
+		Long: `kubeplug runs policy modules, sandboxed WebAssembly binaries, that decide what
+happens to StatefulSets' claims and to PersistentVolumes.
+
+Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without Args, cobra reports an unknown subcommand as a plain
+		// error; this makes it a usage error like any other.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				return inputErrorf("unknown command %q: did you mean %q?", args[0], s[0])
+			}
+			return inputErrorf("unknown command %q: run 'kubeplug --help' for the commands", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return inputErrorf("%v: run '%s --help' for usage", err, cmd.CommandPath())
+	})
+	root.PersistentFlags().StringVar(&opts.cacheDir, "cache-dir", defaultCacheDir(),
+		"directory for compiled modules, kept between runs; empty keeps them in memory only")
+	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
+
+	root.AddCommand(
+		newInspectCommand(opts, s),
+		newTestCommand(opts, s),
+		newHarnessCommand(opts, s),
+		newVersionCommand(s),
+	)
+	return root
+}
+
+// execute runs the kubeplug command line args and returns the exit code.
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(streams{in: stdin, out: stdout, err: stderr})
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !silent(err) {
+		name := "kubeplug"
+		if cmd != nil {
+			name = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.TrimSpace(err.Error()))
+	}
+	return exitCode(err)
+}
+
+// exactArgs is cobra.ExactArgs as a usage error.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return inputErrorf("want %s, got %d arguments: run '%s --help' for usage", what, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}

@@ -1,0 +1,135 @@
+package memcluster
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// newTyped returns an empty typed object for the built-in kinds, nil for
+// the others (VolumeClaimUpdate has no Go type: it stays unstructured).
+func newTyped(kind string) any {
+	switch kind {
+	case abi.KindStatefulSet:
+		return &appsv1.StatefulSet{}
+	case abi.KindPod:
+		return &corev1.Pod{}
+	case abi.KindPersistentVolumeClaim:
+		return &corev1.PersistentVolumeClaim{}
+	case abi.KindPersistentVolume:
+		return &corev1.PersistentVolume{}
+	case abi.KindStorageClass:
+		return &storagev1.StorageClass{}
+	}
+	return nil
+}
+
+// canonical returns obj as the API server would store it: for built-in
+// kinds decoded into the Go type and encoded again, which drops unknown
+// fields and canonicalises quantities ("1024Mi" becomes "1Gi"). Objects of
+// other kinds are returned as they are.
+func canonical(obj map[string]any) (map[string]any, error) {
+	typed := newTyped(str(obj, "kind"))
+	if typed == nil {
+		return obj, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, err
+	}
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	// ToUnstructured may leave Go-typed numbers; make the map JSON-shaped
+	// like every other stored object.
+	v, err := JSONValue(out)
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]any), nil
+}
+
+// The methods below implement snapshot.Lister. Every call converts the
+// stored object afresh, so callers get objects of their own.
+
+// GetStatefulSet returns the named StatefulSet.
+func (c *Cluster) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	out := &appsv1.StatefulSet{}
+	return out, c.getTyped(abi.KindStatefulSet, namespace, name, out)
+}
+
+// ListPods returns the pods of namespace (every namespace for ""), sorted
+// by namespace and name.
+func (c *Cluster) ListPods(namespace string) ([]*corev1.Pod, error) {
+	return listTyped[corev1.Pod](c, abi.KindPod, namespace)
+}
+
+// GetClaim returns the named PersistentVolumeClaim.
+func (c *Cluster) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	out := &corev1.PersistentVolumeClaim{}
+	return out, c.getTyped(abi.KindPersistentVolumeClaim, namespace, name, out)
+}
+
+// ListClaims returns the claims of namespace (every namespace for ""),
+// sorted by namespace and name.
+func (c *Cluster) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
+	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace)
+}
+
+// GetVolume returns the named PersistentVolume.
+func (c *Cluster) GetVolume(name string) (*corev1.PersistentVolume, error) {
+	out := &corev1.PersistentVolume{}
+	return out, c.getTyped(abi.KindPersistentVolume, "", name, out)
+}
+
+// GetStorageClass returns the named StorageClass.
+func (c *Cluster) GetStorageClass(name string) (*storagev1.StorageClass, error) {
+	out := &storagev1.StorageClass{}
+	return out, c.getTyped(abi.KindStorageClass, "", name, out)
+}
+
+// ListVolumeClaimUpdates returns the VolumeClaimUpdates of namespace (every
+// namespace for ""), sorted by namespace and name.
+func (c *Cluster) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, obj := range c.List(abi.KindVolumeClaimUpdate) {
+		u := &unstructured.Unstructured{Object: obj}
+		if namespace == "" || u.GetNamespace() == namespace {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+func (c *Cluster) getTyped(kind, namespace, name string, into any) error {
+	obj, ok := c.Get(kind, namespace, name)
+	if !ok {
+		return apierrors.NewNotFound(groupResource(kind), name)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
+		return fmt.Errorf("convert %s: %w", c.key(kind, namespace, name), err)
+	}
+	return nil
+}
+
+func listTyped[T any](c *Cluster, kind, namespace string) ([]*T, error) {
+	var out []*T
+	for _, obj := range c.List(kind) {
+		if namespace != "" && str(metadata(obj), "namespace") != namespace {
+			continue
+		}
+		t := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, t); err != nil {
+			return nil, fmt.Errorf("convert %s: %w", keyOf(obj), err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

@@ -1,0 +1,225 @@
+package memcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// errModified is the API server's message for a stale resourceVersion.
+var errModified = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+
+// Patch implements actions.Cluster. pt is types.MergePatchType (RFC 7386) or
+// types.ApplyPatchType, which this cluster treats as a merge patch of the
+// applied fields (see the package documentation). A patch that carries
+// metadata.resourceVersion or metadata.uid fails with a conflict when the
+// stored object's differs. The only subresource is "status", which changes
+// .status and nothing else. A patch that changes nothing keeps the
+// resourceVersion and is not counted as a write. A patch that removes the last
+// finalizer of an object under deletion removes the object.
+func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+
+	gr := groupResource(kind)
+	status, err := statusSubresource(kind, subresource)
+	if err != nil {
+		return "", err
+	}
+	patch, err := decodePatch(kind, pt, data, fieldManager)
+	if err != nil {
+		return "", err
+	}
+	k := c.key(kind, namespace, name)
+	stored, ok := c.objects[k]
+	if !ok {
+		return "", apierrors.NewNotFound(gr, name)
+	}
+	pm, _ := patch["metadata"].(map[string]any)
+	if err := checkPreconditions(k, stored, str(pm, "uid"), str(pm, "resourceVersion")); err != nil {
+		return "", err
+	}
+
+	updated := runtime.DeepCopyJSON(stored)
+	if status {
+		if s, ok := patch["status"]; ok {
+			setOrDelete(updated, "status", mergePatch(updated["status"], s))
+		}
+	} else {
+		updated = mergePatch(updated, patch).(map[string]any)
+		if hasStatusSubresource(kind) {
+			setOrDelete(updated, "status", runtime.DeepCopyJSONValue(stored["status"]))
+		}
+	}
+	if err := checkIdentity(k, updated); err != nil {
+		return "", err
+	}
+	if updated, err = canonical(updated); err != nil {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("%s: patched object does not fit the %s schema: %v", k, kind, err))
+	}
+	keepServerFields(stored, updated)
+	if err := checkFinalizers(k, stored, updated); err != nil {
+		return "", err
+	}
+	if !status && !reflect.DeepEqual(withoutMetaAndStatus(stored), withoutMetaAndStatus(updated)) {
+		metadata(updated)["generation"] = generation(stored) + 1
+	}
+
+	if reflect.DeepEqual(stored, updated) {
+		return str(metadata(stored), "resourceVersion"), nil
+	}
+	if str(metadata(updated), "deletionTimestamp") != "" && len(finalizers(updated)) == 0 {
+		delete(c.objects, k)
+		return c.bump(), nil
+	}
+	return c.store(k, updated), nil
+}
+
+// statusSubresource reports whether subresource names the status
+// subresource, and fails for any other subresource.
+func statusSubresource(kind string, subresource []string) (bool, error) {
+	switch {
+	case len(subresource) == 0 || (len(subresource) == 1 && subresource[0] == ""):
+		return false, nil
+	case len(subresource) == 1 && subresource[0] == "status" && hasStatusSubresource(kind):
+		return true, nil
+	}
+	return false, apierrors.NewBadRequest(fmt.Sprintf("%s has no subresource %q", groupResource(kind), subresource))
+}
+
+// decodePatch parses a patch body into a JSON object.
+func decodePatch(kind string, pt types.PatchType, data []byte, fieldManager string) (map[string]any, error) {
+	switch pt {
+	case types.MergePatchType:
+	case types.ApplyPatchType:
+		// Apply bodies may be YAML, and must name the object's type and
+		// their field manager.
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch is not YAML or JSON: %v", err))
+		}
+		data = j
+		if fieldManager == "" {
+			return nil, apierrors.NewBadRequest("fieldManager is required for apply requests")
+		}
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("patch type %q is not supported by memcluster (use %q or %q)", pt, types.MergePatchType, types.ApplyPatchType))
+	}
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("patch is not JSON: %v", err))
+	}
+	patch, ok := v.(map[string]any)
+	if !ok {
+		return nil, apierrors.NewBadRequest("patch is not a JSON object")
+	}
+	if pt == types.ApplyPatchType && (str(patch, "kind") != kind || str(patch, "apiVersion") == "") {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch must carry apiVersion and kind %q", kind))
+	}
+	return patch, nil
+}
+
+// checkPreconditions fails with a conflict when uid or resourceVersion is set
+// and differs from stored's. It serves patches and deletes alike.
+func checkPreconditions(k Key, stored map[string]any, uid, resourceVersion string) error {
+	meta := metadata(stored)
+	if uid != "" && uid != str(meta, "uid") {
+		return apierrors.NewConflict(groupResource(k.Kind), k.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, str(meta, "uid")))
+	}
+	if resourceVersion != "" && resourceVersion != str(meta, "resourceVersion") {
+		return apierrors.NewConflict(groupResource(k.Kind), k.Name, errModified)
+	}
+	return nil
+}
+
+// checkIdentity refuses a patch that renames or retypes the object.
+func checkIdentity(k Key, updated map[string]any) error {
+	if got := keyOf(updated); got != k {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s: a patch cannot change kind, namespace or name (got %s)", k, got))
+	}
+	return nil
+}
+
+// keepServerFields undoes any change of the fields only the server writes.
+func keepServerFields(stored, updated map[string]any) {
+	from, to := metadata(stored), metadata(updated)
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
+		setOrDelete(to, f, runtime.DeepCopyJSONValue(from[f]))
+	}
+}
+
+// checkFinalizers enforces the API server's rule that an object under
+// deletion may lose finalizers but not gain any.
+func checkFinalizers(k Key, stored, updated map[string]any) error {
+	if str(metadata(stored), "deletionTimestamp") == "" {
+		return nil
+	}
+	old := finalizers(stored)
+	var added []string
+	for _, f := range finalizers(updated) {
+		if !slices.Contains(old, f) {
+			added = append(added, f)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(groupKind(k.Kind), k.Name, field.ErrorList{
+		field.Forbidden(field.NewPath("metadata", "finalizers"),
+			fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added)),
+	})
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch to target, which it may
+// modify, and returns the result.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		t[k] = mergePatch(t[k], v)
+	}
+	return t
+}
+
+func setOrDelete(m map[string]any, k string, v any) {
+	if v == nil {
+		delete(m, k)
+		return
+	}
+	m[k] = v
+}
+
+// withoutMetaAndStatus is obj without the parts whose change does not bump
+// metadata.generation.
+func withoutMetaAndStatus(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "metadata" && k != "status" {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// BenchmarkReconcileEmpty is the round trip of an empty request with the
+// deadline on: encode, malloc, write, call, check, decode. "go" is a stock
+// Go guest (its own export and decode costs included); "raw" is a guest with
+// no runtime at all, so it measures the host's share.
+func BenchmarkReconcileEmpty(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range []struct {
+		name string
+		wasm func(testing.TB) []byte
+	}{
+		{"go", func(tb testing.TB) []byte { return guest(tb, "good") }},
+		{"raw", func(testing.TB) []byte { return rawGuest(nil).bytes() }},
+	} {
+		b.Run(g.name, func(b *testing.B) {
+			m, err := newEngine(b, runtime.Options{}).Load(ctx, g.name+".wasm", g.wasm(b), runtime.Limits{})
+			require.NoError(b, err)
+			req := &abi.ReconcileRequest{}
+			_, err = m.Reconcile(ctx, req)
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.Reconcile(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoadCached loads a module whose compiled code is already cached:
+// "file" in the cache directory (as after a restart), "memory" because the
+// same bytes are loaded already (as during a hot swap). Both include
+// starting the first instance and reading the manifest.
+func BenchmarkLoadCached(b *testing.B) {
+	ctx := context.Background()
+	wasm := guest(b, "good")
+	dir := b.TempDir()
+	_, err := newEngine(b, runtime.Options{CacheDir: dir}).Load(ctx, "good.wasm", wasm, runtime.Limits{})
+	require.NoError(b, err)
+
+	b.Run("file", func(b *testing.B) {
+		eng := newEngine(b, runtime.Options{CacheDir: dir})
+		for b.Loop() {
+			m, err := eng.Load(ctx, "good.wasm", wasm, runtime.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = m.Close(ctx)
+		}
+	})
+	b.Run("memory", func(b *testing.B) {
+		eng := newEngine(b, runtime.Options{CacheDir: b.TempDir()})
+		_, err := eng.Load(ctx, "good.wasm", wasm, runtime.Limits{})
+		require.NoError(b, err)
+		for b.Loop() {
+			m, err := eng.Load(ctx, "good.wasm", wasm, runtime.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = m.Close(ctx)
+		}
+	})
+}
+
+// BenchmarkInstanceStart is what replacing an instance costs: instantiate
+// and _initialize a stock Go guest.
+func BenchmarkInstanceStart(b *testing.B) {
+	ctx := context.Background()
+	m := load(b, "good", runtime.Limits{}, runtime.Options{})
+	for b.Loop() {
+		if err := m.StartInstanceForTest(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

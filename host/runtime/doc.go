@@ -1,0 +1,29 @@
+// Package runtime runs kubeplug guest modules: it compiles them with wazero
+// through one shared compilation cache, validates them against the ABI
+// (github.com/kubeplug/kubeplug/abi and its SPEC.md), and calls their hooks
+// from a bounded pool of sandboxed instances.
+//
+// Sandbox, per module:
+//   - its own wazero.Runtime, so that the memory cap (Limits.MemoryBytes) and
+//     the per-call deadline (Limits.Deadline, enforced with wazero's
+//     close-on-context-done) apply to that module only;
+//   - WASI preview 1 with no arguments, no environment, no preopened
+//     directories and the host's deterministic clocks and randomness;
+//     stdout and stderr go to the Logger, one record per line;
+//   - imports from wasi_snapshot_preview1 and kubeplug only.
+//
+// A call that traps, exits, runs out of memory or time, or returns an output
+// region the host cannot trust fails with a *CallError and its instance is
+// discarded; the next call gets a fresh one. Status errors the guest reports
+// itself keep the instance (except abi.StatusPanic).
+//
+// Typical use:
+//
+//	eng, _ := runtime.NewEngine(ctx, runtime.Options{CacheDir: dir})
+//	defer eng.Close(ctx)
+//	mod, err := eng.Load(ctx, "retention.wasm", wasm, runtime.DefaultLimits())
+//	res, err := mod.Reconcile(ctx, req)
+//
+// This package imports wazero, the standard library and abi only. It must
+// know nothing of Kubernetes: no k8s.io/* and no other host package.
+package runtime

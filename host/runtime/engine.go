@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// CacheDir is where compiled modules are kept across processes (wazero's
+	// file compilation cache). Empty keeps them in memory only.
+	CacheDir string
+	// Logger receives guest log lines and stdout/stderr, tagged
+	// module=<name>. Nil means slog.Default().
+	Logger *slog.Logger
+	// CompileWorkers is how many goroutines compile one module's functions
+	// in parallel. Zero means GOMAXPROCS: a first load or a hot swap is
+	// rare, and the sooner it is validated the better.
+	CompileWorkers int
+}
+
+// Engine loads modules. All modules of an Engine share one compilation cache,
+// so loading the same bytes twice compiles them once.
+type Engine struct {
+	cache   wazero.CompilationCache
+	logger  *slog.Logger
+	workers int
+
+	mu      sync.Mutex
+	modules map[*Module]struct{}
+	closed  bool
+	// loads counts Loads in progress, which Close waits for before it
+	// closes the compilation cache under them.
+	loads sync.WaitGroup
+}
+
+// NewEngine returns an Engine with the given options.
+func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
+	cache := wazero.NewCompilationCache()
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("open compilation cache %q: %w: pick a writable directory", opts.CacheDir, err)
+		}
+		cache = c
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	workers := opts.CompileWorkers
+	if workers <= 0 {
+		workers = goruntime.GOMAXPROCS(0)
+	}
+	return &Engine{cache: cache, logger: logger, workers: workers, modules: map[*Module]struct{}{}}, nil
+}
+
+// Close closes every module the Engine loaded (see Module.Close; ctx bounds
+// how long calls in flight may still run) and then the compilation cache.
+// Load after Close fails with ErrClosed.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.loads.Wait() // a Load that finishes now sees closed and cleans up
+
+	e.mu.Lock()
+	mods := make([]*Module, 0, len(e.modules))
+	for m := range e.modules {
+		mods = append(mods, m)
+	}
+	e.mu.Unlock()
+
+	// Close modules concurrently so that one slow call does not hold up the
+	// others' draining.
+	var wg sync.WaitGroup
+	errs := make([]error, len(mods))
+	for i, m := range mods {
+		wg.Go(func() { errs[i] = m.Close(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if err := e.cache.Close(ctx); err != nil {
+		return fmt.Errorf("close compilation cache: %w", err)
+	}
+	return nil
+}
+
+// wasmMagic starts every WebAssembly binary.
+var wasmMagic = []byte("\x00asm")
+
+// Load compiles wasm (through the shared compilation cache), validates it
+// against the ABI, starts one instance, reads and validates its manifest, and
+// returns the module ready to serve calls. source says where the bytes came
+// from (a file path); it appears in every error. A zero field of limits takes
+// its default.
+//
+// Errors wrap ErrNotModule, ErrABIVersion, ErrMissingExport,
+// ErrForbiddenImport, ErrManifest, ErrStart, ErrLimits or ErrClosed.
+func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Limits) (*Module, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, fmt.Errorf("load module %q: %w", source, err)
+	}
+	limits = limits.withDefaults()
+	if !bytes.HasPrefix(wasm, wasmMagic) {
+		return nil, loadError(source, ErrNotModule, "it does not start with the WebAssembly magic bytes: point the module at a .wasm file")
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("load module %q: engine %w", source, ErrClosed)
+	}
+	e.loads.Add(1)
+	e.mu.Unlock()
+	defer e.loads.Done()
+
+	sum := sha256.Sum256(wasm)
+	m := &Module{
+		engine: e,
+		source: source,
+		limits: limits,
+		info:   Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:])},
+	}
+	m.setLogger(e.logger.With("module", source))
+	if err := m.load(ctx, wasm); err != nil {
+		if m.runtime != nil {
+			_ = m.runtime.Close(context.WithoutCancel(ctx))
+		}
+		return nil, err
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		_ = m.runtime.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("load module %q: engine %w", source, ErrClosed)
+	}
+	e.modules[m] = struct{}{}
+	return m, nil
+}
+
+// forget drops a closed module from the engine.
+func (e *Engine) forget(m *Module) {
+	e.mu.Lock()
+	delete(e.modules, m)
+	e.mu.Unlock()
+}

@@ -1,0 +1,14 @@
+package runtime
+
+import "context"
+
+// StartInstanceForTest creates an instance (instantiate and _initialize)
+// and closes it, for BenchmarkInstanceStart.
+func (m *Module) StartInstanceForTest(ctx context.Context) error {
+	inst, _, err := m.newInstance(ctx)
+	if err != nil {
+		return err
+	}
+	inst.close()
+	return nil
+}

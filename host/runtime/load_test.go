@@ -1,0 +1,285 @@
+package runtime_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+func TestLoadRefusesBadModules(t *testing.T) {
+	// withFunc returns the raw guest with one function replaced or added.
+	withFunc := func(f wasmFunc) func(testing.TB) []byte {
+		return func(testing.TB) []byte {
+			g := rawGuest(nil)
+			for i := range g.funcs {
+				if g.funcs[i].export == f.export {
+					g.funcs[i] = f
+					return g.bytes()
+				}
+			}
+			g.funcs = append(g.funcs, f)
+			return g.bytes()
+		}
+	}
+	built := func(name string) func(testing.TB) []byte {
+		return func(t testing.TB) []byte { return guest(t, name) }
+	}
+	// manifest returns the raw guest with its manifest changed by edit.
+	manifest := func(edit func(*abi.Manifest)) func(testing.TB) []byte {
+		return func(testing.TB) []byte {
+			m := rawManifest()
+			edit(m)
+			return rawGuestWith(encode(m), nil).bytes()
+		}
+	}
+	tests := []struct {
+		name   string
+		wasm   func(testing.TB) []byte
+		err    error
+		reason []string // substrings of the error besides the source
+	}{
+		{
+			name:   "not wasm",
+			wasm:   func(testing.TB) []byte { return []byte("apiVersion: v1\nkind: Pod\n") },
+			err:    runtime.ErrNotModule,
+			reason: []string{"not a WebAssembly module", "magic"},
+		},
+		{
+			name:   "truncated wasm",
+			wasm:   func(t testing.TB) []byte { b := guest(t, "good"); return b[:len(b)/2] },
+			err:    runtime.ErrNotModule,
+			reason: []string{"not a WebAssembly module", "truncated"},
+		},
+		{
+			name:   "abi major 2",
+			wasm:   built("abi2"),
+			err:    runtime.ErrABIVersion,
+			reason: []string{"built for kubeplug ABI 2.0.0", "this host speaks 1.0.0", "rebuild it against abi v1"},
+		},
+		{
+			name: "abi minor newer than the host's",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.funcs[1].export = abi.Version{Major: abi.VersionMajor, Minor: abi.VersionMinor + 1}.ExportName()
+				return g.bytes()
+			},
+			err:    runtime.ErrABIVersion,
+			reason: []string{"built for kubeplug ABI 1.1.0", "upgrade the host"},
+		},
+		{
+			name:   "two version markers",
+			wasm:   withFunc(wasmFunc{export: abi.Version{Major: 1, Minor: 0, Patch: 1}.ExportName()}),
+			err:    runtime.ErrABIVersion,
+			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_0, kubeplug_abi_version_1_0_1)"},
+		},
+		{
+			name:   "no version marker",
+			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.funcs[1].export = ""; return g.bytes() },
+			err:    runtime.ErrMissingExport,
+			reason: []string{"no ABI version marker", abi.VersionExportPrefix},
+		},
+		{
+			name: "malformed version marker",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.funcs[1].export = "kubeplug_abi_version_1_x_0"
+				return g.bytes()
+			},
+			err:    runtime.ErrABIVersion,
+			reason: []string{`"x" is not a non-negative integer`},
+		},
+		{
+			name:   "missing hook export",
+			wasm:   built("noreconcile"),
+			err:    runtime.ErrMissingExport,
+			reason: []string{abi.ExportReconcile, `hook "reconcile"`},
+		},
+		{
+			name:   "malloc with the wrong signature",
+			wasm:   withFunc(wasmFunc{export: abi.ExportMalloc, params: []byte{tI64}, results: []byte{tI32}, body: i32Const(0)}),
+			err:    runtime.ErrMissingExport,
+			reason: []string{"export kubeplug_malloc has signature (i64) -> (i32), want (i32) -> (i32)"},
+		},
+		{
+			name:   "no memory",
+			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.noMemory, g.data = true, nil; return g.bytes() },
+			err:    runtime.ErrMissingExport,
+			reason: []string{`no exported memory named "memory"`},
+		},
+		{
+			name:   "forbidden import module",
+			wasm:   built("forbidden"),
+			err:    runtime.ErrForbiddenImport,
+			reason: []string{"env.open_socket", "wasi_snapshot_preview1 and kubeplug"},
+		},
+		{
+			name: "unknown host function",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.imports = []wasmImport{{module: abi.ImportModule, name: "kubeplug_open_socket"}}
+				return g.bytes()
+			},
+			err:    runtime.ErrForbiddenImport,
+			reason: []string{"kubeplug.kubeplug_open_socket", "does not provide"},
+		},
+		{
+			name: "imported memory",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.imports = []wasmImport{{module: "env", name: "memory", memory: true}}
+				g.noMemory, g.data = true, nil
+				return g.bytes()
+			},
+			err:    runtime.ErrForbiddenImport,
+			reason: []string{"imports memory env.memory"},
+		},
+		{
+			name:   "initialize traps",
+			wasm:   withFunc(wasmFunc{export: abi.ExportInitialize, body: []byte{opUnreachable}}),
+			err:    runtime.ErrStart,
+			reason: []string{"_initialize", "unreachable"},
+		},
+		{
+			name:   "manifest with an unknown action",
+			wasm:   built("badmanifest"),
+			err:    runtime.ErrManifest,
+			reason: []string{`capabilities[1].action "execShell" is not a known action type`, "fix the manifest"},
+		},
+		{
+			name:   "manifest without a name",
+			wasm:   manifest(func(m *abi.Manifest) { m.Name = "" }),
+			err:    runtime.ErrManifest,
+			reason: []string{"name is empty"},
+		},
+		{
+			name:   "manifest without a version",
+			wasm:   manifest(func(m *abi.Manifest) { m.Version = "" }),
+			err:    runtime.ErrManifest,
+			reason: []string{"version is empty"},
+		},
+		{
+			name:   "manifest abiVersion differs from the marker",
+			wasm:   manifest(func(m *abi.Manifest) { m.ABIVersion = "1.1.0" }),
+			err:    runtime.ErrManifest,
+			reason: []string{`abiVersion "1.1.0" differs from the version marker export kubeplug_abi_version_1_0_0`},
+		},
+		{
+			name:   "manifest with an unknown subject",
+			wasm:   manifest(func(m *abi.Manifest) { m.Subject = "deployment" }),
+			err:    runtime.ErrManifest,
+			reason: []string{`subject "deployment" is not one of statefulset, persistentvolume`},
+		},
+		{
+			name:   "manifest without hooks",
+			wasm:   manifest(func(m *abi.Manifest) { m.Hooks = nil }),
+			err:    runtime.ErrManifest,
+			reason: []string{"hooks is empty"},
+		},
+		{
+			name:   "manifest with an unknown hook",
+			wasm:   manifest(func(m *abi.Manifest) { m.Hooks = append(m.Hooks, "admit") }),
+			err:    runtime.ErrManifest,
+			reason: []string{`hooks[1] "admit" is not a known hook (reconcile)`},
+		},
+		{
+			name: "manifest capability without resources",
+			wasm: manifest(func(m *abi.Manifest) {
+				m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteVolume}, {Action: abi.ActionAddFinalizer}}
+			}),
+			err:    runtime.ErrManifest,
+			reason: []string{`capabilities[1].resources is empty: list the resources action "addFinalizer" may touch`},
+		},
+		{
+			name:   "manifest that is not MessagePack",
+			wasm:   func(testing.TB) []byte { return rawGuestWith([]byte{0xc1, 0x00}, nil).bytes() },
+			err:    runtime.ErrManifest,
+			reason: []string{"kubeplug_manifest", "malformed message"},
+		},
+		{
+			name: "manifest outside memory",
+			wasm: withFunc(wasmFunc{export: abi.ExportManifest, results: []byte{tI64},
+				body: i64Const(abi.PackPtrLen(60000, 100000))}),
+			err:    runtime.ErrManifest,
+			reason: []string{"outside the guest's 65536-byte memory"},
+		},
+	}
+	eng := newEngine(t, runtime.Options{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := eng.Load(context.Background(), "modules/bad.wasm", tt.wasm(t), runtime.Limits{})
+			require.Error(t, err)
+			require.Nil(t, m)
+			require.ErrorIs(t, err, tt.err)
+			require.Contains(t, err.Error(), `load module "modules/bad.wasm": `)
+			for _, r := range tt.reason {
+				require.Contains(t, err.Error(), r)
+			}
+		})
+	}
+}
+
+func TestLoadDescribesModule(t *testing.T) {
+	wasm := guest(t, "good")
+	// No cache directory and no logger: the in-memory cache and slog.Default.
+	eng, err := runtime.NewEngine(context.Background(), runtime.Options{})
+	require.NoError(t, err)
+	defer eng.Close(context.Background())
+	m, err := eng.Load(context.Background(), "guests/good.wasm", wasm, runtime.Limits{})
+	require.NoError(t, err)
+
+	require.Equal(t, abi.Manifest{
+		Name: "good", Version: "0.1.0", ABIVersion: "1.0.0",
+		Subject:      abi.SubjectStatefulSet,
+		Hooks:        []string{abi.HookReconcile},
+		Capabilities: []abi.Capability{{Action: abi.ActionEvent, Resources: []string{"statefulsets"}}},
+	}, m.Manifest())
+	require.Equal(t, runtime.DefaultLimits(), m.Limits())
+
+	info := m.Info()
+	sum := sha256.Sum256(wasm)
+	require.Equal(t, "good", info.Name)
+	require.Equal(t, "0.1.0", info.Version)
+	require.Equal(t, "guests/good.wasm", info.Source)
+	require.Equal(t, abi.Version{Major: 1}, info.ABIVersion)
+	require.Equal(t, len(wasm), info.Size)
+	require.Equal(t, hex.EncodeToString(sum[:]), info.SHA256)
+	require.Contains(t, info.Exports, runtime.Func{Name: abi.ExportReconcile, Params: []string{"i32", "i32"}, Results: []string{"i64"}})
+	require.Contains(t, info.Exports, runtime.Func{Name: abi.VersionExport})
+	require.Contains(t, info.Imports, runtime.Func{Module: abi.ImportModule, Name: abi.ImportWriteLog, Params: []string{"i32", "i32", "i32"}})
+	for _, f := range info.Imports {
+		require.Contains(t, []string{abi.WASIModule, abi.ImportModule}, f.Module, f.Name)
+	}
+	require.Equal(t, runtime.Stats{Live: 1, Peak: 1, Created: 1}, m.Stats(), "Load starts one instance")
+}
+
+func TestLoadThroughFileCache(t *testing.T) {
+	dir := t.TempDir()
+	wasm := guest(t, "good")
+	_, err := newEngine(t, runtime.Options{CacheDir: dir}).Load(context.Background(), "good.wasm", wasm, runtime.Limits{})
+	require.NoError(t, err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries, "the compiled module is in the cache directory")
+
+	// A second engine, as after a restart, loads from the directory.
+	m, err := newEngine(t, runtime.Options{CacheDir: dir}).Load(context.Background(), "good.wasm", wasm, runtime.Limits{})
+	require.NoError(t, err)
+	res, err := m.Reconcile(context.Background(), request("default/ok"))
+	require.NoError(t, err)
+	require.Len(t, res.Actions, 1)
+}
+
+func TestLoadRefusesMemoryTooSmallForModule(t *testing.T) {
+	// A stock Go guest's memory starts at a few MiB.
+	_, err := newEngine(t, runtime.Options{}).Load(context.Background(), "good.wasm", guest(t, "good"), runtime.Limits{MemoryBytes: 64 << 10})
+	require.ErrorIs(t, err, runtime.ErrLimits)
+	require.Contains(t, err.Error(), `load module "good.wasm": invalid limits: `)
+	require.Contains(t, err.Error(), "raise the module's memory limit")
+}

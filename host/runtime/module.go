@@ -1,0 +1,199 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Module is a loaded, validated guest module with its pool of instances.
+// Its methods are safe for concurrent use.
+type Module struct {
+	engine   *Engine
+	source   string
+	limits   Limits
+	info     Info
+	manifest abi.Manifest
+
+	// runtime is the module's own wazero runtime, so that its memory cap and
+	// close-on-context-done apply to this module only.
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	pool     *pool
+	log      atomic.Pointer[slog.Logger]
+	// reconciles is whether the manifest declares the reconcile hook.
+	reconciles bool
+
+	closeOnce sync.Once
+	closeErr  error
+	// interrupted is set when Close closes the runtime under calls in flight.
+	interrupted atomic.Bool
+}
+
+// load compiles, validates and starts the module, leaving its first instance
+// idle in the pool.
+func (m *Module) load(ctx context.Context, wasm []byte) error {
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(m.engine.cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(m.limits.memoryPages())
+	m.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
+
+	compiled, err := m.runtime.CompileModule(experimental.WithCompilationWorkers(ctx, m.engine.workers), wasm)
+	if err != nil {
+		if strings.Contains(err.Error(), "over limit of") {
+			return loadError(m.source, ErrLimits, "%v: raise the module's memory limit (now %d bytes)", err, m.limits.MemoryBytes)
+		}
+		return loadError(m.source, ErrNotModule, "%v: rebuild it, or check that the file is not truncated", err)
+	}
+	m.compiled = compiled
+	version, err := checkVersion(m.source, compiled)
+	if err != nil {
+		return err
+	}
+	if err := checkImports(m.source, compiled); err != nil {
+		return err
+	}
+	if err := checkExports(m.source, compiled); err != nil {
+		return err
+	}
+	m.info.ABIVersion = version
+	m.info.Exports, m.info.Imports = describeFuncs(compiled)
+
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.runtime); err != nil {
+		return fmt.Errorf("load module %q: provide WASI: %w", m.source, err)
+	}
+	if err := m.instantiateHost(ctx, m.runtime); err != nil {
+		return fmt.Errorf("load module %q: provide host functions: %w", m.source, err)
+	}
+
+	m.pool = newPool(m.limits.Instances)
+	inst, _, err := m.newInstance(ctx)
+	if err != nil {
+		return loadError(m.source, ErrStart, "%v: fix the module's initialization (its stderr is in the log)", err)
+	}
+	man, err := m.readManifest(ctx, inst)
+	if err == nil {
+		err = checkManifest(m.source, man, version)
+	}
+	if err == nil {
+		err = checkHookExports(m.source, compiled, man.Hooks)
+	}
+	if err != nil {
+		inst.close()
+		return err
+	}
+	m.manifest = *man
+	m.reconciles = slices.Contains(man.Hooks, abi.HookReconcile)
+	m.info.Name, m.info.Version = man.Name, man.Version
+	m.setLogger(m.engine.logger.With("module", man.Name))
+	m.pool.seed(inst)
+	return nil
+}
+
+// readManifest calls kubeplug_manifest on inst and decodes the answer.
+func (m *Module) readManifest(ctx context.Context, inst *instance) (*abi.Manifest, error) {
+	packed, _, err := inst.callManifest(ctx, m.limits)
+	if err != nil {
+		return nil, loadError(m.source, ErrStart, "%s: %v: fix the module (its stderr is in the log)", abi.ExportManifest, err)
+	}
+	out, err := inst.output(packed, m.limits)
+	if err != nil {
+		return nil, loadError(m.source, ErrManifest, "%s: %v: fix the module", abi.ExportManifest, err)
+	}
+	man, err := abi.DecodeManifest(out)
+	if err != nil {
+		return nil, loadError(m.source, ErrManifest, "%s: %v: encode the manifest with github.com/kubeplug/kubeplug/abi", abi.ExportManifest, err)
+	}
+	return man, nil
+}
+
+// Manifest returns the manifest the module declared.
+func (m *Module) Manifest() abi.Manifest { return m.manifest }
+
+// Info describes the module.
+func (m *Module) Info() Info { return m.info }
+
+// Name is the manifest's name.
+func (m *Module) Name() string { return m.manifest.Name }
+
+// Limits returns the module's limits, defaults filled in.
+func (m *Module) Limits() Limits { return m.limits }
+
+// Stats counts the module's instances.
+func (m *Module) Stats() Stats { return m.pool.stats() }
+
+func (m *Module) logger() *slog.Logger     { return m.log.Load() }
+func (m *Module) setLogger(l *slog.Logger) { m.log.Store(l) }
+
+// Reconcile calls the module's reconcile hook with req on an idle instance,
+// creating one if none is idle and fewer than Limits.Instances exist, or
+// waiting (until ctx is done) for one to be free.
+//
+// A failure of the guest is a *CallError; the instance is discarded unless
+// the guest itself reported a status other than abi.StatusPanic. Calls
+// after Close fail with ErrClosed.
+func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+	if req == nil {
+		return nil, &CallError{Module: m.manifest.Name, Kind: KindInput, Err: errors.New("nil request")}
+	}
+	if !m.reconciles {
+		return nil, fmt.Errorf("module %q reconcile %q: %w", m.manifest.Name, req.Key, abi.ErrNoHook)
+	}
+	if err := ctx.Err(); err != nil {
+		// Calling would only interrupt the guest at once and cost an instance.
+		return nil, fmt.Errorf("module %q reconcile %q: %w", m.manifest.Name, req.Key, err)
+	}
+	inst, err := m.pool.acquire(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.manifest.Name, req.Key, ErrClosed)
+		}
+		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.manifest.Name, req.Key, err)
+	}
+	if inst == nil {
+		var kind ErrorKind
+		inst, kind, err = m.newInstance(ctx)
+		if err != nil {
+			m.pool.release(nil, false)
+			return nil, &CallError{Module: m.manifest.Name, Key: req.Key, Kind: kind, Err: err}
+		}
+		m.pool.added()
+	}
+	res, kind, keep, err := inst.doReconcile(ctx, m.limits, req)
+	m.pool.release(inst, keep)
+	if err != nil {
+		if m.interrupted.Load() {
+			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.manifest.Name, req.Key, ErrClosed, err)
+		}
+		return nil, &CallError{Module: m.manifest.Name, Key: req.Key, Kind: kind, Err: err}
+	}
+	return res, nil
+}
+
+// Close stops new calls, waits until ctx is done for calls in flight to
+// finish, and then releases the module's instances and runtime, interrupting
+// any call still running. Close is idempotent.
+func (m *Module) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() {
+		if !m.pool.close(ctx) {
+			m.interrupted.Store(true)
+		}
+		if err := m.runtime.Close(context.WithoutCancel(ctx)); err != nil {
+			m.closeErr = fmt.Errorf("close module %q: %w", m.manifest.Name, err)
+		}
+		m.engine.forget(m)
+	})
+	return m.closeErr
+}

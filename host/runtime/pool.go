@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// pool bounds and recycles a module's instances. A call holds a slot for its
+// whole duration; an instance is created only when no idle one is left, so
+// live instances never outnumber slots.
+type pool struct {
+	slots chan struct{} // one token per call in flight
+
+	mu       sync.Mutex
+	idle     []*instance
+	closed   bool
+	closedCh chan struct{}
+
+	live, peak         atomic.Int64
+	created, discarded atomic.Uint64
+}
+
+func newPool(size int) *pool {
+	return &pool{slots: make(chan struct{}, size), closedCh: make(chan struct{})}
+}
+
+// acquire waits for a slot and returns an idle instance, or nil when the
+// caller must create one (and then call added).
+func (p *pool) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.closedCh:
+			return nil, ErrClosed
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		<-p.slots
+		return nil, ErrClosed
+	}
+	if n := len(p.idle); n > 0 {
+		inst := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		return inst, nil
+	}
+	return nil, nil
+}
+
+// added counts an instance the holder of a slot created.
+func (p *pool) added() {
+	p.created.Add(1)
+	live := p.live.Add(1)
+	for {
+		peak := p.peak.Load()
+		if live <= peak || p.peak.CompareAndSwap(peak, live) {
+			return
+		}
+	}
+}
+
+// seed adds a first instance, created without a slot, to the idle list.
+func (p *pool) seed(inst *instance) {
+	p.added()
+	p.mu.Lock()
+	p.idle = append(p.idle, inst)
+	p.mu.Unlock()
+}
+
+// release gives back a slot, and inst (if not nil) to the idle list when keep
+// is set, closing it otherwise.
+func (p *pool) release(inst *instance, keep bool) {
+	if inst != nil {
+		p.mu.Lock()
+		keep = keep && !p.closed
+		if keep {
+			p.idle = append(p.idle, inst)
+		}
+		p.mu.Unlock()
+		if !keep {
+			p.discard(inst)
+		}
+	}
+	<-p.slots
+}
+
+func (p *pool) discard(inst *instance) {
+	inst.close()
+	p.live.Add(-1)
+	p.discarded.Add(1)
+}
+
+// close refuses new calls, waits until ctx is done for the calls in flight to
+// release their slots, and closes the idle instances. It reports whether all
+// calls finished.
+func (p *pool) close(ctx context.Context) bool {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.closedCh)
+	}
+	p.mu.Unlock()
+
+	held := 0
+wait:
+	for held < cap(p.slots) {
+		select {
+		case p.slots <- struct{}{}:
+			held++
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, inst := range idle {
+		p.discard(inst)
+	}
+	for range held {
+		<-p.slots
+	}
+	return held == cap(p.slots)
+}
+
+// Stats counts a module's instances.
+type Stats struct {
+	// Live is how many instances exist now, idle or busy.
+	Live int
+	// Busy is how many calls are in flight (or waiting for a new instance).
+	Busy int
+	// Peak is the most instances that existed at once.
+	Peak int
+	// Created and Discarded count instances since Load; Discarded counts
+	// those closed after a failed call, and all of them once the module is
+	// closed.
+	Created   uint64
+	Discarded uint64
+}
+
+func (p *pool) stats() Stats {
+	return Stats{
+		Live:      int(p.live.Load()),
+		Busy:      len(p.slots),
+		Peak:      int(p.peak.Load()),
+		Created:   p.created.Load(),
+		Discarded: p.discarded.Load(),
+	}
+}

@@ -1,0 +1,95 @@
+package snapshot
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// claimUpdateObject mirrors the VolumeClaimUpdate CRD with Kubernetes types,
+// so that the converter parses quantities (string or number) and timestamps
+// the way the API does, and the projection then renders them exactly like
+// those of built-in objects. A module comparing a template's "1024Mi" with a
+// claim's "1Gi" sees the same canonical string on both sides.
+type claimUpdateObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		StatefulSetName           string                         `json:"statefulSetName"`
+		VolumeClaimTemplates      []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
+		VolumeClaimUpdateStrategy string                         `json:"volumeClaimUpdateStrategy"`
+		VolumeClaimSyncStrategy   string                         `json:"volumeClaimSyncStrategy"`
+	} `json:"spec"`
+	Status struct {
+		ObservedGeneration   int64 `json:"observedGeneration"`
+		VolumeClaimTemplates []struct {
+			TemplateName       string              `json:"templateName"`
+			CompatibleReplicas int32               `json:"compatibleReplicas"`
+			UpdatingReplicas   int32               `json:"updatingReplicas"`
+			OverSizedReplicas  int32               `json:"overSizedReplicas"`
+			TotalCapacity      corev1.ResourceList `json:"totalCapacity"`
+		} `json:"volumeClaimTemplates"`
+		Conditions []metav1.Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// ProjectClaimUpdate projects a kubeplug.dev/v1alpha1 VolumeClaimUpdate onto
+// the abi type, nil for nil. Quantities and timestamps are rendered like
+// those of built-in objects. It fails with ErrBadClaimUpdate when a field
+// has the wrong type, e.g. a quantity that does not parse.
+func ProjectClaimUpdate(u *unstructured.Unstructured) (*abi.VolumeClaimUpdate, error) {
+	if u == nil {
+		return nil, nil
+	}
+	var o claimUpdateObject
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
+		return nil, fmt.Errorf("%w %s/%s: %v", ErrBadClaimUpdate, u.GetNamespace(), u.GetName(), err)
+	}
+	out := new(abi.VolumeClaimUpdate)
+	projectMeta(&out.Metadata, &o.ObjectMeta)
+
+	out.Spec.StatefulSetName = o.Spec.StatefulSetName
+	out.Spec.VolumeClaimUpdateStrategy = o.Spec.VolumeClaimUpdateStrategy
+	out.Spec.VolumeClaimSyncStrategy = o.Spec.VolumeClaimSyncStrategy
+	if n := len(o.Spec.VolumeClaimTemplates); n > 0 {
+		out.Spec.VolumeClaimTemplates = make([]abi.PersistentVolumeClaim, n)
+		for i := range o.Spec.VolumeClaimTemplates {
+			projectClaim(&out.Spec.VolumeClaimTemplates[i], &o.Spec.VolumeClaimTemplates[i])
+		}
+	}
+
+	out.Status.ObservedGeneration = o.Status.ObservedGeneration
+	if n := len(o.Status.VolumeClaimTemplates); n > 0 {
+		out.Status.VolumeClaimTemplates = make([]abi.VolumeClaimTemplateStatus, n)
+		for i := range o.Status.VolumeClaimTemplates {
+			t := &o.Status.VolumeClaimTemplates[i]
+			out.Status.VolumeClaimTemplates[i] = abi.VolumeClaimTemplateStatus{
+				TemplateName:       t.TemplateName,
+				CompatibleReplicas: t.CompatibleReplicas,
+				UpdatingReplicas:   t.UpdatingReplicas,
+				OverSizedReplicas:  t.OverSizedReplicas,
+				TotalCapacity:      projectResources(t.TotalCapacity),
+			}
+		}
+	}
+	if n := len(o.Status.Conditions); n > 0 {
+		out.Status.Conditions = make([]abi.Condition, n)
+		for i := range o.Status.Conditions {
+			c := &o.Status.Conditions[i]
+			out.Status.Conditions[i] = abi.Condition{
+				Type:               c.Type,
+				Status:             string(c.Status),
+				Reason:             c.Reason,
+				Message:            c.Message,
+				LastTransitionTime: formatTime(c.LastTransitionTime),
+				ObservedGeneration: c.ObservedGeneration,
+			}
+		}
+	}
+	return out, nil
+}
