@@ -31,7 +31,8 @@ type Executor struct {
 //   - an action that Validate refuses, or a deleteVolume for a driver
 //     Volumes is not configured for, is not executed: it is reported as
 //     Refused, logged, and recorded as a Warning event (reason
-//     ActionRefused) on the subject; the next action runs;
+//     ActionRefused) on the subject; the rest are Skipped, and Execute
+//     returns an error wrapping ErrRefused;
 //   - an action that needs no write, because the object already is as it
 //     asks, is Unchanged and sends nothing;
 //   - every write carries the UID and resourceVersion the module saw as
@@ -68,7 +69,11 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
 		switch r.Outcome {
 		case Refused:
-			log.Warn("refused action", append(attrs, "err", r.Err)...)
+			// The rest is skipped too: the module ordered its actions, and
+			// running what follows a refused deleteVolume (the finalizer's
+			// removal) would leak the volume it protects.
+			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			log.Warn("refused action; skipping the rest", append(attrs, "err", r.Err)...)
 			e.recordRefusal(ctx, log, req, r)
 		case Conflict, Failed:
 			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
@@ -81,6 +86,9 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 			log.Debug("action needs no write", attrs...)
 		}
 		rep.add(r)
+	}
+	if e.Shadow {
+		return rep, nil
 	}
 	return rep, stop
 }

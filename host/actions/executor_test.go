@@ -287,41 +287,51 @@ func TestExecuteUnknownResourceVersionStops(t *testing.T) {
 	require.Len(t, c.calls, 1)
 }
 
-func TestExecuteRefusalIsRecordedAndExecutionContinues(t *testing.T) {
+func TestExecuteRefusalIsRecordedAndStopsTheRest(t *testing.T) {
 	var logs bytes.Buffer
 	c := &fakeCluster{}
 	e := executor(c, &fakeVolumes{drivers: []string{"other.csi"}})
 	e.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	// Were the finalizer removed after the refused deleteVolume, the PV
+	// would go and its volume would leak.
 	res := &abi.Result{Actions: []abi.Action{
 		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
-		{Type: abi.ActionAddFinalizer, Target: volumeRef(), Finalizer: "kubeplug.dev/x"},
-		{Type: abi.ActionDeleteObject, Target: abi.ObjectRef{Kind: abi.KindPersistentVolume, Name: "pv-2", UID: "pv-2"}},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
 	}}
 	rep, err := e.Execute(context.Background(), everything(), volumeRequest(), res)
-	require.NoError(t, err, "refusals do not fail the reconcile")
-	require.Equal(t, []actions.Outcome{actions.Refused, actions.Executed, actions.Refused}, outcomes(rep))
-	require.ErrorIs(t, rep.Actions[0].Err, actions.ErrRefused)
+	require.ErrorIs(t, err, actions.ErrRefused)
+	require.Equal(t, []actions.Outcome{actions.Refused, actions.Skipped}, outcomes(rep))
 	require.ErrorContains(t, rep.Actions[0].Err, `CSI driver "hostpath.csi.k8s.io" is not configured on this host`)
 
-	require.Equal(t, []string{"event", "patch", "event"}, ops(c.calls))
-	for i, ev := range []call{c.calls[0], c.calls[2]} {
-		require.Equal(t, "PersistentVolume", ev.Kind, "recorded on the subject")
-		require.Equal(t, "pv-1", ev.Name)
-		require.Equal(t, "pv-uid", ev.UID)
-		require.Equal(t, "Warning", ev.Event[0])
-		require.Equal(t, actions.ReasonActionRefused, ev.Event[1])
-		require.Contains(t, ev.Event[2], "module policy, action "+[]string{"0", "2"}[i])
-		require.Equal(t, "policy", ev.Event[3])
-	}
-	require.Contains(t, c.calls[2].Event[2], "not an object of the reconcile input")
-	require.Contains(t, logs.String(), `msg="refused action" module=policy key=pv-1 action=2 type=deleteObject`)
+	require.Equal(t, []string{"event"}, ops(c.calls), "the refusal's event, and no write")
+	ev := c.calls[0]
+	require.Equal(t, "PersistentVolume", ev.Kind, "recorded on the subject")
+	require.Equal(t, "pv-1", ev.Name)
+	require.Equal(t, "pv-uid", ev.UID)
+	require.Equal(t, "Warning", ev.Event[0])
+	require.Equal(t, actions.ReasonActionRefused, ev.Event[1])
+	require.Contains(t, ev.Event[2], "module policy, action 0")
+	require.Equal(t, "policy", ev.Event[3])
+	require.Contains(t, logs.String(), `msg="refused action; skipping the rest" module=policy key=pv-1 action=0 type=deleteVolume`)
+}
+
+func TestExecuteRefusesTargetsOutsideTheRequest(t *testing.T) {
+	c := &fakeCluster{}
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteObject, Target: abi.ObjectRef{Kind: abi.KindPersistentVolume, Name: "pv-2", UID: "pv-2"}},
+	}}
+	rep, err := executor(c, nil).Execute(context.Background(), everything(), volumeRequest(), res)
+	require.ErrorIs(t, err, actions.ErrRefused)
+	require.Equal(t, []actions.Outcome{actions.Refused}, outcomes(rep))
+	require.Equal(t, []string{"event"}, ops(c.calls))
+	require.Contains(t, c.calls[0].Event[2], "not an object of the reconcile input")
 }
 
 func TestExecuteWithoutVolumeDeleterRefuses(t *testing.T) {
 	c := &fakeCluster{}
 	res := &abi.Result{Actions: []abi.Action{{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}}}
 	rep, err := executor(c, nil).Execute(context.Background(), everything(), volumeRequest(), res)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, actions.ErrRefused)
 	require.Equal(t, []actions.Outcome{actions.Refused}, outcomes(rep))
 }
 
@@ -345,7 +355,7 @@ func TestExecuteShadowExecutesNothing(t *testing.T) {
 	require.Empty(t, v.calls)
 	require.Equal(t, []actions.Outcome{
 		actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow,
-		actions.Refused, actions.Unchanged,
+		actions.Refused, actions.Skipped,
 	}, outcomes(rep))
 	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[2].Write,
 		"planned on the state the earlier shadow action would have left")
