@@ -31,6 +31,9 @@ func TestHandler(t *testing.T) {
 		{"negative requeue", sdktest.Request(now, set, sdktest.Config(`{"requeue": "-1s"}`)), abi.ErrFailed, "negative RequeueAfter", 0, 0},
 		{"bad config", sdktest.Request(now, set, sdktest.Config(`{"fial": "x"}`)), abi.ErrFailed, `unknown field "fial"`, 0, 0},
 		{"bad time", &abi.ReconcileRequest{Subject: abi.SubjectStatefulSet, Key: "default/web", Now: "noon"}, abi.ErrBadInput, `now "noon"`, 0, 0},
+		{"impossible time read", withNow(sdktest.Request(now, set), "2025-13-01T12:00:00Z"), abi.ErrBadInput, `now "2025-13-01T12:00:00Z"`, 0, 0},
+		{"impossible time unread", withNow(sdktest.Request(now, sdktest.Key("default/web")), "2025-13-01T12:00:00Z"), nil, "", 0, 0},
+		{"time read after a bad one", sdktest.Request(now, set), nil, "", 0, 1},
 		{"set gone", sdktest.Request(now, sdktest.Key("default/web")), nil, "", 0, 0},
 	}
 	h := sdktest.New(t)
@@ -45,6 +48,37 @@ func TestHandler(t *testing.T) {
 			}
 			if res.RequeueAfterMillis != tt.requeue || len(res.Actions) != tt.actions {
 				t.Errorf("result = %+v, want requeue %d and %d actions", res, tt.requeue, tt.actions)
+			}
+		})
+	}
+}
+
+// withNow sets req's now to s, which sdktest.Request cannot write.
+func withNow(req *abi.ReconcileRequest, s string) *abi.ReconcileRequest {
+	req.Now = s
+	return req
+}
+
+// The handler reuses one Request across calls: its lookups must see each
+// call's objects only.
+func TestHandlerLookupsAreFresh(t *testing.T) {
+	t.Setenv(sdktest.EnvWASM, "")
+	set := sdktest.StatefulSet("web", 2)
+	lookup := sdktest.Config(`{"claim": "data-web-0", "pod": 0}`)
+	tests := []struct {
+		name string
+		req  *abi.ReconcileRequest
+		want string
+	}{
+		{"present", sdktest.Request(now, set, sdktest.Pod(set, 0), sdktest.Claim("data", set, 0), lookup), "claim data-web-0 found: true. pod 0 found: true. "},
+		{"gone", sdktest.Request(now, set, sdktest.Pod(set, 1), sdktest.Claim("data", set, 1), lookup), "claim data-web-0 found: false. pod 0 found: false. "},
+		{"back", sdktest.Request(now, set, sdktest.Pod(set, 0), sdktest.Claim("data", set, 0), lookup), "claim data-web-0 found: true. pod 0 found: true. "},
+	}
+	h := sdktest.New(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := h.MustReconcile(tt.req).Message; got != tt.want {
+				t.Errorf("message = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -93,17 +93,33 @@ func (m Module) Manifest() (abi.Manifest, error) {
 	}, nil
 }
 
-// handler adapts a ReconcileFunc to the raw layer.
+// handler adapts a ReconcileFunc to the raw layer. It reuses one Request and
+// one abi.Result across calls, which the raw layer makes one at a time: a
+// Request is documented to belong to one call, and the raw layer encodes the
+// result before it returns. In a guest each allocation saved is a few calls
+// into the allocator, and each call is costly there.
 func handler(f ReconcileFunc) raw.Handler {
+	var (
+		req Request
+		out abi.Result
+	)
 	return func(in *abi.ReconcileRequest) (*abi.Result, error) {
-		req, err := NewRequest(in)
-		if err != nil {
-			return nil, raw.BadInputError(err.Error())
+		if !plausibleNow(in.Now) {
+			return nil, raw.BadInputError(badNow(in.Now).Error())
 		}
-		res, err := f(req)
+		req.reset(in)
+		res, err := f(&req)
+		if req.nowErr != nil {
+			// The module asked for a time the request does not have: its
+			// answer rests on the zero time, so it does not count.
+			return nil, raw.BadInputError(req.nowErr.Error())
+		}
 		if err != nil {
 			return nil, err
 		}
-		return res.ABI()
+		if err := res.abiInto(&out); err != nil {
+			return nil, err
+		}
+		return &out, nil
 	}
 }

@@ -32,6 +32,8 @@ func testReconcile(req *sdk.Request) (sdk.Result, error) {
 		Fail    string `json:"fail"`
 		Panic   bool   `json:"panic"`
 		Requeue string `json:"requeue"`
+		Claim   string `json:"claim"`
+		Pod     *int   `json:"pod"`
 	}
 	if err := req.Config(&cfg); err != nil {
 		return sdk.Result{}, err
@@ -52,6 +54,12 @@ func testReconcile(req *sdk.Request) (sdk.Result, error) {
 			return sdk.Result{}, err
 		}
 		res.RequeueAfter = d
+	}
+	if cfg.Claim != "" {
+		res.Message += fmt.Sprintf("claim %s found: %t. ", cfg.Claim, req.Claim(cfg.Claim) != nil)
+	}
+	if cfg.Pod != nil {
+		res.Message += fmt.Sprintf("pod %d found: %t. ", *cfg.Pod, req.Pod(*cfg.Pod) != nil)
 	}
 	if set := req.StatefulSet(); set != nil {
 		res.Actions = append(res.Actions, sdk.Normal(sdk.RefOf(set), "Seen", fmt.Sprintf("at %s with %d pods", req.Now().Format(time.RFC3339), len(req.Pods()))))

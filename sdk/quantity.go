@@ -213,17 +213,34 @@ func parseDecimal(digits string, point int) (units, nanos uint64, ok bool) {
 // rounding finer digits up. The number must have at most maxDigits digits
 // (leading and trailing zeros aside), so that it fits a uint64 as an integer.
 func parseBinary(intPart, fracPart string, shift uint) (units, nanos uint64, ok bool) {
-	intPart = strings.TrimLeft(intPart, "0")
-	fracPart = strings.TrimRight(fracPart, "0")
+	// Plain loops rather than strings.Trim* and strconv.ParseUint: claims'
+	// capacities are parsed on every reconcile, and in a guest each call
+	// costs more than these few digits.
+	for intPart != "" && intPart[0] == '0' {
+		intPart = intPart[1:]
+	}
+	for fracPart != "" && fracPart[len(fracPart)-1] == '0' {
+		fracPart = fracPart[:len(fracPart)-1]
+	}
 	if len(intPart)+len(fracPart) > maxDigits {
 		return 0, 0, false
 	}
-	mantissa, _ := strconv.ParseUint("0"+intPart+fracPart, 10, 64)
+	var mantissa uint64 // the caller checked that both parts are digits
+	for i := 0; i < len(intPart); i++ {
+		mantissa = mantissa*10 + uint64(intPart[i]-'0')
+	}
+	for i := 0; i < len(fracPart); i++ {
+		mantissa = mantissa*10 + uint64(fracPart[i]-'0')
+	}
 	// mantissa * 2^shift / 10^len(fracPart), with a 128-bit product.
 	hi, lo := bits.Mul64(mantissa, 1<<shift)
 	p := pow10[len(fracPart)]
 	if hi >= p {
 		return 0, 0, false
+	}
+	if p == 1 {
+		// A whole number ("10Gi"), the usual case: no division.
+		return lo, 0, lo <= math.MaxInt64
 	}
 	units, rem := bits.Div64(hi, lo, p)
 	h, l := bits.Mul64(rem, nano)

@@ -14,12 +14,23 @@ import (
 //
 //	set := req.StatefulSet(); if set == nil { return sdk.Result{}, nil } // deleted
 type Request struct {
-	in  *abi.ReconcileRequest
-	now time.Time
+	in *abi.ReconcileRequest
 
-	// Indexes into the request's slices, built on first lookup.
-	claims map[string]int
-	pods   map[int]int // by ordinal
+	// now is in.Now parsed, once nowParsed; nowErr is the parse's failure.
+	// The handler parses it on the first call of Now rather than up front,
+	// because in a guest time.Parse costs about as much as the rest of an
+	// empty reconcile and most calls never look at the time.
+	now       time.Time
+	nowErr    error
+	nowParsed bool
+
+	// Indexes into the request's slices, built on first lookup. The maps
+	// outlive a reset of the handler's Request, so that a module that looks
+	// claims up does not allocate them again every call.
+	claims        map[string]int
+	pods          map[int]int // by ordinal
+	claimsIndexed bool
+	podsIndexed   bool
 }
 
 // NewRequest wraps a decoded request. It fails when the request's now is set
@@ -27,15 +38,51 @@ type Request struct {
 // of a module's helpers may build one here.
 func NewRequest(in *abi.ReconcileRequest) (*Request, error) {
 	r := &Request{in: in}
-	if in.Now != "" {
-		t, err := time.Parse(time.RFC3339Nano, in.Now)
-		if err != nil {
-			return nil, fmt.Errorf("%w: now %q", ErrBadNow, in.Now)
-		}
-		r.now = t
+	if r.Now(); r.nowErr != nil {
+		return nil, r.nowErr
 	}
 	return r, nil
 }
+
+// reset makes r the Request for in, keeping the memory of its indexes.
+func (r *Request) reset(in *abi.ReconcileRequest) {
+	*r = Request{in: in, claims: r.claims, pods: r.pods}
+}
+
+// parseNow parses in.Now into now, or records why it cannot.
+func (r *Request) parseNow() {
+	r.nowParsed = true
+	if r.in.Now == "" {
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.in.Now)
+	if err != nil {
+		r.nowErr = badNow(r.in.Now)
+		return
+	}
+	r.now = t
+}
+
+// badNow is the error for a request whose now is not an RFC 3339 time.
+func badNow(now string) error { return fmt.Errorf("%w: now %q", ErrBadNow, now) }
+
+// plausibleNow reports whether now is empty or starts like an RFC 3339 time
+// ("2006-01-02T15:04:05" and one more byte), without parsing it: the handler
+// refuses other values at once, and leaves the rest of the check to the parse
+// in Now. It is written without a loop or a call because in a guest each of
+// those costs more than the comparisons.
+func plausibleNow(s string) bool {
+	if s == "" {
+		return true
+	}
+	return len(s) >= 20 &&
+		digit(s[0]) && digit(s[1]) && digit(s[2]) && digit(s[3]) && s[4] == '-' &&
+		digit(s[5]) && digit(s[6]) && s[7] == '-' && digit(s[8]) && digit(s[9]) && s[10] == 'T' &&
+		digit(s[11]) && digit(s[12]) && s[13] == ':' && digit(s[14]) && digit(s[15]) && s[16] == ':' &&
+		digit(s[17]) && digit(s[18])
+}
+
+func digit(c byte) bool { return '0' <= c && c <= '9' }
 
 // Raw returns the request as it came over the wire.
 func (r *Request) Raw() *abi.ReconcileRequest { return r.in }
@@ -65,8 +112,15 @@ func (r *Request) Name() string {
 }
 
 // Now returns the host's clock at the time of the request (the zero time if
-// the request carried none). Guests must use it instead of time.Now.
-func (r *Request) Now() time.Time { return r.now }
+// the request carried none). Guests must use it instead of time.Now. When the
+// request's now is not an RFC 3339 time, Now returns the zero time and the
+// SDK answers the call with a bad-input status, whatever the module returns.
+func (r *Request) Now() time.Time {
+	if !r.nowParsed {
+		r.parseNow()
+	}
+	return r.now
+}
 
 // StatefulSet returns the subject StatefulSet, nil when it no longer exists or
 // the subject is not a StatefulSet.
@@ -140,8 +194,13 @@ func (r *Request) Drivers() []string {
 // Claim returns the claim named name, nil if the request has none.
 func (r *Request) Claim(name string) *abi.PersistentVolumeClaim {
 	claims := r.Claims()
-	if r.claims == nil {
-		r.claims = make(map[string]int, len(claims))
+	if !r.claimsIndexed {
+		r.claimsIndexed = true
+		if r.claims == nil {
+			r.claims = make(map[string]int, len(claims))
+		} else {
+			clear(r.claims)
+		}
 		for i := range claims {
 			r.claims[claims[i].Metadata.Name] = i
 		}
@@ -161,9 +220,14 @@ func (r *Request) ClaimFor(template string, ordinal int) *abi.PersistentVolumeCl
 // Pod returns the StatefulSet's pod with ordinal, nil if the request has none.
 func (r *Request) Pod(ordinal int) *abi.Pod {
 	pods := r.Pods()
-	if r.pods == nil {
+	if !r.podsIndexed {
+		r.podsIndexed = true
 		set := r.setName()
-		r.pods = make(map[int]int, len(pods))
+		if r.pods == nil {
+			r.pods = make(map[int]int, len(pods))
+		} else {
+			clear(r.pods)
+		}
 		for i := range pods {
 			if name, ord, ok := ParsePodName(pods[i].Metadata.Name); ok && name == set {
 				r.pods[ord] = i

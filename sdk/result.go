@@ -24,12 +24,22 @@ type Result struct {
 
 // ABI returns the result as it goes over the wire.
 func (r Result) ABI() (*abi.Result, error) {
+	out := new(abi.Result)
+	if err := r.abiInto(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// abiInto is ABI writing into dst, which the handler reuses across calls.
+func (r *Result) abiInto(dst *abi.Result) error {
 	if r.RequeueAfter < 0 {
-		return nil, fmt.Errorf("%w: %v; use 0 for no requeue", ErrNegativeRequeue, r.RequeueAfter)
+		return fmt.Errorf("%w: %v; use 0 for no requeue", ErrNegativeRequeue, r.RequeueAfter)
 	}
 	ms := int64(r.RequeueAfter / time.Millisecond)
 	if r.RequeueAfter%time.Millisecond != 0 {
 		ms++
 	}
-	return &abi.Result{Actions: r.Actions, RequeueAfterMillis: ms, Message: r.Message}, nil
+	*dst = abi.Result{Actions: r.Actions, RequeueAfterMillis: ms, Message: r.Message}
+	return nil
 }

@@ -60,9 +60,10 @@ func reconcile(in []byte) abi.Response {
 	switch {
 	case panicked != "":
 		return abi.Response{Status: abi.StatusPanic, Message: panicked}
-	case errors.As(err, new(*badInput)):
-		return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
 	case err != nil:
+		if errors.As(err, new(*badInput)) {
+			return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
+		}
 		return abi.Response{Status: abi.StatusFailed, Message: err.Error()}
 	case res == nil:
 		return abi.Response{Status: abi.StatusOK, Result: &abi.Result{}}

@@ -5,7 +5,8 @@
 // Files follow the direction of the call: exports_wasip1.go holds the
 // //go:wasmexport functions the host calls, imports_wasip1.go the
 // //go:wasmimport functions the guest calls, and imports_native.go a fake host
-// that stands in for them when the guest's code runs natively in tests.
+// that stands in for them when the guest's code runs natively in tests;
+// input.go holds the copy the reconcile export makes of each input.
 // Dispatch is shared by the wasm exports and the native harness
 // (sdk/sdktest), so native tests exercise the codec too.
 //

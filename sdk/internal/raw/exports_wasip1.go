@@ -62,7 +62,7 @@ func onReconcile(ptr, length uint32) uint64 {
 	if len(in) == 0 || ptr != addr(in) || int(length) > len(in) {
 		resp = BadInput(fmt.Sprintf("input region (ptr %d, len %d) is not within the buffer kubeplug_malloc returned (ptr %d, size %d)", ptr, length, addrOrZero(in), len(in)))
 	} else {
-		resp = Reconcile(append([]byte(nil), in[:length]...))
+		resp = Reconcile(copyInput(in[:length]))
 	}
 	return abi.PackPtrLen(addr(resp), uint32(len(resp)))
 }
