@@ -31,19 +31,12 @@ func HasOwner(meta *abi.ObjectMeta, uid string) bool {
 //
 //	sdk.UpdateOwnerReferences(sdk.RefOf(pvc), nil, sdk.NewControllerRef(pod))
 func NewControllerRef[T abi.StatefulSet | abi.Pod](owner *T) abi.OwnerReference {
-	var kind string
-	var meta *abi.ObjectMeta
-	switch o := any(owner).(type) {
-	case *abi.StatefulSet:
-		kind, meta = abi.KindStatefulSet, &o.Metadata
-	case *abi.Pod:
-		kind, meta = abi.KindPod, &o.Metadata
-	}
+	ref := RefOf(owner)
 	return abi.OwnerReference{
-		APIVersion:         abi.Kinds[kind].APIVersion,
-		Kind:               kind,
-		Name:               meta.Name,
-		UID:                meta.UID,
+		APIVersion:         abi.Kinds[ref.Kind].APIVersion,
+		Kind:               ref.Kind,
+		Name:               ref.Name,
+		UID:                ref.UID,
 		Controller:         true,
 		BlockOwnerDeletion: true,
 	}

@@ -55,12 +55,7 @@ func ProjectStatefulSet(s *appsv1.StatefulSet) *abi.StatefulSet {
 		}
 		spec.UpdateStrategy.RollingUpdate = r
 	}
-	if n := len(s.Spec.VolumeClaimTemplates); n > 0 {
-		spec.VolumeClaimTemplates = make([]abi.PersistentVolumeClaim, n)
-		for i := range s.Spec.VolumeClaimTemplates {
-			projectClaim(&spec.VolumeClaimTemplates[i], &s.Spec.VolumeClaimTemplates[i])
-		}
-	}
+	spec.VolumeClaimTemplates = projectEach(s.Spec.VolumeClaimTemplates, projectClaim)
 	policy := &abi.StatefulSetPersistentVolumeClaimPolicy{WhenDeleted: defaultRetention, WhenScaled: defaultRetention}
 	if p := s.Spec.PersistentVolumeClaimRetentionPolicy; p != nil {
 		if p.WhenDeleted != "" {
@@ -101,29 +96,21 @@ func ProjectPod(p *corev1.Pod) *abi.Pod {
 func projectPod(dst *abi.Pod, p *corev1.Pod) {
 	projectMeta(&dst.Metadata, &p.ObjectMeta)
 	dst.Spec.NodeName = p.Spec.NodeName
-	if n := len(p.Spec.Volumes); n > 0 {
-		dst.Spec.Volumes = make([]abi.PodVolume, n)
-		for i := range p.Spec.Volumes {
-			v := &p.Spec.Volumes[i]
-			dst.Spec.Volumes[i].Name = v.Name
-			if v.PersistentVolumeClaim != nil {
-				dst.Spec.Volumes[i].ClaimName = v.PersistentVolumeClaim.ClaimName
-			}
+	dst.Spec.Volumes = projectEach(p.Spec.Volumes, func(d *abi.PodVolume, v *corev1.Volume) {
+		d.Name = v.Name
+		if v.PersistentVolumeClaim != nil {
+			d.ClaimName = v.PersistentVolumeClaim.ClaimName
 		}
-	}
+	})
 	dst.Status.Phase = string(p.Status.Phase)
-	if n := len(p.Status.Conditions); n > 0 {
-		dst.Status.Conditions = make([]abi.Condition, n)
-		for i := range p.Status.Conditions {
-			c := &p.Status.Conditions[i]
-			dst.Status.Conditions[i] = abi.Condition{
-				Type:               string(c.Type),
-				Status:             string(c.Status),
-				Reason:             c.Reason,
-				Message:            c.Message,
-				LastTransitionTime: formatTime(c.LastTransitionTime),
-				ObservedGeneration: c.ObservedGeneration,
-			}
+	dst.Status.Conditions = projectEach(p.Status.Conditions, func(d *abi.Condition, c *corev1.PodCondition) {
+		*d = abi.Condition{
+			Type:               string(c.Type),
+			Status:             string(c.Status),
+			Reason:             c.Reason,
+			Message:            c.Message,
+			LastTransitionTime: formatTime(c.LastTransitionTime),
+			ObservedGeneration: c.ObservedGeneration,
 		}
-	}
+	})
 }

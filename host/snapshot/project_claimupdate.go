@@ -56,12 +56,7 @@ func ProjectClaimUpdate(u *unstructured.Unstructured) (*abi.VolumeClaimUpdate, e
 	out.Spec.StatefulSetName = o.Spec.StatefulSetName
 	out.Spec.VolumeClaimUpdateStrategy = o.Spec.VolumeClaimUpdateStrategy
 	out.Spec.VolumeClaimSyncStrategy = o.Spec.VolumeClaimSyncStrategy
-	if n := len(o.Spec.VolumeClaimTemplates); n > 0 {
-		out.Spec.VolumeClaimTemplates = make([]abi.PersistentVolumeClaim, n)
-		for i := range o.Spec.VolumeClaimTemplates {
-			projectClaim(&out.Spec.VolumeClaimTemplates[i], &o.Spec.VolumeClaimTemplates[i])
-		}
-	}
+	out.Spec.VolumeClaimTemplates = projectEach(o.Spec.VolumeClaimTemplates, projectClaim)
 
 	out.Status.ObservedGeneration = o.Status.ObservedGeneration
 	if n := len(o.Status.VolumeClaimTemplates); n > 0 {
@@ -77,19 +72,15 @@ func ProjectClaimUpdate(u *unstructured.Unstructured) (*abi.VolumeClaimUpdate, e
 			}
 		}
 	}
-	if n := len(o.Status.Conditions); n > 0 {
-		out.Status.Conditions = make([]abi.Condition, n)
-		for i := range o.Status.Conditions {
-			c := &o.Status.Conditions[i]
-			out.Status.Conditions[i] = abi.Condition{
-				Type:               c.Type,
-				Status:             string(c.Status),
-				Reason:             c.Reason,
-				Message:            c.Message,
-				LastTransitionTime: formatTime(c.LastTransitionTime),
-				ObservedGeneration: c.ObservedGeneration,
-			}
+	out.Status.Conditions = projectEach(o.Status.Conditions, func(d *abi.Condition, c *metav1.Condition) {
+		*d = abi.Condition{
+			Type:               c.Type,
+			Status:             string(c.Status),
+			Reason:             c.Reason,
+			Message:            c.Message,
+			LastTransitionTime: formatTime(c.LastTransitionTime),
+			ObservedGeneration: c.ObservedGeneration,
 		}
-	}
+	})
 	return out, nil
 }

@@ -34,20 +34,16 @@ func projectMeta(dst *abi.ObjectMeta, m *metav1.ObjectMeta) {
 	if m.DeletionTimestamp != nil {
 		dst.DeletionTimestamp = formatTime(*m.DeletionTimestamp)
 	}
-	if len(m.OwnerReferences) > 0 {
-		dst.OwnerReferences = make([]abi.OwnerReference, len(m.OwnerReferences))
-		for i := range m.OwnerReferences {
-			r := &m.OwnerReferences[i]
-			dst.OwnerReferences[i] = abi.OwnerReference{
-				APIVersion:         r.APIVersion,
-				Kind:               r.Kind,
-				Name:               r.Name,
-				UID:                string(r.UID),
-				Controller:         r.Controller != nil && *r.Controller,
-				BlockOwnerDeletion: r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion,
-			}
+	dst.OwnerReferences = projectEach(m.OwnerReferences, func(d *abi.OwnerReference, r *metav1.OwnerReference) {
+		*d = abi.OwnerReference{
+			APIVersion:         r.APIVersion,
+			Kind:               r.Kind,
+			Name:               r.Name,
+			UID:                string(r.UID),
+			Controller:         r.Controller != nil && *r.Controller,
+			BlockOwnerDeletion: r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion,
 		}
-	}
+	})
 }
 
 // formatTime renders t as RFC 3339 in UTC with second precision, the form
@@ -92,4 +88,17 @@ func copyString(p *string) *string {
 	}
 	s := *p
 	return &s
+}
+
+// projectEach projects every element of src into a new slice with project,
+// nil when src is empty (as the wire types omit empty lists).
+func projectEach[S, D any](src []S, project func(dst *D, src *S)) []D {
+	if len(src) == 0 {
+		return nil
+	}
+	out := make([]D, len(src))
+	for i := range src {
+		project(&out[i], &src[i])
+	}
+	return out
 }

@@ -34,19 +34,15 @@ func projectClaim(dst *abi.PersistentVolumeClaim, c *corev1.PersistentVolumeClai
 	st.Phase = string(c.Status.Phase)
 	st.AccessModes = projectAccessModes(c.Status.AccessModes)
 	st.Capacity = projectResources(c.Status.Capacity)
-	if n := len(c.Status.Conditions); n > 0 {
-		st.Conditions = make([]abi.Condition, n)
-		for i := range c.Status.Conditions {
-			x := &c.Status.Conditions[i]
-			st.Conditions[i] = abi.Condition{
-				Type:               string(x.Type),
-				Status:             string(x.Status),
-				Reason:             x.Reason,
-				Message:            x.Message,
-				LastTransitionTime: formatTime(x.LastTransitionTime),
-			}
+	st.Conditions = projectEach(c.Status.Conditions, func(d *abi.Condition, x *corev1.PersistentVolumeClaimCondition) {
+		*d = abi.Condition{
+			Type:               string(x.Type),
+			Status:             string(x.Status),
+			Reason:             x.Reason,
+			Message:            x.Message,
+			LastTransitionTime: formatTime(x.LastTransitionTime),
 		}
-	}
+	})
 	st.AllocatedResources = projectResources(c.Status.AllocatedResources)
 	if n := len(c.Status.AllocatedResourceStatuses); n > 0 {
 		st.AllocatedResourceStatuses = make(map[string]string, n)
