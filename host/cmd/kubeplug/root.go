@@ -85,6 +85,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 	root.AddCommand(
 		newInspectCommand(opts, s),
 		newTestCommand(opts, s),
+		newRunCommand(opts, s),
 		newHarnessCommand(opts, s),
 		newVersionCommand(s),
 	)

@@ -1,0 +1,87 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// Root is the repository's root directory.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+	guestMu   sync.Mutex
+	guests    = map[string]string{}
+)
+
+// Kubeplug builds host/cmd/kubeplug once per test binary and returns the
+// binary's path. KUBEPLUG_BIN, when set, names a binary to use instead.
+func Kubeplug() (string, error) {
+	if bin := os.Getenv("KUBEPLUG_BIN"); bin != "" {
+		return filepath.Abs(bin)
+	}
+	if err := scratch(); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(buildDir, "kubeplug")
+	guestMu.Lock()
+	defer guestMu.Unlock()
+	if _, ok := guests["kubeplug"]; ok {
+		return bin, nil
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubeplug")
+	cmd.Dir = filepath.Join(Root(), "host")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build kubeplug: %v\n%s", err, out)
+	}
+	guests["kubeplug"] = bin
+	return bin, nil
+}
+
+// Guest builds the guest module in dir (relative to the repository root,
+// e.g. "examples/warnretain") with stock Go for wasip1, once per test
+// binary, and returns the .wasm file's path.
+func Guest(dir string) (string, error) {
+	if err := scratch(); err != nil {
+		return "", err
+	}
+	guestMu.Lock()
+	defer guestMu.Unlock()
+	if p, ok := guests[dir]; ok {
+		return p, nil
+	}
+	out := filepath.Join(buildDir, filepath.Base(dir)+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+dir)
+	cmd.Dir = Root()
+	if filepath.Dir(dir) == "e2e/guests" {
+		cmd.Dir = filepath.Join(Root(), "e2e")
+		cmd.Args[len(cmd.Args)-1] = "./" + filepath.Join("guests", filepath.Base(dir))
+	}
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build guest %s: %v\n%s", dir, err, b)
+	}
+	guests[dir] = out
+	return out, nil
+}
+
+func scratch() error {
+	buildOnce.Do(func() { buildDir, buildErr = os.MkdirTemp("", "kubeplug-e2e-build-") })
+	return buildErr
+}
+
+// Cleanup removes what Kubeplug and Guest built; call it from TestMain.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}

@@ -1,0 +1,217 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Host is a `kubeplug run` process.
+type Host struct {
+	// Addr is the metrics and health address (127.0.0.1:port).
+	Addr string
+	// Name tells hosts apart in logs.
+	Name string
+
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// HostOptions start a host.
+type HostOptions struct {
+	// Name tells hosts apart in logs; default "host".
+	Name string
+	// Kubeconfig reaches the API server.
+	Kubeconfig string
+	// Config is the host configuration's YAML; module paths should be
+	// absolute.
+	Config string
+	// CacheDir keeps compiled modules; default a directory shared by the
+	// test binary.
+	CacheDir string
+	// Args are extra flags of kubeplug run.
+	Args []string
+}
+
+// StartHost starts kubeplug run and registers its stop (SIGTERM, then kill)
+// as a cleanup of t. It does not wait for readiness: see WaitReady.
+func StartHost(t testing.TB, o HostOptions) *Host {
+	t.Helper()
+	bin, err := Kubeplug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Name == "" {
+		o.Name = "host"
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(cfg, []byte(o.Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o.CacheDir == "" {
+		if err := scratch(); err != nil {
+			t.Fatal(err)
+		}
+		o.CacheDir = filepath.Join(buildDir, "cache")
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run", "--config", cfg, "--kubeconfig", o.Kubeconfig,
+		"--metrics-addr", addr, "--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
+	h := &Host{Addr: addr, Name: o.Name, log: &syncBuffer{}, done: make(chan struct{})}
+	h.cmd = exec.Command(bin, args...)
+	h.cmd.Stdout = h.log
+	h.cmd.Stderr = h.log
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		h.err = h.cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		h.Stop(syscall.SIGTERM, 30*time.Second)
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", h.Name, h.Log())
+		}
+	})
+	return h
+}
+
+// Stop sends sig and waits up to grace for the process to exit, then kills
+// it. It returns the process's exit error (nil for exit status 0).
+func (h *Host) Stop(sig syscall.Signal, grace time.Duration) error {
+	select {
+	case <-h.done:
+		return h.err
+	default:
+	}
+	_ = h.cmd.Process.Signal(sig)
+	select {
+	case <-h.done:
+	case <-time.After(grace):
+		_ = h.cmd.Process.Kill()
+		<-h.done
+	}
+	return h.err
+}
+
+// Kill kills the process at once, as a crash or an OOM kill would.
+func (h *Host) Kill() {
+	_ = h.cmd.Process.Kill()
+	<-h.done
+}
+
+// Exited reports whether the process has exited.
+func (h *Host) Exited() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Log returns what the process wrote so far.
+func (h *Host) Log() string { return h.log.String() }
+
+// Get fetches path from the host's metrics server and returns the status
+// code and body.
+func (h *Host) Get(path string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.Addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// WaitReady waits until /readyz answers 200.
+func (h *Host) WaitReady(t testing.TB) {
+	t.Helper()
+	Eventually(t, 2*time.Minute, h.Name+" ready", func() (bool, error) {
+		if h.Exited() {
+			return false, fmt.Errorf("%s exited: %v\n%s", h.Name, h.err, h.Log())
+		}
+		code, _, err := h.Get("/readyz")
+		return err == nil && code == http.StatusOK, nil
+	})
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Eventually polls cond every 200ms until it returns true, failing t with
+// the condition's description when it returns an error or timeout passes.
+// The timeout is a bound on a hung test, not a performance assertion.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %v%s", what, timeout, suffix(last))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func suffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + strings.TrimSpace(err.Error())
+}

@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// lead runs run while this host holds the Lease. It returns nil when ctx is
+// done (after releasing the Lease, so that another host takes over at once)
+// and ErrLostLease when the Lease was lost while ctx was live.
+func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, run func(context.Context), log *slog.Logger) error {
+	if le.Identity == "" {
+		host, _ := os.Hostname()
+		le.Identity = host + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	// The elector gets a context of its own, cancelled only after the
+	// controllers have drained: with ReleaseOnCancel it gives up the Lease
+	// when that context ends, and no other host may start writing while
+	// this one still finishes a reconcile.
+	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	started := make(chan struct{})
+	drained := make(chan struct{})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   orDefault(le.LeaseDuration, 15*time.Second),
+		RenewDeadline:   orDefault(le.RenewDeadline, 10*time.Second),
+		RetryPeriod:     orDefault(le.RetryPeriod, 2*time.Second),
+		ReleaseOnCancel: true,
+		Name:            le.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				close(started)
+				defer close(drained)
+				log.Info("leading: controllers start", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+				// Stop on shutdown or on losing the Lease, whichever
+				// comes first.
+				runCtx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				run(runCtx)
+			},
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != le.Identity {
+					log.Info("following", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(leCtx)
+	}()
+
+	select {
+	case <-ctx.Done():
+		// Shutdown: drain if leading, then release the Lease.
+		select {
+		case <-started:
+			<-drained
+		default:
+		}
+		stopElector()
+		<-electorDone
+		return nil
+	case <-electorDone:
+		// The elector only stops on its own when the Lease was lost.
+		select {
+		case <-started:
+			<-drained
+		default:
+		}
+		return ErrLostLease
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeplug/kubeplug/host/app"
+)
+
+func newRunCommand(opts *globalOptions, s streams) *cobra.Command {
+	var (
+		o  app.Options
+		le struct {
+			enabled                                   bool
+			namespace, name, identity                 string
+			leaseDuration, renewDeadline, retryPeriod time.Duration
+		}
+	)
+	cmd := &cobra.Command{
+		Use:   "run --config host.yaml [--kubeconfig FILE]",
+		Short: "Run the host against a cluster",
+		Long: `Run watches StatefulSets, Pods, PersistentVolumeClaims, PersistentVolumes,
+StorageClasses (and VolumeClaimUpdates where the CRD is installed), reconciles
+each subject through the modules the host configuration names, and carries
+out their actions. Without --kubeconfig it uses the in-cluster configuration.
+
+It serves Prometheus metrics on /metrics and health on /healthz and /readyz
+(ready once the modules are loaded and the caches have synced). With
+--leader-elect only the holder of a Lease reconciles; the others keep their
+caches warm and take over when it stops. SIGTERM or SIGINT lets the reconciles
+in flight finish, releases the Lease and exits 0.
+
+Exit status: 0 after a clean stop, 1 when the host fails or loses its Lease,
+2 for a bad configuration or module.`,
+		Example: `  kubeplug run --config host.yaml --kubeconfig ~/.kube/config
+  kubeplug run --config /etc/kubeplug/host.yaml --leader-elect --leader-elect-namespace kubeplug`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.ConfigPath == "" {
+				return inputErrorf("--config is required: name the host configuration file (see host/config/README.md)")
+			}
+			log, err := opts.logger(s.err)
+			if err != nil {
+				return err
+			}
+			o.Logger = log
+			o.CacheDir = opts.cacheDir
+			if le.enabled {
+				o.LeaderElection = &app.LeaderElection{
+					Namespace: le.namespace, Name: le.name, Identity: le.identity,
+					LeaseDuration: le.leaseDuration, RenewDeadline: le.renewDeadline, RetryPeriod: le.retryPeriod,
+				}
+			}
+			err = app.Run(cmd.Context(), o)
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, app.ErrConfig):
+				return inputError(err)
+			}
+			return failure(err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.ConfigPath, "config", "", "host configuration file (required)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster configuration")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address for /metrics, /healthz and /readyz; empty disables them")
+	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
+	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")
+	f.StringVar(&le.name, "leader-elect-name", "kubeplug", "name of the leader Lease")
+	f.StringVar(&le.identity, "leader-elect-identity", "", "this replica's name in the Lease (default: hostname and a random suffix)")
+	f.DurationVar(&le.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long followers wait before taking a Lease that was not renewed")
+	f.DurationVar(&le.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
+	f.DurationVar(&le.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
+	return cmd
+}
+
+func defaultLeaseNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "kube-system"
+}

@@ -1,0 +1,183 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults of fields a configuration may leave out.
+const (
+	DefaultResync     = 10 * time.Minute
+	DefaultWorkers    = 2
+	DefaultCSITimeout = 60 * time.Second
+)
+
+// File is a host configuration, validated.
+type File struct {
+	// Modules lists the modules to run, in the file's order. There is at
+	// least one; names are unique.
+	Modules []Module
+	// CSIDrivers lists the CSI drivers the host may delete volumes for;
+	// names are unique.
+	CSIDrivers []CSIDriver
+	// Resync is the informers' resync period; 0 disables resyncs. Default
+	// 10m.
+	Resync time.Duration
+	// Path is the file read, made absolute; empty when Parse was given no
+	// path.
+	Path string
+}
+
+// Load reads and validates the host configuration at path. See Parse.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read host configuration: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse validates a host configuration read from path. Relative module paths
+// are resolved against path's directory (the working directory when path is
+// empty), and each module file must exist.
+// The error, when there is one, lists every problem, one per line, each
+// wrapping ErrInvalid.
+func Parse(data []byte, path string) (*File, error) {
+	name := path
+	if name == "" {
+		name = "host configuration"
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", name, err)
+	}
+	p := &parser{file: name, dir: filepath.Dir(abs), dirIs: "the configuration's directory"}
+	if path == "" {
+		p.dir, p.dirIs = abs, "the working directory"
+	}
+	f := p.parseFile(data)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if path != "" {
+		f.Path = abs
+	}
+	return f, nil
+}
+
+var topFields = []string{"modules", "csiDrivers", "resync"}
+
+// parseFile converts the whole document into a File.
+func (p *parser) parseFile(data []byte) *File {
+	f := &File{Resync: DefaultResync}
+	root, ok := p.document(data)
+	if !ok {
+		return f
+	}
+	if root == nil {
+		p.addf(nil, "", "names no modules; add at least one under modules:, e.g. - path: guests/retention.wasm")
+		return f
+	}
+	vals, ok := p.fields(root, "", "a mapping with the fields modules, csiDrivers and resync", topFields...)
+	if !ok {
+		return f
+	}
+	if n, ok := vals["modules"]; !ok {
+		p.addf(root, "", "names no modules; add at least one under modules:, e.g. - path: guests/retention.wasm")
+	} else if ns, ok := p.list(n, "modules", "a list of modules, each starting with - path: FILE.wasm"); ok {
+		if len(ns) == 0 {
+			p.addf(n, "modules", "names no modules; add at least one, e.g. - path: guests/retention.wasm")
+		}
+		f.Modules = p.modules(ns)
+	}
+	if n, ok := vals["csiDrivers"]; ok {
+		if ns, ok := p.list(n, "csiDrivers", "a list of drivers, each starting with - name: DRIVER"); ok {
+			f.CSIDrivers = p.csiDrivers(ns)
+		}
+	}
+	if n, ok := vals["resync"]; ok {
+		if d, ok := p.duration(n, "resync", true, "10m, or 0 to disable"); ok {
+			f.Resync = d
+		}
+	}
+	return f
+}
+
+// document decodes data into its root node: nil for an empty file. It
+// refuses a second document, which would otherwise be silently ignored.
+func (p *parser) document(data []byte) (*yaml.Node, bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, true
+		}
+		p.syntax(data, err)
+		return nil, false
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		p.addf(&next, "", "a second YAML document; put the whole configuration in one document (remove ---)")
+		return nil, false
+	case !errors.Is(err, io.EOF):
+		p.syntax(data, err)
+		return nil, false
+	}
+	if len(doc.Content) == 0 {
+		return nil, true
+	}
+	return deref(doc.Content[0]), true
+}
+
+var (
+	yamlLine   = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+	yamlAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
+
+// parserProblems are the messages of yaml.v3's parser, as opposed to its
+// scanner. yaml.v3 reports the parser's lines counting from 0 and the
+// scanner's counting from 1, and leaves the line out when it counts 0.
+var parserProblems = []string{
+	"did not find expected <",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or",
+	"found undefined tag handle",
+	"found duplicate %",
+	"found incompatible YAML document",
+}
+
+// syntax records a YAML syntax error at its line, counted from 1.
+func (p *parser) syntax(data []byte, err error) {
+	msg, line := err.Error(), 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		msg = m[2]
+		if m[1] != "" {
+			line, _ = strconv.Atoi(m[1])
+			if slices.ContainsFunc(parserProblems, func(pp string) bool { return strings.HasPrefix(msg, pp) }) {
+				line++
+			}
+		}
+	}
+	if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
+		// yaml.v3 gives no line for an unknown anchor: find its first use.
+		msg = fmt.Sprintf("alias *%s names no anchor; define &%s before using it", m[1], m[1])
+		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+			line = 1 + bytes.Count(data[:i], []byte("\n"))
+		}
+	}
+	p.problems = append(p.problems, &problem{file: p.file, line: line, msg: "not valid YAML: " + msg})
+}

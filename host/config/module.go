@@ -1,0 +1,89 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// Mode says whether the host carries out a module's actions.
+type Mode string
+
+const (
+	// ModeEnforce: the host validates and executes the module's actions.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow: the host validates and records the module's actions, and
+	// executes none.
+	ModeShadow Mode = "shadow"
+)
+
+// Module is one module entry of a host configuration.
+type Module struct {
+	// Name identifies the module in logs, metrics and events: a DNS label,
+	// unique in the file. Default: the file name without .wasm.
+	Name string
+	// Path is the module file, absolute.
+	Path string
+	// SHA256 pins the module file's digest (64 lower-case hex characters);
+	// empty when unpinned.
+	SHA256 string
+	// Subject is abi.SubjectStatefulSet or abi.SubjectPersistentVolume, or
+	// empty when the configuration leaves it to the module's manifest. When
+	// set, the host refuses a module whose manifest declares another.
+	Subject string
+	// Namespaces limits the module to subjects in these namespaces; empty
+	// means all. Always empty for persistentvolume modules.
+	Namespaces []string
+	// LabelSelector chooses the subject objects the module reconciles;
+	// labels.Everything() when unset.
+	LabelSelector labels.Selector
+	// Config is the module's configuration as JSON, handed to the guest as
+	// is; nil when unset.
+	Config []byte
+	// Mode is ModeEnforce (the default) or ModeShadow.
+	Mode Mode
+	// Workers is how many subjects the module reconciles at once: 1 to 64,
+	// default 2.
+	Workers int
+	// Limits bound the module's sandbox; zero fields take runtime's defaults.
+	Limits runtime.Limits
+
+	// pinnedAt says where SHA256 was set (file:line), so that a digest
+	// mismatch can say where to fix it.
+	pinnedAt string
+}
+
+// InNamespace reports whether the module reconciles subjects in namespace ns.
+func (m *Module) InNamespace(ns string) bool {
+	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
+}
+
+// Read returns the module file's bytes. When SHA256 is set and the file's
+// digest differs, the error wraps ErrDigest.
+func (m *Module) Read() ([]byte, error) {
+	wasm, err := os.ReadFile(m.Path)
+	if err != nil {
+		return nil, fmt.Errorf("read module %q: %w", m.Name, err)
+	}
+	if m.SHA256 == "" {
+		return wasm, nil
+	}
+	sum := sha256.Sum256(wasm)
+	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, m.SHA256) {
+		where := m.pinnedAt
+		if where == "" {
+			where = "the host configuration"
+		}
+		return nil, fmt.Errorf("module %q: %w: %s has sha256 %s but %s pins %s; "+
+			"if this file is the one to run, set sha256: %s there, otherwise put back the pinned file",
+			m.Name, ErrDigest, m.Path, got, where, m.SHA256, got)
+	}
+	return wasm, nil
+}

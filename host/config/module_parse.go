@@ -1,0 +1,255 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+var (
+	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits"}
+	limitFields  = []string{"memory", "timeout", "instances", "maxOutput"}
+)
+
+// Bounds of a module's settings.
+const (
+	maxWorkers   = 64
+	maxInstances = 256
+	maxBytes     = 4 << 30 // what a wasm32 memory can address
+)
+
+// modules converts the entries under modules: and checks that their names
+// are unique.
+func (p *parser) modules(ns []*yaml.Node) []Module {
+	out := make([]Module, 0, len(ns))
+	first := map[string]int{} // name -> index of the first module with it
+	for i, n := range ns {
+		field := index("modules", i)
+		m, nameAt := p.module(n, field)
+		if m.Name != "" {
+			if j, dup := first[m.Name]; dup {
+				p.addf(nameAt, join(field, "name"), "%q is also the name of modules[%d]; give each module its own name", m.Name, j)
+			} else {
+				first[m.Name] = i
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// module converts one entry under modules:. nameAt is the node the name came
+// from (the name, or the path it defaults from), for messages about it.
+func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node) {
+	m = Module{Mode: ModeEnforce, Workers: DefaultWorkers, LabelSelector: labels.Everything()}
+	vals, ok := p.fields(n, field, "a module: a mapping with at least path: FILE.wasm", moduleFields...)
+	if !ok {
+		return m, n
+	}
+	nameAt = n
+	var given string // the path as written
+	if v, ok := vals["path"]; !ok {
+		p.addf(n, field, "path is missing; name the module's file, e.g. path: guests/retention.wasm")
+	} else if s, ok := p.scalar(v, join(field, "path"), "guests/retention.wasm"); ok {
+		given, nameAt = s, v
+		m.Path = p.modulePath(v, join(field, "path"), s)
+	}
+	if v, ok := vals["name"]; ok {
+		nameAt = v
+		if s, ok := p.scalar(v, join(field, "name"), "retention"); ok {
+			if !isLabel(s) {
+				p.addf(v, join(field, "name"), "%q is not a valid name (%s); use e.g. %s", s, labelRule, labelLike(s))
+			} else {
+				m.Name = s
+			}
+		}
+	} else if given != "" {
+		s := strings.TrimSuffix(filepath.Base(given), ".wasm")
+		if !isLabel(s) {
+			p.addf(nameAt, join(field, "name"), "the file name gives the name %q, which is not valid (%s); set one, e.g. name: %s",
+				s, labelRule, labelLike(s))
+		} else {
+			m.Name = s
+		}
+	}
+	if v, ok := vals["sha256"]; ok {
+		m.SHA256 = p.digest(v, join(field, "sha256"))
+		m.pinnedAt = fmt.Sprintf("%s:%d (%s)", p.file, v.Line, join(field, "sha256"))
+	}
+	if v, ok := vals["subject"]; ok {
+		if s, ok := p.scalar(v, join(field, "subject"), abi.SubjectStatefulSet); ok {
+			if slices.Contains(abi.Subjects, s) {
+				m.Subject = s
+			} else {
+				p.addf(v, join(field, "subject"), "%q is not a subject; use %s", s, strings.Join(abi.Subjects, " or "))
+			}
+		}
+	}
+	if v, ok := vals["namespaces"]; ok {
+		m.Namespaces = p.namespaces(v, join(field, "namespaces"))
+		if len(m.Namespaces) > 0 && m.Subject == abi.SubjectPersistentVolume {
+			p.addf(v, join(field, "namespaces"), "persistentvolume is cluster-scoped, so namespaces do not apply; remove namespaces (use labelSelector to choose volumes)")
+			m.Namespaces = nil
+		}
+	}
+	if v, ok := vals["labelSelector"]; ok {
+		if s, ok := p.scalar(v, join(field, "labelSelector"), `"app=web"`); ok && strings.TrimSpace(s) != "" {
+			if sel, err := labels.Parse(s); err != nil {
+				p.addf(v, join(field, "labelSelector"), "%q is not a label selector (%v); use e.g. \"app=web,tier in (db,cache)\"", s, err)
+			} else {
+				m.LabelSelector = sel
+			}
+		}
+	}
+	if v, ok := vals["config"]; ok {
+		m.Config = p.guestConfig(v, join(field, "config"))
+	}
+	if v, ok := vals["mode"]; ok {
+		if s, ok := p.scalar(v, join(field, "mode"), string(ModeEnforce)); ok {
+			switch Mode(s) {
+			case ModeEnforce, ModeShadow:
+				m.Mode = Mode(s)
+			default:
+				p.addf(v, join(field, "mode"), "%q is not a mode; use enforce (carry out the module's actions) or shadow (record them only)", s)
+			}
+		}
+	}
+	if v, ok := vals["workers"]; ok {
+		if w, ok := p.integer(v, join(field, "workers"), 1, maxWorkers); ok {
+			m.Workers = w
+		}
+	}
+	if v, ok := vals["limits"]; ok {
+		p.limits(v, join(field, "limits"), &m)
+	}
+	return m, nameAt
+}
+
+// modulePath resolves a module path against the configuration's directory
+// and checks that it names a file.
+func (p *parser) modulePath(n *yaml.Node, field, given string) string {
+	if given == "" {
+		p.addf(n, field, "is empty; name the module's file, e.g. guests/retention.wasm")
+		return ""
+	}
+	path := filepath.Clean(given)
+	resolved := ""
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.dir, path)
+		resolved = fmt.Sprintf(" (relative paths start from %s %s)", p.dirIs, p.dir)
+	}
+	switch info, err := os.Stat(path); {
+	case errors.Is(err, os.ErrNotExist):
+		p.addf(n, field, "module file %s does not exist%s; build the module or fix the path", path, resolved)
+	case err != nil:
+		p.addf(n, field, "cannot use module file: %v", err)
+	case info.IsDir():
+		p.addf(n, field, "%s is a directory; name the module's .wasm file", path)
+	}
+	return path
+}
+
+// digest returns a sha256 pin in lower case.
+func (p *parser) digest(n *yaml.Node, field string) string {
+	s, ok := p.scalar(n, field, "the 64 hex characters sha256sum prints")
+	if !ok {
+		return ""
+	}
+	if b, err := hex.DecodeString(s); err != nil || len(b) != 32 {
+		hint := "use the 64 hex characters that sha256sum prints for the file"
+		if strings.HasPrefix(s, "sha256:") {
+			hint = "drop the sha256: prefix"
+		}
+		p.addf(n, field, "%q is not a sha256 digest; %s", s, hint)
+		return ""
+	}
+	return strings.ToLower(s)
+}
+
+// namespaces returns a list of namespace names, each valid and listed once.
+func (p *parser) namespaces(n *yaml.Node, field string) []string {
+	ns, ok := p.list(n, field, "a list of namespace names, e.g. [default, prod]")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, e := range ns {
+		f := index(field, i)
+		s, ok := p.scalar(e, f, "default")
+		if !ok {
+			continue
+		}
+		switch {
+		case !isLabel(s):
+			p.addf(e, f, "%q is not a namespace name (%s)", s, labelRule)
+		case slices.Contains(out, s):
+			p.addf(e, f, "%q is listed twice; keep one", s)
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// limits converts a module's limits: into m.Limits.
+func (p *parser) limits(n *yaml.Node, field string, m *Module) {
+	vals, ok := p.fields(n, field, "a mapping with any of "+strings.Join(limitFields, ", "), limitFields...)
+	if !ok {
+		return
+	}
+	if v, ok := vals["memory"]; ok {
+		if b, ok := p.byteSize(v, join(field, "memory"), maxBytes, "64Mi"); ok {
+			m.Limits.MemoryBytes = uint64(b)
+		}
+	}
+	if v, ok := vals["timeout"]; ok {
+		if d, ok := p.duration(v, join(field, "timeout"), false, "500ms"); ok {
+			m.Limits.Deadline = d
+		}
+	}
+	if v, ok := vals["instances"]; ok {
+		if i, ok := p.integer(v, join(field, "instances"), 1, maxInstances); ok {
+			m.Limits.Instances = i
+		}
+	}
+	if v, ok := vals["maxOutput"]; ok {
+		if b, ok := p.byteSize(v, join(field, "maxOutput"), maxBytes, "1Mi"); ok {
+			m.Limits.MaxOutputBytes = int(b)
+		}
+	}
+}
+
+// labelRule says what isLabel accepts.
+const labelRule = "at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
+
+// isLabel reports whether s is a DNS label (RFC 1123), the syntax of
+// namespace names and so of module names, which appear in metrics and events.
+func isLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
+
+// labelLike turns s into a similar DNS label, to suggest in messages.
+func labelLike(s string) string {
+	b := []byte(strings.ToLower(s))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			b[i] = '-'
+		}
+	}
+	out := strings.Trim(string(b), "-")
+	if len(out) > validation.DNS1123LabelMaxLength {
+		out = strings.Trim(out[:validation.DNS1123LabelMaxLength], "-")
+	}
+	if out == "" {
+		return "my-module"
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Namespace prefixes every series.
+const Namespace = "kubeplug"
+
+// Metrics are the host's series, registered in their own registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Reconciles counts reconciles by module and result (success,
+	// requeue, conflict, refused, error).
+	Reconciles *prometheus.CounterVec
+	// ReconcileSeconds is the latency of a whole reconcile: snapshot,
+	// guest call and execution.
+	ReconcileSeconds *prometheus.HistogramVec
+	// GuestCallSeconds is the latency of the guest call alone.
+	GuestCallSeconds *prometheus.HistogramVec
+	// Actions counts actions by module, action type and result (executed,
+	// unchanged, refused, conflict, failed, shadow, skipped).
+	Actions *prometheus.CounterVec
+	// GuestErrors counts failed guest calls by module and kind (deadline,
+	// trap, memory, output, status, ...).
+	GuestErrors *prometheus.CounterVec
+	// QueueDepth is the number of keys waiting in each module's queue.
+	QueueDepth *prometheus.GaugeVec
+	// APIRequests counts requests to the API server by HTTP method and
+	// status code.
+	APIRequests *prometheus.CounterVec
+	// Leader is 1 while this host holds the leader lease (or runs without
+	// leader election), else 0.
+	Leader prometheus.Gauge
+	// ModuleInfo is 1 for each loaded module, labelled with its manifest
+	// version, subject, mode and file digest.
+	ModuleInfo *prometheus.GaugeVec
+}
+
+// New creates the metrics in a new registry, with Go and process collectors.
+func New() *Metrics {
+	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reconciles_total",
+			Help: "Reconciles by module and result (success, requeue, conflict, refused, error).",
+		}, []string{"module", "result"}),
+		ReconcileSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "reconcile_duration_seconds",
+			Help:    "Time from dequeue to done of one reconcile: snapshot, guest call and execution.",
+			Buckets: latency,
+		}, []string{"module"}),
+		GuestCallSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "guest_call_duration_seconds",
+			Help:    "Time of one call into a module's reconcile export, encode and decode included.",
+			Buckets: latency,
+		}, []string{"module"}),
+		Actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "actions_total",
+			Help: "Actions returned by modules, by module, type and result (executed, unchanged, refused, conflict, failed, shadow, skipped).",
+		}, []string{"module", "type", "result"}),
+		GuestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "guest_errors_total",
+			Help: "Failed guest calls by module and kind.",
+		}, []string{"module", "kind"}),
+		QueueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "queue_depth",
+			Help: "Keys waiting in each module's work queue.",
+		}, []string{"module"}),
+		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "api_requests_total",
+			Help: "Requests made to the API server, by HTTP method and status code (0: no response).",
+		}, []string{"method", "code"}),
+		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "leader",
+			Help: "1 while this host is the leader (or runs without leader election).",
+		}),
+		ModuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "module_info",
+			Help: "1 for each loaded module, with its version, subject, mode and sha256.",
+		}, []string{"module", "version", "subject", "mode", "sha256"}),
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
+		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.ModuleInfo,
+	)
+	return m
+}
+
+// ObserveRequest counts one API request; it is a kube.RequestObserver.
+func (m *Metrics) ObserveRequest(method string, code int) {
+	m.APIRequests.WithLabelValues(method, strconv.Itoa(code)).Inc()
+}
