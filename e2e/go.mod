@@ -3,6 +3,7 @@ module github.com/kubeplug/kubeplug/e2e
 go 1.26.0
 
 require (
+	github.com/kubeplug/kubeplug/host v0.0.0-00010101000000-000000000000
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/server/v3 v3.7.0
 	k8s.io/apimachinery v0.37.1
@@ -13,6 +14,7 @@ require (
 
 require (
 	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/tetratelabs/wazero v1.11.0 // indirect
 	github.com/tinylib/msgp v1.6.5 // indirect
 )
 
@@ -101,7 +103,6 @@ require (
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/soheilhy/cmux v0.1.5 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/tmc/grpc-websocket-proxy v0.0.0-20220101234140-673ab2c3ae75 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xiang90/probing v0.0.0-20221125231312-a49e3df8f510 // indirect

@@ -26,6 +26,11 @@ const (
 	Skipped Outcome = "skipped"
 )
 
+// Outcomes lists every Outcome, for callers that label metrics by outcome.
+func Outcomes() []Outcome {
+	return []Outcome{Executed, Unchanged, Refused, Conflict, Failed, Shadow, Skipped}
+}
+
 // ActionReport is the outcome of one action of a Result.
 type ActionReport struct {
 	// Index is the action's position in Result.Actions.

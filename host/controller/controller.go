@@ -75,6 +75,9 @@ func New(mod Module, deps Deps) *Controller {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := deps.Logger.With("module", mod.Name)
+	if deps.Metrics != nil {
+		initSeries(deps.Metrics, mod)
+	}
 	return &Controller{
 		mod:     mod,
 		subject: mod.Runtime.Manifest().Subject,
@@ -335,4 +338,23 @@ func cut(key string) (ns, name string, ok bool) {
 		}
 	}
 	return "", key, false
+}
+
+// initSeries creates the module's series at zero, so that a scrape shows
+// every series from the start and rates work from the first event.
+func initSeries(m *metrics.Metrics, mod Module) {
+	for _, r := range []string{"success", "requeue", "conflict", "refused", "error"} {
+		m.Reconciles.WithLabelValues(mod.Name, r)
+	}
+	m.ReconcileSeconds.WithLabelValues(mod.Name)
+	m.GuestCallSeconds.WithLabelValues(mod.Name)
+	m.QueueDepth.WithLabelValues(mod.Name)
+	for _, k := range runtime.ErrorKinds() {
+		m.GuestErrors.WithLabelValues(mod.Name, k.String())
+	}
+	for _, c := range mod.Runtime.Manifest().Capabilities {
+		for _, o := range actions.Outcomes() {
+			m.Actions.WithLabelValues(mod.Name, c.Action, string(o))
+		}
+	}
 }

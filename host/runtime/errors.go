@@ -89,6 +89,11 @@ func (k ErrorKind) String() string {
 
 func (k ErrorKind) Error() string { return k.String() }
 
+// ErrorKinds lists every ErrorKind, for callers that label metrics by kind.
+func ErrorKinds() []ErrorKind {
+	return []ErrorKind{KindTrap, KindDeadline, KindMemory, KindOutput, KindStatus, KindInput}
+}
+
 // CallError is the error of a failed hook call.
 type CallError struct {
 	// Module is the manifest name of the module.
