@@ -11,7 +11,7 @@ GUESTS    := $(foreach d,$(GUEST_SRC),$(GUESTDIR)/$(notdir $(d)).wasm)
 GUEST_TOOLCHAIN ?= go
 BENCHTIME ?= 2s
 
-.PHONY: all build guests test test-unit test-guests test-cases bench generate check-generate demo fmt vet clean
+.PHONY: all build guests test test-unit test-guests test-cases e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -34,7 +34,7 @@ FORCE:
 
 # make test: unit tests of both modules, every guest tested natively and again
 # against its compiled .wasm, and every guest's case files through kubeplug test.
-test: check-generate test-unit test-guests test-cases
+test: check-generate test-unit test-guests test-cases e2e
 
 test-unit:
 	$(GO) vet ./... && $(GO) test ./...
@@ -55,6 +55,12 @@ test-cases: build guests
 		fi; \
 	done
 
+# End-to-end tests on a real control plane started in-process (e2e/ is its
+# own module: k8s.io/kubernetes stays out of every other module's graph).
+# The first build of the control plane takes 8-10 minutes on 2 cores.
+e2e: build
+	cd e2e && $(GO) vet ./... && KUBEPLUG_BIN=$(KUBEPLUG) $(GO) test -count=1 -timeout 30m ./...
+
 bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench
 
@@ -67,12 +73,13 @@ check-generate:
 	if ! cmp -s abi/zz_generated_msgp.go $$tmp; then \
 		echo "abi/zz_generated_msgp.go is stale: run 'make generate'"; rm -f $$tmp; exit 1; fi; rm -f $$tmp
 
-demo:
-	@echo "make demo arrives with the live host (kubeplug run on an embedded control plane)."
-	@echo "Until then: 'make build guests' and 'build/kubeplug test --module build/guests/warnretain.wasm examples/warnretain/testdata'."
+# The main job: the host and its modules on an embedded control plane,
+# narrated. See e2e/demo.
+demo: build guests
+	cd e2e && $(GO) run ./cmd/demo -kubeplug $(KUBEPLUG) -guests $(GUESTDIR)
 
 fmt:
-	gofmt -l -w abi sdk host guests examples 2>/dev/null || true
+	gofmt -l -w abi sdk host guests examples e2e 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD)

@@ -14,7 +14,9 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -34,17 +36,23 @@ import (
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	kcm "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	"k8s.io/klog/v2"
 )
 
 // Options says what to start.
 type Options struct {
 	// Controllers are the kube-controller-manager controllers to run, by
-	// their --controllers names (garbagecollector, statefulset,
-	// persistentvolume-binder, persistentvolumeclaim-protection,
-	// persistentvolume-protection, ...). Empty: no controller manager.
+	// their --controllers names (garbage-collector-controller,
+	// statefulset-controller, persistentvolume-binder-controller,
+	// persistentvolumeclaim-protection-controller,
+	// persistentvolume-protection-controller, ...; the old short names
+	// such as garbagecollector are aliases). Empty: no controller manager.
 	Controllers []string
 	// Logf receives the control plane's progress lines. Nil: discarded.
 	Logf func(format string, args ...any)
+	// ComponentLogs keeps the components' own (klog) logs on standard
+	// error; by default they are discarded.
+	ComponentLogs bool
 }
 
 // ControlPlane is a running control plane.
@@ -80,19 +88,22 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if !opts.ComponentLogs {
+		quietComponents()
+	}
 	dir, err := os.MkdirTemp("", "kubeplug-controlplane-")
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
-	cp = &ControlPlane{Dir: dir}
+	started := &ControlPlane{Dir: dir}
 	defer func() {
 		if err != nil {
-			cp.Stop()
-			cp = nil
+			started.Stop()
 		}
 	}()
+	cp = started
 
-	etcdURL, stopEtcd, err := startEtcd(filepath.Join(dir, "etcd"))
+	etcdURL, stopEtcd, err := startEtcd(filepath.Join(dir, "etcd"), opts.ComponentLogs)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +149,25 @@ func (cp *ControlPlane) Client() kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cp.Config)
 }
 
-func startEtcd(dir string) (clientURL string, stop func(), err error) {
+// quietComponents discards klog's output, which kube-apiserver and
+// kube-controller-manager write in volume.
+func quietComponents() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+func startEtcd(dir string, verbose bool) (clientURL string, stop func(), err error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
-	cfg.LogLevel = "error"
+	// At "error" etcd reports its own orderly shutdown as errors.
+	cfg.LogLevel = "fatal"
+	if verbose {
+		cfg.LogLevel = "info"
+	}
 	cfg.Logger = "zap"
 	// unix sockets: no port to race for.
 	peer, err := url.Parse("unix://" + filepath.Join(os.TempDir(), fmt.Sprintf("kubeplug-etcd-peer-%d-%d", os.Getpid(), time.Now().UnixNano())))

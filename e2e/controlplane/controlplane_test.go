@@ -20,7 +20,7 @@ import (
 // collector deletes a dependent after its owner.
 func TestControlPlane(t *testing.T) {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"garbagecollector"}, Logf: t.Logf})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"garbage-collector-controller"}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

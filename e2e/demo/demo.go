@@ -1,0 +1,246 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeplug/kubeplug/e2e/controlplane"
+)
+
+// Options say where the demo finds what it runs.
+type Options struct {
+	// Root is the repository's root; examples/demo is read from it.
+	Root string
+	// Kubeplug is the kubeplug binary.
+	Kubeplug string
+	// Guests is the directory of built modules (<name>.wasm).
+	Guests string
+	// Out receives the narration.
+	Out io.Writer
+	// HostLog, when set, receives the host's own log.
+	HostLog io.Writer
+}
+
+// scene is one part of the story; it runs when the modules it needs exist.
+type scene struct {
+	title   string
+	modules []string
+	run     func(ctx context.Context, d *demo) error
+}
+
+// scenes are played in order.
+var scenes = []scene{
+	{title: "A vendor module warns about claims that are kept forever", modules: []string{"warnretain"}, run: warnRetained},
+}
+
+// demo is the state the scenes share.
+type demo struct {
+	Options
+	n      *narrator
+	client kubernetes.Interface
+}
+
+// Run plays the demo and stops everything it started.
+func Run(ctx context.Context, o Options) error {
+	n := &narrator{w: o.Out, start: time.Now()}
+	mods := available(o.Guests)
+	if len(mods) == 0 {
+		return fmt.Errorf("no modules in %s: run 'make guests' first", o.Guests)
+	}
+	n.step("starting the control plane in this process: etcd, kube-apiserver, kube-controller-manager")
+	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{
+		"garbage-collector-controller", "persistentvolumeclaim-protection-controller",
+	}})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	n.step("control plane up at %s", cp.Config.Host)
+
+	cfg, err := hostConfig(mods, o.Guests)
+	if err != nil {
+		return err
+	}
+	n.step("starting kubeplug run with modules: %s", strings.Join(mods, ", "))
+	host, err := startHost(ctx, o, cp.Kubeconfig, cfg)
+	if err != nil {
+		return err
+	}
+	defer host.stop(n)
+	if err := host.waitReady(ctx); err != nil {
+		return err
+	}
+	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
+
+	d := &demo{Options: o, n: n, client: cp.Client()}
+	played := 0
+	for _, s := range scenes {
+		if missing := missingModules(s.modules, mods); len(missing) > 0 {
+			n.scene(s.title)
+			n.say("(skipped: module %s not built)", strings.Join(missing, ", "))
+			continue
+		}
+		n.scene(s.title)
+		if err := s.run(ctx, d); err != nil {
+			return fmt.Errorf("scene %q: %w", s.title, err)
+		}
+		played++
+	}
+	fmt.Fprintf(o.Out, "\n%d scenes played in %.0fs; stopping the host and the control plane.\n", played, time.Since(n.start).Seconds())
+	return nil
+}
+
+// available lists the modules built in dir that the demo knows how to run.
+func available(dir string) []string {
+	var out []string
+	for _, m := range []string{"warnretain", "retention", "reclaim"} {
+		if _, err := os.Stat(filepath.Join(dir, m+".wasm")); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func missingModules(need, have []string) []string {
+	var out []string
+	for _, m := range need {
+		found := false
+		for _, h := range have {
+			found = found || h == m
+		}
+		if !found {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// hostConfig is the host configuration the demo runs with.
+func hostConfig(mods []string, guests string) (string, error) {
+	var b strings.Builder
+	b.WriteString("resync: 30s\nmodules:\n")
+	for _, m := range mods {
+		p, err := filepath.Abs(filepath.Join(guests, m+".wasm"))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "- name: %s\n  path: %s\n", m, p)
+		if m == "warnretain" {
+			b.WriteString("  namespaces: [demo]\n")
+		}
+	}
+	return b.String(), nil
+}
+
+// hostProcess is the kubeplug run process.
+type hostProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+	done chan struct{}
+	log  *lockedBuffer
+}
+
+func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostProcess, error) {
+	dir, err := os.MkdirTemp("", "kubeplug-demo-")
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	h := &hostProcess{addr: addr, dir: dir, done: make(chan struct{}), log: &lockedBuffer{}}
+	h.cmd = exec.Command(o.Kubeplug, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
+		"--metrics-addr", addr, "--log-level", "info")
+	var w io.Writer = h.log
+	if o.HostLog != nil {
+		w = io.MultiWriter(h.log, o.HostLog)
+	}
+	h.cmd.Stdout, h.cmd.Stderr = w, w
+	if err := h.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Kubeplug, err)
+	}
+	go func() { _ = h.cmd.Wait(); close(h.done) }()
+	return h, nil
+}
+
+func (h *hostProcess) waitReady(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-h.done:
+			return false, errors.New("kubeplug run exited")
+		default:
+		}
+		resp, err := http.Get("http://" + h.addr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("host not ready: %w\n%s", err, h.log.String())
+	}
+	return nil
+}
+
+func (h *hostProcess) stop(n *narrator) {
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.done:
+		n.step("host stopped on SIGTERM: %s", h.cmd.ProcessState)
+	case <-time.After(30 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-h.done
+		n.step("host did not stop within 30s of SIGTERM; killed")
+	}
+	os.RemoveAll(h.dir)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// await polls cond until it holds; what says what the demo waits for.
+func (d *demo) await(ctx context.Context, what string, cond func(ctx context.Context) (bool, error)) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, cond)
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}

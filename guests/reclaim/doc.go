@@ -1,0 +1,14 @@
+// Command reclaim is kubeplug's reference module for KEP-2644, "honor the
+// PersistentVolume reclaim policy": it keeps deletion-protection finalizers
+// on PersistentVolumes as the external-provisioner library and the in-tree
+// PV controller do, and, for the CSI drivers the host is configured for,
+// deletes the backing volume of a released PersistentVolume whose policy is
+// Delete before it lets the PV object go, so that a PV deleted before its
+// claim does not leak storage. README.md has the decision table and names
+// the upstream function each row mirrors.
+//
+// It imports only the standard library, sdk and abi, never k8s.io/*: it is
+// built as a WASI reactor with GOOS=wasip1 GOARCH=wasm go build
+// -buildmode=c-shared, and must stay TinyGo-compatible (no reflection beyond
+// the SDK's config decoding, no regexp on the hot path).
+package main
