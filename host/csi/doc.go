@@ -1,0 +1,21 @@
+// Package csi is the host's CSI client: it deletes backing volumes through
+// the controller service of the CSI drivers the host is configured with, for
+// the executor's deleteVolume action (Client implements
+// actions.VolumeDeleter).
+//
+// Each driver is reached over gRPC on its controller's unix socket. The
+// connection is made on the first call and kept; before the first
+// DeleteVolume on it the client asks the driver its name (GetPluginInfo) and
+// its controller capabilities, so that a socket pointing at the wrong driver,
+// or at one that cannot delete volumes, is refused rather than sent deletes.
+// Every call is bounded by the driver's configured timeout. A volume that is
+// already gone counts as deleted, as the CSI specification makes DeleteVolume
+// idempotent.
+//
+// Secrets named by the action (the StorageClass's provisioner secret) are
+// read through a SecretGetter, so this package needs no Kubernetes client.
+//
+// It imports the standard library, the CSI spec's Go bindings, gRPC, abi and
+// host/config (for CSIDriver). It must not import client-go or any other host
+// package.
+package csi

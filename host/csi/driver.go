@@ -1,0 +1,147 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/kubeplug/kubeplug/host/config"
+)
+
+// driver is one configured CSI driver and its connection.
+type driver struct {
+	config.CSIDriver
+	log *slog.Logger
+
+	mu       sync.Mutex
+	conn     *grpc.ClientConn // nil until the first call
+	verified bool             // conn passed verify
+	closed   bool
+}
+
+// deleteVolume calls DeleteVolume, verifying the driver first if needed.
+func (d *driver) deleteVolume(ctx context.Context, handle string, secrets map[string]string) error {
+	conn, err := d.ready(ctx)
+	if err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	_, err = csi.NewControllerClient(conn).DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: handle, Secrets: secrets})
+	switch status.Code(err) {
+	case codes.OK:
+		d.log.Info("deleted backing volume", "volumeHandle", handle)
+		return nil
+	case codes.NotFound:
+		// The specification has drivers answer OK for a volume that does not
+		// exist; some answer NotFound instead, which means the same here.
+		d.log.Info("backing volume already gone", "volumeHandle", handle)
+		return nil
+	}
+	return d.fail(conn, "DeleteVolume", err)
+}
+
+// ready returns the driver's connection, dialing it on first use and
+// verifying it until verification passes once. Concurrent first calls may
+// each verify; the calls are read-only, and holding no lock across them
+// lets Close cancel them.
+func (d *driver) ready(ctx context.Context) (*grpc.ClientConn, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if d.conn == nil {
+		// NewClient does not connect; the first call does, and fails fast
+		// with Unavailable when nothing listens on the socket.
+		conn, err := grpc.NewClient("unix://"+d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			d.mu.Unlock()
+			return nil, fmt.Errorf("connect to %s: %w", d.Endpoint, err)
+		}
+		d.conn = conn
+	}
+	conn, verified := d.conn, d.verified
+	d.mu.Unlock()
+	if verified {
+		return conn, nil
+	}
+	if err := d.verify(ctx, conn); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.conn == conn {
+		d.verified = true
+	}
+	d.mu.Unlock()
+	return conn, nil
+}
+
+// verify checks that conn reaches the configured driver and that the driver
+// can delete volumes.
+func (d *driver) verify(ctx context.Context, conn *grpc.ClientConn) error {
+	callCtx, cancel := context.WithTimeout(ctx, d.Timeout)
+	info, err := csi.NewIdentityClient(conn).GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
+	cancel()
+	if err != nil {
+		return d.fail(conn, "GetPluginInfo", err)
+	}
+	if info.GetName() != d.Name {
+		return fmt.Errorf("%w: %s serves driver %q, not %q; point endpoint: at %s's controller socket, or name the driver %q in the host configuration",
+			ErrWrongDriver, d.Endpoint, info.GetName(), d.Name, d.Name, info.GetName())
+	}
+	callCtx, cancel = context.WithTimeout(ctx, d.Timeout)
+	caps, err := csi.NewControllerClient(conn).ControllerGetCapabilities(callCtx, &csi.ControllerGetCapabilitiesRequest{})
+	cancel()
+	if err != nil {
+		return d.fail(conn, "ControllerGetCapabilities", err)
+	}
+	canDelete := slices.ContainsFunc(caps.GetCapabilities(), func(c *csi.ControllerServiceCapability) bool {
+		return c.GetRpc().GetType() == csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME
+	})
+	if !canDelete {
+		return fmt.Errorf("%w: the controller at %s does not advertise CREATE_DELETE_VOLUME; remove %q from csiDrivers: in the host configuration and leave its volumes to their provisioner",
+			ErrCannotDelete, d.Endpoint, d.Name)
+	}
+	d.log.Info("connected to CSI driver", "endpoint", d.Endpoint, "vendorVersion", info.GetVendorVersion())
+	return nil
+}
+
+// fail describes a failed call on conn. When the driver is unreachable it
+// also drops conn: the next call dials afresh instead of waiting out gRPC's
+// reconnect backoff, and verifies again, since the driver may come back as
+// another binary behind the same socket.
+func (d *driver) fail(conn *grpc.ClientConn, method string, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		d.mu.Lock()
+		if d.conn == conn {
+			d.conn, d.verified = nil, false
+			// Closing only releases conn's resources; nothing useful can
+			// be done about an error from it.
+			_ = conn.Close()
+		}
+		d.mu.Unlock()
+	}
+	return d.callError(method, err)
+}
+
+// close closes the connection, if any, and refuses later calls.
+func (d *driver) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.conn == nil {
+		return nil
+	}
+	err := d.conn.Close()
+	d.conn, d.verified = nil, false
+	return err
+}
