@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
 // Options say where the demo finds what it runs.
@@ -153,7 +152,7 @@ type hostProcess struct {
 	addr string
 	dir  string
 	done chan struct{}
-	log  *lockedBuffer
+	log  *testenv.SyncBuffer
 }
 
 func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostProcess, error) {
@@ -171,7 +170,7 @@ func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostPro
 	}
 	addr := l.Addr().String()
 	l.Close()
-	h := &hostProcess{addr: addr, dir: dir, done: make(chan struct{}), log: &lockedBuffer{}}
+	h := &hostProcess{addr: addr, dir: dir, done: make(chan struct{}), log: &testenv.SyncBuffer{}}
 	h.cmd = exec.Command(o.Kubeplug, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
 		"--metrics-addr", addr, "--log-level", "info")
 	var w io.Writer = h.log
@@ -217,23 +216,6 @@ func (h *hostProcess) stop(n *narrator) {
 		n.step("host did not stop within 30s of SIGTERM; killed")
 	}
 	os.RemoveAll(h.dir)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // await polls cond until it holds; what says what the demo waits for.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -157,7 +158,7 @@ func (f *fakeDriver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeReques
 		switch {
 		case len(req.GetSecrets()) == 0:
 			return nil, status.Error(codes.InvalidArgument, "secrets are required")
-		case !equalMaps(req.GetSecrets(), f.secrets):
+		case !maps.Equal(req.GetSecrets(), f.secrets):
 			return nil, status.Error(codes.Unauthenticated, "wrong secrets")
 		}
 	}
@@ -176,18 +177,6 @@ func (f *fakeDriver) ListVolumes(context.Context, *csi.ListVolumesRequest) (*csi
 		resp.Entries = append(resp.Entries, &csi.ListVolumesResponse_Entry{Volume: &csi.Volume{VolumeId: id}})
 	}
 	return resp, nil
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // controller returns a raw CSI controller client for the driver at sock, as

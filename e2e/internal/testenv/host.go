@@ -25,7 +25,7 @@ type Host struct {
 	Name string
 
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -74,7 +74,7 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	}
 	args := append([]string{"run", "--config", cfg, "--kubeconfig", o.Kubeconfig,
 		"--metrics-addr", addr, "--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
-	h := &Host{Addr: addr, Name: o.Name, log: &syncBuffer{}, done: make(chan struct{})}
+	h := &Host{Addr: addr, Name: o.Name, log: &SyncBuffer{}, done: make(chan struct{})}
 	h.cmd = exec.Command(bin, args...)
 	h.cmd.Stdout = h.log
 	h.cmd.Stderr = h.log
@@ -170,18 +170,20 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers:
+// a process's output, read while it runs.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

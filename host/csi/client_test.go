@@ -1,0 +1,311 @@
+package csi_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/csi"
+)
+
+var _ actions.VolumeDeleter = (*csi.Client)(nil)
+
+// newClient returns a client for one driver named name at sock, closed when
+// the test ends.
+func newClient(t *testing.T, name, sock string, secrets csi.SecretGetter) *csi.Client {
+	t.Helper()
+	if secrets == nil {
+		secrets = secretMap(nil)
+	}
+	c, err := csi.New([]config.CSIDriver{{Name: name, Endpoint: sock, Timeout: 10 * time.Second}}, secrets, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c
+}
+
+func TestDeleteVolume(t *testing.T) {
+	f := newFakeDriver()
+	sock := f.serve(t)
+	raw := controller(t, sock)
+	keep := createVolume(t, raw, "keep")
+	gone := createVolume(t, raw, "gone")
+	c := newClient(t, fakeName, sock, nil)
+
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, gone, nil))
+	require.Equal(t, []string{keep}, listVolumes(t, raw), "the deleted volume is gone, the other is left")
+
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, gone, nil), "deleting it again succeeds")
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, keep, nil))
+	require.Empty(t, listVolumes(t, raw))
+
+	require.Equal(t, 1, f.callsTo("GetPluginInfo"), "the driver is verified once per connection")
+	require.Equal(t, 1, f.callsTo("ControllerGetCapabilities"))
+	require.Equal(t, 3, f.callsTo("DeleteVolume"))
+}
+
+func TestDeleteVolumeUnknownHandle(t *testing.T) {
+	for _, notFound := range []bool{false, true} {
+		t.Run(fmt.Sprintf("driver answers NotFound=%t", notFound), func(t *testing.T) {
+			f := newFakeDriver()
+			f.notFound = notFound
+			c := newClient(t, fakeName, f.serve(t), nil)
+			require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "never-created", nil))
+			require.Equal(t, 1, f.callsTo("DeleteVolume"))
+		})
+	}
+}
+
+func TestDeleteVolumeSecrets(t *testing.T) {
+	want := map[string]string{"user": "admin", "password": "s3cret"}
+	secrets := secretMap(map[string]map[string]string{
+		"storage/provisioner": want,
+		"storage/stale":       {"user": "admin", "password": "old"},
+	})
+	tests := []struct {
+		name    string
+		ref     *abi.SecretReference
+		deleted bool
+		code    codes.Code // of the driver's answer; OK if it is not asked
+		errIs   error
+		errHas  string
+	}{
+		{name: "the secret's data is passed", ref: &abi.SecretReference{Namespace: "storage", Name: "provisioner"}, deleted: true},
+		{name: "the driver refuses other data", ref: &abi.SecretReference{Namespace: "storage", Name: "stale"},
+			code: codes.Unauthenticated, errIs: csi.ErrCall, errHas: "provisioner-secret-name"},
+		{name: "the driver refuses no secret", code: codes.InvalidArgument, errIs: csi.ErrCall},
+		{name: "an unreadable secret stops the call", ref: &abi.SecretReference{Namespace: "storage", Name: "missing"},
+			errIs: csi.ErrSecret, errHas: "storage/missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDriver()
+			f.secrets = want
+			sock := f.serve(t)
+			raw := controller(t, sock)
+			handle := createVolume(t, raw, "v")
+			c := newClient(t, fakeName, sock, secrets)
+
+			err := c.DeleteVolume(t.Context(), fakeName, handle, tt.ref)
+			if tt.deleted {
+				require.NoError(t, err)
+				require.Equal(t, want, f.lastSecrets)
+				require.Empty(t, listVolumes(t, raw))
+				return
+			}
+			require.ErrorIs(t, err, tt.errIs)
+			require.ErrorContains(t, err, tt.errHas)
+			require.ErrorContains(t, err, handle)
+			require.Equal(t, []string{handle}, listVolumes(t, raw), "the volume is left")
+			if tt.code == codes.OK {
+				require.Zero(t, f.callsTo("DeleteVolume"), "the driver is not called")
+				require.ErrorIs(t, err, errNoSecret)
+			} else {
+				require.Equal(t, tt.code, status.Code(err))
+			}
+		})
+	}
+}
+
+func TestDeleteVolumeRefused(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothing.sock")
+	tests := []struct {
+		name   string
+		driver func(*fakeDriver)
+		sock   string // instead of the fake's
+		call   string // driver name in the call, if not the configured one
+		errIs  error
+		code   codes.Code // gRPC code the error carries, if any
+		errHas []string
+	}{
+		{
+			name:   "socket serves another driver",
+			driver: func(f *fakeDriver) { f.name = "other.csi.example.com" },
+			errIs:  csi.ErrWrongDriver,
+			errHas: []string{`serves driver "other.csi.example.com", not "` + fakeName + `"`},
+		},
+		{
+			name:   "driver cannot delete volumes",
+			driver: func(f *fakeDriver) { f.caps = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_LIST_VOLUMES} },
+			errIs:  csi.ErrCannotDelete,
+			errHas: []string{"CREATE_DELETE_VOLUME"},
+		},
+		{
+			name:   "driver not configured",
+			call:   "other.csi.example.com",
+			errIs:  csi.ErrDriverNotConfigured,
+			errHas: []string{`"other.csi.example.com"`, "csiDrivers:"},
+		},
+		{
+			name:   "nothing listens on the socket",
+			sock:   missing,
+			errIs:  csi.ErrCall,
+			code:   codes.Unavailable,
+			errHas: []string{"GetPluginInfo", "check that the driver's controller is running and serving " + missing},
+		},
+		{
+			name:   "socket without the controller service",
+			driver: func(f *fakeDriver) {},
+			errIs:  csi.ErrCall,
+			code:   codes.Unimplemented,
+			errHas: []string{"ControllerGetCapabilities", "not its node socket"},
+		},
+		{
+			name:   "driver fails DeleteVolume",
+			errIs:  csi.ErrCall,
+			code:   codes.Internal,
+			errHas: []string{"DeleteVolume", "injected failure", "logs"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDriver()
+			if tt.driver != nil {
+				tt.driver(f)
+			}
+			sock := tt.sock
+			if sock == "" {
+				sock = f.serve(t, failWith("DeleteVolume", codes.Internal))
+			}
+			if tt.code == codes.Unimplemented {
+				sock = serveIdentityOnly(t, f)
+			}
+			call := fakeName
+			if tt.call != "" {
+				call = tt.call
+			}
+			c := newClient(t, fakeName, sock, nil)
+
+			err := c.DeleteVolume(t.Context(), call, "vol-7", nil)
+			require.ErrorIs(t, err, tt.errIs)
+			require.ErrorContains(t, err, `delete volume "vol-7"`)
+			require.ErrorContains(t, err, `"`+call+`"`)
+			for _, s := range tt.errHas {
+				require.ErrorContains(t, err, s)
+			}
+			if tt.code != codes.OK {
+				require.Equal(t, tt.code, status.Code(err))
+				require.ErrorContains(t, err, "code = "+tt.code.String())
+			}
+		})
+	}
+}
+
+func TestDeleteVolumeTimeout(t *testing.T) {
+	f := newFakeDriver()
+	sock := f.serve(t, hang("DeleteVolume"))
+	c, err := csi.New([]config.CSIDriver{{Name: fakeName, Endpoint: sock, Timeout: 50 * time.Millisecond}}, secretMap(nil), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+
+	err = c.DeleteVolume(t.Context(), fakeName, "vol-1", nil)
+	require.ErrorIs(t, err, csi.ErrCall)
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	require.ErrorContains(t, err, "did not answer within 50ms")
+}
+
+// TestDeleteVolumeDriverReplaced: after the driver was unreachable, the
+// client verifies whatever answers on the socket next.
+func TestDeleteVolumeDriverReplaced(t *testing.T) {
+	f := newFakeDriver()
+	sock := f.serve(t)
+	c := newClient(t, fakeName, sock, nil)
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
+
+	// serve stops the first server when the test ends; stop it now through
+	// a second one on another socket being irrelevant, so restart by hand.
+	other := newFakeDriver()
+	other.name = "other.csi.example.com"
+	stopFirst(t, f, sock)
+	err := c.DeleteVolume(t.Context(), fakeName, "vol-2", nil)
+	require.Equal(t, codes.Unavailable, status.Code(err))
+
+	other.serveAt(t, sock)
+	err = c.DeleteVolume(t.Context(), fakeName, "vol-3", nil)
+	require.ErrorIs(t, err, csi.ErrWrongDriver)
+	require.Zero(t, other.callsTo("DeleteVolume"))
+}
+
+func TestDeleteVolumeConcurrent(t *testing.T) {
+	f := newFakeDriver()
+	sock := f.serve(t)
+	raw := controller(t, sock)
+	handles := make([]string, 8)
+	for i := range handles {
+		handles[i] = createVolume(t, raw, fmt.Sprint(i))
+	}
+	c := newClient(t, fakeName, sock, nil)
+
+	errs := make([]error, len(handles))
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Go(func() { errs[i] = c.DeleteVolume(t.Context(), fakeName, h, nil) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Empty(t, listVolumes(t, raw))
+}
+
+func TestClose(t *testing.T) {
+	f := newFakeDriver()
+	sock := f.serve(t)
+	c, err := csi.New([]config.CSIDriver{{Name: fakeName, Endpoint: sock}}, secretMap(nil), nil)
+	require.NoError(t, err)
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.DeleteVolume(t.Context(), fakeName, "vol-2", nil), csi.ErrClosed)
+	require.Equal(t, 1, f.callsTo("DeleteVolume"))
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		drivers []config.CSIDriver
+		errHas  string // empty: accepted
+	}{
+		{name: "none"},
+		{name: "several", drivers: []config.CSIDriver{
+			{Name: "b.csi.example.com", Endpoint: "/run/b.sock"},
+			{Name: "a.csi.example.com", Endpoint: "/run/a.sock", Timeout: time.Second},
+		}},
+		{name: "no name", drivers: []config.CSIDriver{{Endpoint: "/run/a.sock"}}, errHas: "driver 0 has no name"},
+		{name: "duplicate", drivers: []config.CSIDriver{
+			{Name: "a.csi.example.com", Endpoint: "/run/a.sock"},
+			{Name: "a.csi.example.com", Endpoint: "/run/b.sock"},
+		}, errHas: "listed twice"},
+		{name: "relative endpoint", drivers: []config.CSIDriver{{Name: "a.csi.example.com", Endpoint: "run/a.sock"}}, errHas: "not an absolute socket path"},
+		{name: "URL endpoint", drivers: []config.CSIDriver{{Name: "a.csi.example.com", Endpoint: "unix:///run/a.sock"}}, errHas: "not an absolute socket path"},
+		{name: "negative timeout", drivers: []config.CSIDriver{{Name: "a.csi.example.com", Endpoint: "/run/a.sock", Timeout: -time.Second}}, errHas: "negative timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := csi.New(tt.drivers, secretMap(nil), nil)
+			if tt.errHas != "" {
+				require.ErrorIs(t, err, csi.ErrInvalidDriver)
+				require.ErrorContains(t, err, tt.errHas)
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, c.Close()) })
+			var want []string
+			for _, d := range tt.drivers {
+				want = append(want, d.Name)
+				require.True(t, c.Configured(d.Name))
+			}
+			require.IsNonDecreasing(t, c.Drivers())
+			require.ElementsMatch(t, want, c.Drivers())
+			require.False(t, c.Configured("other.csi.example.com"))
+		})
+	}
+	_, err := csi.New(nil, nil, nil)
+	require.ErrorContains(t, err, "nil SecretGetter")
+}
