@@ -44,7 +44,7 @@ test-unit:
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \
 		echo "== $$d against $(GUESTDIR)/$$(basename $$d).wasm"; \
-		KUBEPLUG_BIN=$(KUBEPLUG) KUBEPLUG_TEST_WASM=$(GUESTDIR)/$$(basename $$d).wasm $(GO) test -count=1 ./$$d; \
+		KUBEPLUG_BIN=$(KUBEPLUG) KUBEPLUG_TEST_WASM=$(GUESTDIR)/$$(basename $$d).wasm $(GO) test -count=1 ./$$d/...; \
 	done
 
 test-cases: build guests
@@ -62,7 +62,7 @@ e2e: build
 	cd e2e && $(GO) vet ./... && KUBEPLUG_BIN=$(KUBEPLUG) $(GO) test -count=1 -timeout 30m ./...
 
 bench: build guests
-	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench
+	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
 
 generate:
 	hack/gen-abi.sh

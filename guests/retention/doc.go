@@ -10,7 +10,7 @@
 // references and neither undoes the other. README.md maps each rule to the
 // upstream function it mirrors.
 //
-// Files by concern: main.go registers the module; policy.go reads the
+// The code is in ./policy. Files by concern: module.go registers the module; policy.go reads the
 // retention policy and the ordinal range; owners.go holds the per-claim
 // checks (isClaimOwnerUpToDate, updateClaimOwnerRefForSetAndPod and their
 // helpers); replicas.go sorts claims into replicas and decides when

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -127,7 +128,7 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		return Shadow, w.desc, nil
 	}
 	if err := e.call(ctx, a, t, st, w); err != nil {
-		if w.kind == writePatch || w.kind == writeDelete {
+		if w.kind == writePatch || w.kind == writeDelete || w.kind == writeDeleteVolume {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return Conflict, w.desc, fmt.Errorf("%w: %w", ErrConflict, err)
 			}
@@ -171,6 +172,17 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 	case writeDelete:
 		return e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv)
 	case writeDeleteVolume:
+		// A backing volume deleted on a stale view is data lost, and the
+		// driver takes no precondition: check that the volume object is
+		// still exactly the one the module saw.
+		uid, rv, err := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
+		if err != nil {
+			return err
+		}
+		if uid != t.UID || rv != st.rv {
+			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
+				fmt.Errorf("%s is now uid=%s resourceVersion=%s, the module saw uid=%s resourceVersion=%s: not deleting its volume", t, uid, rv, t.UID, st.rv))
+		}
 		return e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets)
 	case writeEvent:
 		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, a.Event.Message, e.Module)

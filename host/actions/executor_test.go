@@ -381,3 +381,32 @@ func TestExecuteApplyAfterApplyIsSent(t *testing.T) {
 	require.Equal(t, []actions.Outcome{actions.Executed, actions.Executed}, outcomes(rep))
 	require.Contains(t, c.calls[1].Data, `"resourceVersion":"101"`)
 }
+
+// A CSI DeleteVolume takes no precondition, so the executor reads the
+// volume object from the API server first and deletes nothing unless it is
+// still the version the module saw.
+func TestExecuteDeleteVolumeOnlyOnTheVersionSeen(t *testing.T) {
+	tests := []struct {
+		name    string
+		current map[string][2]string
+	}{
+		{"volume changed since the snapshot", map[string][2]string{"pv-1": {"pv-uid", "6"}}},
+		{"volume replaced by another of the same name", map[string][2]string{"pv-1": {"other-uid", "5"}}},
+		{"volume gone", map[string][2]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, v := &fakeCluster{current: tt.current}, &fakeVolumes{drivers: []string{driver}}
+			res := &abi.Result{Actions: []abi.Action{
+				{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+				{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
+			}}
+			rep, err := executor(c, v).Execute(context.Background(), everything(), volumeRequest(), res)
+			require.ErrorIs(t, err, actions.ErrConflict)
+			require.Equal(t, []actions.Outcome{actions.Conflict, actions.Skipped}, outcomes(rep))
+			require.Empty(t, v.calls, "no DeleteVolume on a stale view")
+			require.Empty(t, c.writes(), "no write after the conflict")
+			require.Equal(t, 1, c.reads)
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -34,6 +36,11 @@ type fakeCluster struct {
 	fail   func(c call) error
 	// noRV makes patches return an empty resourceVersion.
 	noRV bool
+	// current answers Current by object name: {uid, resourceVersion}. Nil
+	// answers as volumeRequest's pv-1 is; a missing name is NotFound.
+	current map[string][2]string
+	// reads counts Current calls.
+	reads int
 }
 
 var _ actions.Cluster = (*fakeCluster)(nil)
@@ -63,6 +70,19 @@ func (f *fakeCluster) Patch(_ context.Context, kind, namespace, name string, pt 
 
 func (f *fakeCluster) Delete(_ context.Context, kind, namespace, name, uid, resourceVersion string) error {
 	return f.record(call{Op: "delete", Kind: kind, Namespace: namespace, Name: name, UID: uid, RV: resourceVersion})
+}
+
+func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (string, string, error) {
+	f.reads++
+	cur := f.current
+	if cur == nil {
+		cur = map[string][2]string{"pv-1": {"pv-uid", "5"}}
+	}
+	v, ok := cur[name]
+	if !ok {
+		return "", "", apierrors.NewNotFound(schema.GroupResource{Resource: abi.Kinds[kind].Resource}, name)
+	}
+	return v[0], v[1], nil
 }
 
 func (f *fakeCluster) RecordEvent(_ context.Context, target abi.ObjectRef, eventType, reason, message, module string) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/csi"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/metrics"
 	"github.com/kubeplug/kubeplug/host/runtime"
@@ -107,6 +108,14 @@ func Run(ctx context.Context, opts Options) error {
 		Cluster: &kube.Cluster{Dynamic: dyn, Events: events},
 		Metrics: m,
 		Logger:  log,
+	}
+	if len(file.CSIDrivers) > 0 {
+		volumes, err := csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
+		if err != nil {
+			return fmt.Errorf("%w: %s: csiDrivers: %w", ErrConfig, file.Path, err)
+		}
+		defer volumes.Close()
+		deps.Volumes, deps.Drivers = volumes, volumes.Drivers
 	}
 	ctrls := make([]*controller.Controller, 0, len(mods))
 	for _, mod := range mods {

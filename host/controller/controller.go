@@ -295,17 +295,36 @@ func (c *Controller) countActions(rep actions.Report) {
 }
 
 // recordExecuted records a Normal event on each object an action wrote, so
-// that `kubectl describe` shows which module did what.
+// that `kubectl describe` shows which module did what, and a Warning event
+// on the target of an action whose call failed (a CSI DeleteVolume the
+// driver refused, say), so that the object says why it is stuck.
 func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 	for _, a := range rep.Actions {
-		if a.Outcome != actions.Executed || a.Type == abi.ActionEvent {
+		var eventType, reason, msg string
+		switch {
+		case a.Outcome == actions.Executed && a.Type != abi.ActionEvent:
+			eventType, reason = abi.EventNormal, actionReason(a.Type)
+			msg = fmt.Sprintf("kubeplug module %s: %s: %s", c.mod.Name, a.Type, a.Write)
+		case a.Outcome == actions.Failed:
+			eventType, reason = abi.EventWarning, failureReason(a.Type)
+			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.mod.Name, a.Type, a.Err)
+		default:
 			continue
 		}
-		msg := fmt.Sprintf("kubeplug module %s: %s: %s", c.mod.Name, a.Type, a.Write)
-		if err := c.deps.Cluster.RecordEvent(ctx, a.Target, abi.EventNormal, actionReason(a.Type), msg, c.mod.Name); err != nil {
+		if err := c.deps.Cluster.RecordEvent(ctx, a.Target, eventType, reason, msg, c.mod.Name); err != nil {
 			c.log.Warn("record action event", "target", a.Target, "err", err)
 		}
 	}
+}
+
+// failureReason is the reason of the Warning event recording a failed
+// action: external-provisioner's for a failed volume deletion, so that
+// existing alerts on it keep working.
+func failureReason(action string) string {
+	if action == abi.ActionDeleteVolume {
+		return "VolumeFailedDelete"
+	}
+	return "ActionFailed"
 }
 
 // actionReason is the reason of the event recording an executed action.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/actions"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/csi"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
 var _ actions.VolumeDeleter = (*csi.Client)(nil)
@@ -34,8 +36,8 @@ func newClient(t *testing.T, name, sock string, secrets csi.SecretGetter) *csi.C
 }
 
 func TestDeleteVolume(t *testing.T) {
-	f := newFakeDriver()
-	sock := f.serve(t)
+	f := csitest.New(fakeName)
+	sock := serve(t, f)
 	raw := controller(t, sock)
 	keep := createVolume(t, raw, "keep")
 	gone := createVolume(t, raw, "gone")
@@ -48,19 +50,19 @@ func TestDeleteVolume(t *testing.T) {
 	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, keep, nil))
 	require.Empty(t, listVolumes(t, raw))
 
-	require.Equal(t, 1, f.callsTo("GetPluginInfo"), "the driver is verified once per connection")
-	require.Equal(t, 1, f.callsTo("ControllerGetCapabilities"))
-	require.Equal(t, 3, f.callsTo("DeleteVolume"))
+	require.Equal(t, 1, f.Calls("GetPluginInfo"), "the driver is verified once per connection")
+	require.Equal(t, 1, f.Calls("ControllerGetCapabilities"))
+	require.Equal(t, 3, f.Calls("DeleteVolume"))
 }
 
 func TestDeleteVolumeUnknownHandle(t *testing.T) {
 	for _, notFound := range []bool{false, true} {
 		t.Run(fmt.Sprintf("driver answers NotFound=%t", notFound), func(t *testing.T) {
-			f := newFakeDriver()
-			f.notFound = notFound
-			c := newClient(t, fakeName, f.serve(t), nil)
+			f := csitest.New(fakeName)
+			f.NotFound = notFound
+			c := newClient(t, fakeName, serve(t, f), nil)
 			require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "never-created", nil))
-			require.Equal(t, 1, f.callsTo("DeleteVolume"))
+			require.Equal(t, 1, f.Calls("DeleteVolume"))
 		})
 	}
 }
@@ -88,9 +90,9 @@ func TestDeleteVolumeSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeDriver()
-			f.secrets = want
-			sock := f.serve(t)
+			f := csitest.New(fakeName)
+			f.Secrets = want
+			sock := serve(t, f)
 			raw := controller(t, sock)
 			handle := createVolume(t, raw, "v")
 			c := newClient(t, fakeName, sock, secrets)
@@ -98,7 +100,7 @@ func TestDeleteVolumeSecrets(t *testing.T) {
 			err := c.DeleteVolume(t.Context(), fakeName, handle, tt.ref)
 			if tt.deleted {
 				require.NoError(t, err)
-				require.Equal(t, want, f.lastSecrets)
+				require.Equal(t, want, f.LastSecrets())
 				require.Empty(t, listVolumes(t, raw))
 				return
 			}
@@ -107,7 +109,7 @@ func TestDeleteVolumeSecrets(t *testing.T) {
 			require.ErrorContains(t, err, handle)
 			require.Equal(t, []string{handle}, listVolumes(t, raw), "the volume is left")
 			if tt.code == codes.OK {
-				require.Zero(t, f.callsTo("DeleteVolume"), "the driver is not called")
+				require.Zero(t, f.Calls("DeleteVolume"), "the driver is not called")
 				require.ErrorIs(t, err, errNoSecret)
 			} else {
 				require.Equal(t, tt.code, status.Code(err))
@@ -120,7 +122,7 @@ func TestDeleteVolumeRefused(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nothing.sock")
 	tests := []struct {
 		name   string
-		driver func(*fakeDriver)
+		driver func(*csitest.Driver)
 		sock   string // instead of the fake's
 		call   string // driver name in the call, if not the configured one
 		errIs  error
@@ -129,13 +131,15 @@ func TestDeleteVolumeRefused(t *testing.T) {
 	}{
 		{
 			name:   "socket serves another driver",
-			driver: func(f *fakeDriver) { f.name = "other.csi.example.com" },
+			driver: func(f *csitest.Driver) { f.Name = "other.csi.example.com" },
 			errIs:  csi.ErrWrongDriver,
 			errHas: []string{`serves driver "other.csi.example.com", not "` + fakeName + `"`},
 		},
 		{
-			name:   "driver cannot delete volumes",
-			driver: func(f *fakeDriver) { f.caps = []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_LIST_VOLUMES} },
+			name: "driver cannot delete volumes",
+			driver: func(f *csitest.Driver) {
+				f.Caps = []csipb.ControllerServiceCapability_RPC_Type{csipb.ControllerServiceCapability_RPC_LIST_VOLUMES}
+			},
 			errIs:  csi.ErrCannotDelete,
 			errHas: []string{"CREATE_DELETE_VOLUME"},
 		},
@@ -150,11 +154,11 @@ func TestDeleteVolumeRefused(t *testing.T) {
 			sock:   missing,
 			errIs:  csi.ErrCall,
 			code:   codes.Unavailable,
-			errHas: []string{"GetPluginInfo", "check that the driver's controller is running and serving " + missing},
+			errHas: []string{"GetPluginInfo", missing, "check that the driver's controller is running"},
 		},
 		{
 			name:   "socket without the controller service",
-			driver: func(f *fakeDriver) {},
+			driver: func(f *csitest.Driver) { f.NodeOnly = true },
 			errIs:  csi.ErrCall,
 			code:   codes.Unimplemented,
 			errHas: []string{"ControllerGetCapabilities", "not its node socket"},
@@ -168,16 +172,13 @@ func TestDeleteVolumeRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeDriver()
+			f := csitest.New(fakeName)
 			if tt.driver != nil {
 				tt.driver(f)
 			}
 			sock := tt.sock
 			if sock == "" {
-				sock = f.serve(t, failWith("DeleteVolume", codes.Internal))
-			}
-			if tt.code == codes.Unimplemented {
-				sock = serveIdentityOnly(t, f)
+				sock = serve(t, f, csitest.FailWith("DeleteVolume", codes.Internal))
 			}
 			call := fakeName
 			if tt.call != "" {
@@ -186,6 +187,7 @@ func TestDeleteVolumeRefused(t *testing.T) {
 			c := newClient(t, fakeName, sock, nil)
 
 			err := c.DeleteVolume(t.Context(), call, "vol-7", nil)
+			t.Log(err)
 			require.ErrorIs(t, err, tt.errIs)
 			require.ErrorContains(t, err, `delete volume "vol-7"`)
 			require.ErrorContains(t, err, `"`+call+`"`)
@@ -201,13 +203,14 @@ func TestDeleteVolumeRefused(t *testing.T) {
 }
 
 func TestDeleteVolumeTimeout(t *testing.T) {
-	f := newFakeDriver()
-	sock := f.serve(t, hang("DeleteVolume"))
+	f := csitest.New(fakeName)
+	sock := serve(t, f, csitest.Hang("DeleteVolume"))
 	c, err := csi.New([]config.CSIDriver{{Name: fakeName, Endpoint: sock, Timeout: 50 * time.Millisecond}}, secretMap(nil), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
 
 	err = c.DeleteVolume(t.Context(), fakeName, "vol-1", nil)
+	t.Log(err)
 	require.ErrorIs(t, err, csi.ErrCall)
 	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
 	require.ErrorContains(t, err, "did not answer within 50ms")
@@ -216,28 +219,25 @@ func TestDeleteVolumeTimeout(t *testing.T) {
 // TestDeleteVolumeDriverReplaced: after the driver was unreachable, the
 // client verifies whatever answers on the socket next.
 func TestDeleteVolumeDriverReplaced(t *testing.T) {
-	f := newFakeDriver()
-	sock := f.serve(t)
+	sock := socketPath(t)
+	stop := serveAt(t, csitest.New(fakeName), sock)
 	c := newClient(t, fakeName, sock, nil)
 	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
 
-	// serve stops the first server when the test ends; stop it now through
-	// a second one on another socket being irrelevant, so restart by hand.
-	other := newFakeDriver()
-	other.name = "other.csi.example.com"
-	stopFirst(t, f, sock)
+	stop()
 	err := c.DeleteVolume(t.Context(), fakeName, "vol-2", nil)
 	require.Equal(t, codes.Unavailable, status.Code(err))
 
-	other.serveAt(t, sock)
+	other := csitest.New("other.csi.example.com")
+	serveAt(t, other, sock)
 	err = c.DeleteVolume(t.Context(), fakeName, "vol-3", nil)
 	require.ErrorIs(t, err, csi.ErrWrongDriver)
-	require.Zero(t, other.callsTo("DeleteVolume"))
+	require.Zero(t, other.Calls("DeleteVolume"))
 }
 
 func TestDeleteVolumeConcurrent(t *testing.T) {
-	f := newFakeDriver()
-	sock := f.serve(t)
+	f := csitest.New(fakeName)
+	sock := serve(t, f)
 	raw := controller(t, sock)
 	handles := make([]string, 8)
 	for i := range handles {
@@ -256,14 +256,14 @@ func TestDeleteVolumeConcurrent(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	f := newFakeDriver()
-	sock := f.serve(t)
+	f := csitest.New(fakeName)
+	sock := serve(t, f)
 	c, err := csi.New([]config.CSIDriver{{Name: fakeName, Endpoint: sock}}, secretMap(nil), nil)
 	require.NoError(t, err)
 	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, c.DeleteVolume(t.Context(), fakeName, "vol-2", nil), csi.ErrClosed)
-	require.Equal(t, 1, f.callsTo("DeleteVolume"))
+	require.Equal(t, 1, f.Calls("DeleteVolume"))
 }
 
 func TestNew(t *testing.T) {

@@ -4,10 +4,11 @@
 // actions.VolumeDeleter).
 //
 // Each driver is reached over gRPC on its controller's unix socket. The
-// connection is made on the first call and kept; before the first
-// DeleteVolume on it the client asks the driver its name (GetPluginInfo) and
-// its controller capabilities, so that a socket pointing at the wrong driver,
-// or at one that cannot delete volumes, is refused rather than sent deletes.
+// connection is made on the first call and kept until the driver is found
+// unreachable; before the first DeleteVolume on a connection the client asks
+// the driver its name (GetPluginInfo) and its controller capabilities, so
+// that a socket pointing at the wrong driver, or at one that cannot delete
+// volumes, is refused rather than sent deletes.
 // Every call is bounded by the driver's configured timeout. A volume that is
 // already gone counts as deleted, as the CSI specification makes DeleteVolume
 // idempotent.

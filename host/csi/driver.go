@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -35,7 +35,7 @@ func (d *driver) deleteVolume(ctx context.Context, handle string, secrets map[st
 	}
 	callCtx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	_, err = csi.NewControllerClient(conn).DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: handle, Secrets: secrets})
+	_, err = csipb.NewControllerClient(conn).DeleteVolume(callCtx, &csipb.DeleteVolumeRequest{VolumeId: handle, Secrets: secrets})
 	switch status.Code(err) {
 	case codes.OK:
 		d.log.Info("deleted backing volume", "volumeHandle", handle)
@@ -89,23 +89,23 @@ func (d *driver) ready(ctx context.Context) (*grpc.ClientConn, error) {
 // can delete volumes.
 func (d *driver) verify(ctx context.Context, conn *grpc.ClientConn) error {
 	callCtx, cancel := context.WithTimeout(ctx, d.Timeout)
-	info, err := csi.NewIdentityClient(conn).GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
+	info, err := csipb.NewIdentityClient(conn).GetPluginInfo(callCtx, &csipb.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
 		return d.fail(conn, "GetPluginInfo", err)
 	}
 	if info.GetName() != d.Name {
-		return fmt.Errorf("%w: %s serves driver %q, not %q; point endpoint: at %s's controller socket, or name the driver %q in the host configuration",
-			ErrWrongDriver, d.Endpoint, info.GetName(), d.Name, d.Name, info.GetName())
+		return fmt.Errorf("%w: %s serves driver %q, not %q; point endpoint: for %q at its controller's socket",
+			ErrWrongDriver, d.Endpoint, info.GetName(), d.Name, d.Name)
 	}
 	callCtx, cancel = context.WithTimeout(ctx, d.Timeout)
-	caps, err := csi.NewControllerClient(conn).ControllerGetCapabilities(callCtx, &csi.ControllerGetCapabilitiesRequest{})
+	caps, err := csipb.NewControllerClient(conn).ControllerGetCapabilities(callCtx, &csipb.ControllerGetCapabilitiesRequest{})
 	cancel()
 	if err != nil {
 		return d.fail(conn, "ControllerGetCapabilities", err)
 	}
-	canDelete := slices.ContainsFunc(caps.GetCapabilities(), func(c *csi.ControllerServiceCapability) bool {
-		return c.GetRpc().GetType() == csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME
+	canDelete := slices.ContainsFunc(caps.GetCapabilities(), func(c *csipb.ControllerServiceCapability) bool {
+		return c.GetRpc().GetType() == csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME
 	})
 	if !canDelete {
 		return fmt.Errorf("%w: the controller at %s does not advertise CREATE_DELETE_VOLUME; remove %q from csiDrivers: in the host configuration and leave its volumes to their provisioner",

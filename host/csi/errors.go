@@ -56,11 +56,11 @@ func (d *driver) callError(method string, err error) error {
 func (d *driver) advice(method string, code codes.Code) string {
 	switch code {
 	case codes.Unavailable:
-		return fmt.Sprintf("check that the driver's controller is running and serving %s", d.Endpoint)
+		return "check that the driver's controller is running and serving that socket"
 	case codes.DeadlineExceeded:
 		return fmt.Sprintf("the driver did not answer within %s; check its controller's logs, or raise timeout: for it in the host configuration", d.Timeout)
 	case codes.Unimplemented:
-		return fmt.Sprintf("%s does not serve this CSI service; point endpoint: at the driver's controller socket, not its node socket", d.Endpoint)
+		return fmt.Sprintf("the socket does not serve %s; point endpoint: at the driver's controller socket, not its node socket", method)
 	case codes.Canceled:
 		return "the call was cancelled (the host is stopping or the reconcile was abandoned); it is retried on the next reconcile"
 	}

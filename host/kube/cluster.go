@@ -95,3 +95,16 @@ func GVR(kind string) (gvr schema.GroupVersionResource, namespaced bool, err err
 	}
 	return gv.WithResource(info.Resource), info.Namespaced, nil
 }
+
+// Current implements actions.Cluster with a GET from the API server.
+func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (uid, resourceVersion string, err error) {
+	ri, err := c.resource(kind, namespace)
+	if err != nil {
+		return "", "", err
+	}
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", "", err
+	}
+	return string(obj.GetUID()), obj.GetResourceVersion(), nil
+}

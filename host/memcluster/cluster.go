@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -245,4 +246,22 @@ func (c *Cluster) RequestCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.requests
+}
+
+// Current implements actions.Cluster: the named object's UID and
+// resourceVersion, or a NotFound error.
+func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (uid, resourceVersion string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj, ok := c.objects[c.key(kind, namespace, name)]
+	if !ok {
+		return "", "", apierrors.NewNotFound(groupResource(kind), name)
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	uid, _ = meta["uid"].(string)
+	resourceVersion, _ = meta["resourceVersion"].(string)
+	return uid, resourceVersion, nil
 }

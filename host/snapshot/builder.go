@@ -135,7 +135,7 @@ func (b *Builder) PersistentVolume(key string, config []byte) (*abi.ReconcileReq
 			subject.Claim = ProjectClaim(c)
 		}
 	}
-	if name := pv.Spec.StorageClassName; name != "" {
+	if name := volumeClass(pv); name != "" {
 		sc, err := b.Lister.GetStorageClass(name)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -157,6 +157,19 @@ func (b *Builder) PersistentVolume(key string, config []byte) (*abi.ReconcileReq
 		Config:           config,
 		PersistentVolume: subject,
 	}, nil
+}
+
+// betaClassAnnotation names a volume's class on volumes created before
+// spec.storageClassName existed; like upstream's GetPersistentVolumeClass,
+// it wins over the field.
+const betaClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+// volumeClass is the name of pv's StorageClass, "" for none.
+func volumeClass(pv *corev1.PersistentVolume) string {
+	if name, ok := pv.Annotations[betaClassAnnotation]; ok {
+		return name
+	}
+	return pv.Spec.StorageClassName
 }
 
 func (b *Builder) now() string {

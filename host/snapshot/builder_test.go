@@ -171,6 +171,8 @@ func TestBuildPersistentVolume(t *testing.T) {
 		{"claim missing", newVolume("pv-1", &corev1.ObjectReference{Namespace: "default", Name: "gone", UID: "x"}, ""), false, false},
 		{"class missing", newVolume("pv-1", nil, "missing"), false, false},
 		{"unbound", newVolume("pv-1", nil, ""), false, false},
+		{"class by beta annotation", withAnnotation(newVolume("pv-1", nil, "missing"), "volume.beta.kubernetes.io/storage-class", "fast"), false, true},
+		{"beta annotation wins over the field", withAnnotation(newVolume("pv-1", nil, "fast"), "volume.beta.kubernetes.io/storage-class", "missing"), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,4 +219,12 @@ func TestBuildDefaultsClockAndDrivers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.UTC, now.Location())
 	require.Nil(t, req.PersistentVolume.Drivers)
+}
+
+func withAnnotation(v *corev1.PersistentVolume, k, val string) *corev1.PersistentVolume {
+	if v.Annotations == nil {
+		v.Annotations = map[string]string{}
+	}
+	v.Annotations[k] = val
+	return v
 }

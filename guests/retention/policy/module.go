@@ -1,0 +1,46 @@
+package policy
+
+import (
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/sdk"
+)
+
+// ReasonConflictingController is the reason of the Warning event recorded on
+// the StatefulSet when one of its claims has a controller other than the set
+// or its pod, or a reference to an earlier set or pod of the same name. It is
+// the reason kube-controller-manager uses, so that tooling that watches for
+// it sees both.
+const ReasonConflictingController = "ConflictingController"
+
+// configSchema says the module takes no configuration: what to do is each
+// StatefulSet's own retention policy. An empty object (or none) is accepted;
+// any field is refused, so that a config meant for another module is
+// reported rather than silently ignored.
+const configSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "description": "retention takes no configuration: each StatefulSet's spec.persistentVolumeClaimRetentionPolicy says what to do"
+}`
+
+func init() {
+	sdk.Register(sdk.Module{
+		Name:         "retention",
+		Version:      "0.1.0",
+		Subject:      abi.SubjectStatefulSet,
+		Description:  "Keeps the owner references of StatefulSet claims as persistentVolumeClaimRetentionPolicy asks (KEP-1847), as kube-controller-manager does.",
+		ConfigSchema: configSchema,
+		Capabilities: []abi.Capability{
+			{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}},
+			{Action: abi.ActionEvent, Resources: []string{"statefulsets"}},
+		},
+		Reconcile: reconcile,
+	})
+}
+
+func reconcile(req *sdk.Request) (sdk.Result, error) {
+	var none struct{}
+	if err := req.Config(&none); err != nil {
+		return sdk.Result{}, err
+	}
+	return sdk.Result{Actions: decide(req)}, nil
+}

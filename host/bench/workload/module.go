@@ -1,0 +1,104 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubeplug/kubeplug/abi"
+	kpruntime "github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/sdk/sdktest"
+)
+
+var (
+	mu     sync.Mutex
+	builds = map[string][]byte{}
+)
+
+// root is the repository's root directory.
+func root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Guest builds the guest main package at dir (relative to the repository
+// root, e.g. "guests/retention") for wasip1, once per test binary.
+func Guest(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if b, ok := builds[dir]; ok {
+		return b
+	}
+	tmp, err := os.MkdirTemp("", "kubeplug-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "guest.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+dir)
+	cmd.Dir = root()
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build guest %s: %v\n%s", dir, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	builds[dir] = b
+	return b
+}
+
+// Load loads the guest at dir into a new engine with default limits
+// (deadline mode on, as in production).
+func Load(tb testing.TB, dir string) *kpruntime.Module {
+	tb.Helper()
+	ctx := context.Background()
+	e, err := kpruntime.NewEngine(ctx, kpruntime.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close(ctx) })
+	m, err := e.Load(ctx, dir+".wasm", Guest(tb, dir), kpruntime.DefaultLimits())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// NativeNsPerOp runs the module registered in this test binary natively
+// (sdktest's harness: the SDK's dispatch and codec, no wasm) over reqs, one
+// op being a pass over all of them, and returns ns per op: the baseline a
+// wasm run is reported against. check sees every result. testing.Benchmark
+// cannot run inside a benchmark, so it times a fixed loop itself: at least
+// 3 passes and 500 ms.
+func NativeNsPerOp(tb testing.TB, reqs []*abi.ReconcileRequest, check func(testing.TB, *abi.Result)) float64 {
+	h := sdktest.New(tb)
+	start, n := time.Now(), 0
+	for n < 3 || time.Since(start) < 500*time.Millisecond {
+		for _, req := range reqs {
+			res, err := h.Reconcile(req)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			check(tb, res)
+		}
+		n++
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n)
+}
+
+// Must fails tb with what went wrong when err is not nil.
+func Must(tb testing.TB, err error, what string, args ...any) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
