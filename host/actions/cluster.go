@@ -26,12 +26,19 @@ type Cluster interface {
 	// preconditions (either may be empty to skip it).
 	Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error
 	// Current reads the named object from the API server itself, not from a
-	// cache, and returns its UID and resourceVersion. The executor calls it
-	// before a call that the API server cannot precondition (a CSI
-	// DeleteVolume), to act only on the object version the module saw.
-	Current(ctx context.Context, kind, namespace, name string) (uid, resourceVersion string, err error)
+	// cache. The executor calls it before a call that the API server cannot
+	// precondition (a CSI DeleteVolume), to act only on the object version
+	// the module saw, and to finish a volume's deletion (see Executor).
+	Current(ctx context.Context, kind, namespace, name string) (Meta, error)
 	// RecordEvent records an Event on target on behalf of module.
 	RecordEvent(ctx context.Context, target abi.ObjectRef, eventType, reason, message, module string) error
+}
+
+// Meta is what Current reads of an object.
+type Meta struct {
+	UID             string
+	ResourceVersion string
+	Finalizers      []string
 }
 
 // VolumeDeleter deletes backing volumes through CSI. The live host calls a

@@ -127,7 +127,15 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		}
 		return Shadow, w.desc, nil
 	}
-	if err := e.call(ctx, a, t, st, w); err != nil {
+	err = e.call(ctx, a, t, st, w)
+	if err != nil && apierrors.IsConflict(err) && a.Type == abi.ActionRemoveFinalizer && st.volumeDeleted {
+		var done bool
+		w, done, err = e.finishVolumeDeletion(ctx, a, t, st, w, err)
+		if done {
+			return Unchanged, w.desc, nil
+		}
+	}
+	if err != nil {
 		if w.kind == writePatch || w.kind == writeDelete || w.kind == writeDeleteVolume {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return Conflict, w.desc, fmt.Errorf("%w: %w", ErrConflict, err)
@@ -154,6 +162,46 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	return Executed, w.desc, nil
 }
 
+// finishVolumeDeletion retries the removal of a finalizer that conflicted
+// after this Result deleted the object's backing volume. Other controllers
+// write a volume at the moment it is released (the binder its status,
+// pv-protection its own finalizer), so the removal often races them; and
+// once the driver has deleted the volume, keeping the finalizer protects
+// nothing and would only make the next reconcile call DeleteVolume again.
+// So the removal is planned again on the object as the API server has it
+// now, with that resourceVersion as precondition, as long as it is still the
+// same object (same UID). done reports that nothing is left to do: the
+// object is gone or no longer carries the finalizer.
+// err is the conflict that started it, returned if the object is no longer
+// the same.
+func (e *Executor) finishVolumeDeletion(ctx context.Context, a abi.Action, t Target, st *objectState, w *write, err error) (_ *write, done bool, _ error) {
+	const attempts = 3
+	for range attempts {
+		cur, gerr := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return w, true, nil
+		case gerr != nil:
+			return w, false, gerr
+		case cur.UID != t.UID:
+			return w, false, err
+		}
+		st.rv, st.finalizers = cur.ResourceVersion, cur.Finalizers
+		next, perr := plan(a, t, st)
+		if perr != nil {
+			return w, false, perr
+		}
+		if next == nil {
+			return w, true, nil
+		}
+		w = next
+		if err = e.call(ctx, a, t, st, w); err == nil || !apierrors.IsConflict(err) {
+			return w, false, err
+		}
+	}
+	return w, false, err
+}
+
 // call makes the API or CSI call of w, recording a patch's new
 // resourceVersion in st.
 func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {
@@ -175,15 +223,20 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 		// A backing volume deleted on a stale view is data lost, and the
 		// driver takes no precondition: check that the volume object is
 		// still exactly the one the module saw.
-		uid, rv, err := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
+		cur, err := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
 		if err != nil {
 			return err
 		}
-		if uid != t.UID || rv != st.rv {
+		if cur.UID != t.UID || cur.ResourceVersion != st.rv {
 			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
-				fmt.Errorf("%s is now uid=%s resourceVersion=%s, the module saw uid=%s resourceVersion=%s: not deleting its volume", t, uid, rv, t.UID, st.rv))
+				fmt.Errorf("%s is now uid=%s resourceVersion=%s, the module saw uid=%s resourceVersion=%s: not deleting its volume",
+					t, cur.UID, cur.ResourceVersion, t.UID, st.rv))
 		}
-		return e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets)
+		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets); err != nil {
+			return err
+		}
+		st.volumeDeleted = true
+		return nil
 	case writeEvent:
 		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, a.Event.Message, e.Module)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -388,11 +389,11 @@ func TestExecuteApplyAfterApplyIsSent(t *testing.T) {
 func TestExecuteDeleteVolumeOnlyOnTheVersionSeen(t *testing.T) {
 	tests := []struct {
 		name    string
-		current map[string][2]string
+		current map[string]actions.Meta
 	}{
-		{"volume changed since the snapshot", map[string][2]string{"pv-1": {"pv-uid", "6"}}},
-		{"volume replaced by another of the same name", map[string][2]string{"pv-1": {"other-uid", "5"}}},
-		{"volume gone", map[string][2]string{}},
+		{"volume changed since the snapshot", map[string]actions.Meta{"pv-1": {UID: "pv-uid", ResourceVersion: "6"}}},
+		{"volume replaced by another of the same name", map[string]actions.Meta{"pv-1": {UID: "other-uid", ResourceVersion: "5"}}},
+		{"volume gone", map[string]actions.Meta{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,6 +408,66 @@ func TestExecuteDeleteVolumeOnlyOnTheVersionSeen(t *testing.T) {
 			require.Empty(t, v.calls, "no DeleteVolume on a stale view")
 			require.Empty(t, c.writes(), "no write after the conflict")
 			require.Equal(t, 1, c.reads)
+		})
+	}
+}
+
+// After a successful DeleteVolume, a finalizer removal that conflicts with
+// another controller's write is planned again on the object as it is now:
+// keeping the finalizer would only make the next reconcile delete the
+// volume a second time.
+func TestExecuteFinishesVolumeDeletionAfterConflict(t *testing.T) {
+	const ext = "external-provisioner.volume.kubernetes.io/finalizer"
+	res := &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}},
+		{Type: abi.ActionRemoveFinalizer, Target: volumeRef(), Finalizer: ext},
+		{Type: abi.ActionDeleteObject, Target: volumeRef()},
+	}}
+	conflictOnce := func(c call) error {
+		if c.Op == "patch" && strings.Contains(c.Data, `"resourceVersion":"5"`) {
+			return apierrors.NewConflict(schema.GroupResource{Resource: "persistentvolumes"}, "pv-1", errors.New("changed"))
+		}
+		return nil
+	}
+	tests := []struct {
+		name     string
+		now      actions.Meta // the volume after the other controller's write
+		gone     bool
+		outcomes []actions.Outcome
+		patch    string // the retried removal, "" when none
+	}{{
+		name:     "another finalizer removed meanwhile",
+		now:      actions.Meta{UID: "pv-uid", ResourceVersion: "6", Finalizers: []string{ext}},
+		outcomes: []actions.Outcome{actions.Executed, actions.Executed, actions.Executed},
+		patch:    `{"metadata":{"uid":"pv-uid","resourceVersion":"6","finalizers":null}}`,
+	}, {
+		name:     "finalizer already removed by someone else",
+		now:      actions.Meta{UID: "pv-uid", ResourceVersion: "6", Finalizers: []string{"kubernetes.io/pv-protection"}},
+		outcomes: []actions.Outcome{actions.Executed, actions.Unchanged, actions.Executed},
+	}, {
+		name:     "replaced by another object of the same name",
+		now:      actions.Meta{UID: "new-uid", ResourceVersion: "6", Finalizers: []string{ext}},
+		outcomes: []actions.Outcome{actions.Executed, actions.Conflict, actions.Skipped},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, v := &fakeCluster{fail: conflictOnce}, &fakeVolumes{drivers: []string{driver}}
+			req := volumeRequest()
+			req.PersistentVolume.Volume.Metadata.Finalizers = []string{"kubernetes.io/pv-protection", ext}
+			// The first read (before DeleteVolume) sees the module's
+			// version; later ones see the other controller's write.
+			c.current = map[string]actions.Meta{"pv-1": {UID: "pv-uid", ResourceVersion: "5"}}
+			c.onRead = func() { c.current = map[string]actions.Meta{"pv-1": tt.now} }
+			rep, _ := executor(c, v).Execute(context.Background(), everything(), req, res)
+			require.Equal(t, tt.outcomes, outcomes(rep))
+			require.Len(t, v.calls, 1, "one DeleteVolume")
+			var retried string
+			for _, w := range c.writes() {
+				if w.Op == "patch" && !strings.Contains(w.Data, `"resourceVersion":"5"`) {
+					retried = w.Data
+				}
+			}
+			require.Equal(t, tt.patch, retried)
 		})
 	}
 }

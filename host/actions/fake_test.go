@@ -36,11 +36,13 @@ type fakeCluster struct {
 	fail   func(c call) error
 	// noRV makes patches return an empty resourceVersion.
 	noRV bool
-	// current answers Current by object name: {uid, resourceVersion}. Nil
-	// answers as volumeRequest's pv-1 is; a missing name is NotFound.
-	current map[string][2]string
+	// current answers Current by object name. Nil answers as
+	// volumeRequest's pv-1 is; a missing name is NotFound.
+	current map[string]actions.Meta
 	// reads counts Current calls.
 	reads int
+	// onRead, when set, runs after each Current call.
+	onRead func()
 }
 
 var _ actions.Cluster = (*fakeCluster)(nil)
@@ -72,17 +74,20 @@ func (f *fakeCluster) Delete(_ context.Context, kind, namespace, name, uid, reso
 	return f.record(call{Op: "delete", Kind: kind, Namespace: namespace, Name: name, UID: uid, RV: resourceVersion})
 }
 
-func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (string, string, error) {
+func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (actions.Meta, error) {
 	f.reads++
+	if f.onRead != nil {
+		defer f.onRead()
+	}
 	cur := f.current
 	if cur == nil {
-		cur = map[string][2]string{"pv-1": {"pv-uid", "5"}}
+		cur = map[string]actions.Meta{"pv-1": {UID: "pv-uid", ResourceVersion: "5"}}
 	}
 	v, ok := cur[name]
 	if !ok {
-		return "", "", apierrors.NewNotFound(schema.GroupResource{Resource: abi.Kinds[kind].Resource}, name)
+		return actions.Meta{}, apierrors.NewNotFound(schema.GroupResource{Resource: abi.Kinds[kind].Resource}, name)
 	}
-	return v[0], v[1], nil
+	return v, nil
 }
 
 func (f *fakeCluster) RecordEvent(_ context.Context, target abi.ObjectRef, eventType, reason, message, module string) error {

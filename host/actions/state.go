@@ -20,6 +20,9 @@ type objectState struct {
 	// annotations and resources are then no longer known, so later applies
 	// on it are sent without a no-op check.
 	applied bool
+	// volumeDeleted is set once this Result deleted the object's backing
+	// volume through CSI.
+	volumeDeleted bool
 	// gone, when set, says why no further write on the object may be sent:
 	// it was deleted, or its resourceVersion is unknown.
 	gone string

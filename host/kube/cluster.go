@@ -97,14 +97,14 @@ func GVR(kind string) (gvr schema.GroupVersionResource, namespaced bool, err err
 }
 
 // Current implements actions.Cluster with a GET from the API server.
-func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (uid, resourceVersion string, err error) {
+func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (actions.Meta, error) {
 	ri, err := c.resource(kind, namespace)
 	if err != nil {
-		return "", "", err
+		return actions.Meta{}, err
 	}
 	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", "", err
+		return actions.Meta{}, err
 	}
-	return string(obj.GetUID()), obj.GetResourceVersion(), nil
+	return actions.Meta{UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Finalizers: obj.GetFinalizers()}, nil
 }

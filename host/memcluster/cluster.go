@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
 )
 
 // Config configures a Cluster. The zero value is usable.
@@ -248,20 +249,27 @@ func (c *Cluster) RequestCount() int {
 	return c.requests
 }
 
-// Current implements actions.Cluster: the named object's UID and
-// resourceVersion, or a NotFound error.
-func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (uid, resourceVersion string, err error) {
+// Current implements actions.Cluster: the named object's UID,
+// resourceVersion and finalizers, or a NotFound error.
+func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (actions.Meta, error) {
 	if err := ctx.Err(); err != nil {
-		return "", "", err
+		return actions.Meta{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	obj, ok := c.objects[c.key(kind, namespace, name)]
 	if !ok {
-		return "", "", apierrors.NewNotFound(groupResource(kind), name)
+		return actions.Meta{}, apierrors.NewNotFound(groupResource(kind), name)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
-	uid, _ = meta["uid"].(string)
-	resourceVersion, _ = meta["resourceVersion"].(string)
-	return uid, resourceVersion, nil
+	var m actions.Meta
+	m.UID, _ = meta["uid"].(string)
+	m.ResourceVersion, _ = meta["resourceVersion"].(string)
+	fins, _ := meta["finalizers"].([]any)
+	for _, f := range fins {
+		if s, ok := f.(string); ok {
+			m.Finalizers = append(m.Finalizers, s)
+		}
+	}
+	return m, nil
 }
