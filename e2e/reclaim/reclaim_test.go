@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"google.golang.org/grpc/codes"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
