@@ -28,7 +28,8 @@ type Cluster interface {
 	// Current reads the named object from the API server itself, not from a
 	// cache. The executor calls it before a call that the API server cannot
 	// precondition (a CSI DeleteVolume), to act only on the object version
-	// the module saw, and to finish a volume's deletion (see Executor).
+	// the module saw; to finish a volume's deletion; and to check that an
+	// owner it is about to reference is not being deleted (see Executor).
 	Current(ctx context.Context, kind, namespace, name string) (Meta, error)
 	// RecordEvent records an Event on target on behalf of module.
 	RecordEvent(ctx context.Context, target abi.ObjectRef, eventType, reason, message, module string) error
@@ -39,6 +40,8 @@ type Meta struct {
 	UID             string
 	ResourceVersion string
 	Finalizers      []string
+	// Deleting is true when the object has a deletionTimestamp.
+	Deleting bool
 }
 
 // VolumeDeleter deletes backing volumes through CSI. The live host calls a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -162,6 +163,50 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	return Executed, w.desc, nil
 }
 
+// checkNewOwners reads, from the API server, each owner that add
+// references and the object does not reference yet, and refuses the write
+// (as a conflict: reconcile again) unless the owner exists with that UID and
+// is not being deleted. The informer caches are not in step with each other:
+// a module can see a claim that the garbage collector just orphaned from a
+// StatefulSet deleted with propagationPolicy Orphan, next to a cached set
+// that does not show its deletion yet. Putting the set's reference back then
+// would have the collector delete the claim with the set, which is the one
+// thing an orphaning deletion promises not to do. Upstream's StatefulSet
+// controller rechecks the deletion timestamp from the API server before it
+// adopts, for the same reason.
+func (e *Executor) checkNewOwners(ctx context.Context, add []abi.OwnerReference, t Target, st *objectState) error {
+	for _, r := range add {
+		if slices.ContainsFunc(st.ownerRefs, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
+			continue
+		}
+		info, ok := abi.Kinds[r.Kind]
+		if !ok || info.APIVersion != r.APIVersion {
+			return fmt.Errorf("owner %s %s (%s): the host cannot check that it exists; reference a StatefulSet or a Pod", r.Kind, r.Name, r.APIVersion)
+		}
+		ns := t.Namespace
+		if !info.Namespaced {
+			ns = ""
+		}
+		cur, err := e.Cluster.Current(ctx, r.Kind, ns, r.Name)
+		var why string
+		switch {
+		case apierrors.IsNotFound(err):
+			why = "does not exist"
+		case err != nil:
+			return fmt.Errorf("check owner %s %s: %w", r.Kind, r.Name, err)
+		case cur.UID != r.UID:
+			why = "has another UID (" + cur.UID + ")"
+		case cur.Deleting:
+			why = "is being deleted"
+		}
+		if why != "" {
+			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
+				fmt.Errorf("owner %s %s (uid %s) %s: not adding a reference to it", r.Kind, r.Name, r.UID, why))
+		}
+	}
+	return nil
+}
+
 // finishVolumeDeletion retries the removal of a finalizer that conflicted
 // after this Result deleted the object's backing volume. Other controllers
 // write a volume at the moment it is released (the binder its status,
@@ -207,6 +252,11 @@ func (e *Executor) finishVolumeDeletion(ctx context.Context, a abi.Action, t Tar
 func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {
 	switch w.kind {
 	case writePatch:
+		if a.Type == abi.ActionUpdateOwnerReferences {
+			if err := e.checkNewOwners(ctx, a.OwnerReferences.Add, t, st); err != nil {
+				return err
+			}
+		}
 		var sub []string
 		if w.subresource != "" {
 			sub = []string{w.subresource}

@@ -471,3 +471,52 @@ func TestExecuteFinishesVolumeDeletionAfterConflict(t *testing.T) {
 		})
 	}
 }
+
+// An owner reference is added only to an owner that the API server has,
+// with that UID, and that is not being deleted: the caches may lag, and a
+// reference to a set deleted with propagationPolicy Orphan would have the
+// garbage collector delete the claim it promised to keep.
+func TestExecuteChecksNewOwners(t *testing.T) {
+	add := func(claim int, refs ...abi.OwnerReference) abi.Action {
+		return abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(claim),
+			OwnerReferences: &abi.OwnerReferencesChange{Add: refs}}
+	}
+	tests := []struct {
+		name    string
+		current map[string]actions.Meta
+		want    actions.Outcome
+		reads   int
+	}{
+		{"owner live", map[string]actions.Meta{"web": {UID: "set-uid"}}, actions.Executed, 1},
+		{"owner being deleted", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true}}, actions.Conflict, 1},
+		{"owner gone", map[string]actions.Meta{}, actions.Conflict, 1},
+		{"owner recreated with another uid", map[string]actions.Meta{"web": {UID: "new-uid"}}, actions.Conflict, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeCluster{current: tt.current}
+			rep, _ := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{add(1, setOwner)}})
+			require.Equal(t, []actions.Outcome{tt.want}, outcomes(rep))
+			require.Equal(t, tt.reads, c.reads)
+			if tt.want != actions.Executed {
+				require.Empty(t, c.writes(), "no write")
+			}
+		})
+	}
+	t.Run("an owner already referenced is not read again", func(t *testing.T) {
+		c := &fakeCluster{current: map[string]actions.Meta{}}
+		upgraded := setOwner
+		upgraded.BlockOwnerDeletion = false
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{add(0, upgraded)}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep), "reference rewritten in place")
+		require.Zero(t, c.reads)
+	})
+	t.Run("an owner of a kind the host cannot read is not referenced", func(t *testing.T) {
+		c := &fakeCluster{}
+		other := abi.OwnerReference{APIVersion: "example.com/v1", Kind: "Database", Name: "db", UID: "db-uid"}
+		rep, _ := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{add(1, other)}})
+		require.Equal(t, []actions.Outcome{actions.Failed}, outcomes(rep))
+		require.Empty(t, c.writes())
+	})
+}

@@ -36,8 +36,8 @@ type fakeCluster struct {
 	fail   func(c call) error
 	// noRV makes patches return an empty resourceVersion.
 	noRV bool
-	// current answers Current by object name. Nil answers as
-	// volumeRequest's pv-1 is; a missing name is NotFound.
+	// current answers Current by object name. Nil answers as the
+	// fixtures' volume, set and pods are; a missing name is NotFound.
 	current map[string]actions.Meta
 	// reads counts Current calls.
 	reads int
@@ -81,7 +81,12 @@ func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (actions.
 	}
 	cur := f.current
 	if cur == nil {
-		cur = map[string]actions.Meta{"pv-1": {UID: "pv-uid", ResourceVersion: "5"}}
+		cur = map[string]actions.Meta{
+			"pv-1":  {UID: "pv-uid", ResourceVersion: "5"},
+			"web":   {UID: "set-uid", ResourceVersion: "10"},
+			"web-0": {UID: "pod-0", ResourceVersion: "30"},
+			"web-1": {UID: "pod-1", ResourceVersion: "31"},
+		}
 	}
 	v, ok := cur[name]
 	if !ok {

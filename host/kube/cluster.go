@@ -106,5 +106,10 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 	if err != nil {
 		return actions.Meta{}, err
 	}
-	return actions.Meta{UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Finalizers: obj.GetFinalizers()}, nil
+	return actions.Meta{
+		UID:             string(obj.GetUID()),
+		ResourceVersion: obj.GetResourceVersion(),
+		Finalizers:      obj.GetFinalizers(),
+		Deleting:        obj.GetDeletionTimestamp() != nil,
+	}, nil
 }

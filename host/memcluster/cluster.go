@@ -265,6 +265,7 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 	var m actions.Meta
 	m.UID, _ = meta["uid"].(string)
 	m.ResourceVersion, _ = meta["resourceVersion"].(string)
+	m.Deleting = meta["deletionTimestamp"] != nil
 	fins, _ := meta["finalizers"].([]any)
 	for _, f := range fins {
 		if s, ok := f.(string); ok {
