@@ -45,6 +45,9 @@ type scene struct {
 // scenes are played in order.
 var scenes = []scene{
 	{title: "A vendor module warns about claims that are kept forever", modules: []string{"warnretain"}, run: warnRetained},
+	{title: "KEP-1847 story 1: keep volumes while the application lives, reclaim them when it is deleted", modules: []string{"retention"}, run: retentionStory1},
+	{title: "KEP-1847 story 2: reclaim volumes on scale-down, keep them when the set is deleted", modules: []string{"retention"}, run: retentionStory2},
+	{title: "KEP-1847 story 3: reclaim volumes on scale-down and deletion, keep them across pod restarts", modules: []string{"retention"}, run: retentionStory3},
 }
 
 // demo is the state the scenes share.
