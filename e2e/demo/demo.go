@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
 // Options say where the demo finds what it runs.
@@ -48,6 +49,7 @@ var scenes = []scene{
 	{title: "KEP-1847 story 1: keep volumes while the application lives, reclaim them when it is deleted", modules: []string{"retention"}, run: retentionStory1},
 	{title: "KEP-1847 story 2: reclaim volumes on scale-down, keep them when the set is deleted", modules: []string{"retention"}, run: retentionStory2},
 	{title: "KEP-1847 story 3: reclaim volumes on scale-down and deletion, keep them across pod restarts", modules: []string{"retention"}, run: retentionStory3},
+	{title: "KEP-2644: a volume deleted before its claim no longer leaks its storage", modules: []string{"reclaim"}, run: reclaimLeak},
 }
 
 // demo is the state the scenes share.
@@ -55,6 +57,8 @@ type demo struct {
 	Options
 	n      *narrator
 	client kubernetes.Interface
+	// driver is the CSI driver the host deletes volumes through.
+	driver *csitest.Driver
 }
 
 // Run plays the demo and stops everything it started.
@@ -67,6 +71,7 @@ func Run(ctx context.Context, o Options) error {
 	n.step("starting the control plane in this process: etcd, kube-apiserver, kube-controller-manager")
 	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{
 		"garbage-collector-controller", "persistentvolumeclaim-protection-controller",
+		"persistentvolume-binder-controller", "persistentvolume-protection-controller",
 	}})
 	if err != nil {
 		return err
@@ -74,7 +79,14 @@ func Run(ctx context.Context, o Options) error {
 	defer cp.Stop()
 	n.step("control plane up at %s", cp.Config.Host)
 
-	cfg, err := hostConfig(mods, o.Guests)
+	driver, socket, stopDriver, err := startDriver()
+	if err != nil {
+		return err
+	}
+	defer stopDriver()
+	n.step("CSI driver %s serving on %s", csiDriverName, socket)
+
+	cfg, err := hostConfig(mods, o.Guests, socket)
 	if err != nil {
 		return err
 	}
@@ -89,7 +101,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
 
-	d := &demo{Options: o, n: n, client: cp.Client()}
+	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver}
 	played := 0
 	for _, s := range scenes {
 		if missing := missingModules(s.modules, mods); len(missing) > 0 {
@@ -133,9 +145,9 @@ func missingModules(need, have []string) []string {
 }
 
 // hostConfig is the host configuration the demo runs with.
-func hostConfig(mods []string, guests string) (string, error) {
+func hostConfig(mods []string, guests, socket string) (string, error) {
 	var b strings.Builder
-	b.WriteString("resync: 30s\nmodules:\n")
+	fmt.Fprintf(&b, "resync: 30s\ncsiDrivers:\n- name: %s\n  endpoint: unix://%s\nmodules:\n", csiDriverName, socket)
 	for _, m := range mods {
 		p, err := filepath.Abs(filepath.Join(guests, m+".wasm"))
 		if err != nil {
@@ -147,6 +159,22 @@ func hostConfig(mods []string, guests string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// startDriver serves a CSI driver on a socket in a new directory.
+func startDriver() (*csitest.Driver, string, func(), error) {
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	socket := filepath.Join(dir, "csi.sock")
+	d := csitest.New(csiDriverName)
+	stop, err := d.Serve(socket)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	return d, socket, func() { stop(); os.RemoveAll(dir) }, nil
 }
 
 // hostProcess is the kubeplug run process.
