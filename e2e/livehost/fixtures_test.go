@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,16 +26,7 @@ func client(t testing.TB) kubernetes.Interface {
 // namespace creates a namespace for one test.
 func namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}
-	got, err := client(t).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Name
+	return testenv.Namespace(t, client(t))
 }
 
 // createSet creates a StatefulSet with one claim template, "data", and the

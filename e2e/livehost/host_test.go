@@ -14,7 +14,7 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
-const wait = 2 * time.Minute
+const wait = testenv.Timeout
 
 // TestExampleModuleActs: the foundation's example module, run by kubeplug
 // run, records its Warning event in the API server, from the module's own

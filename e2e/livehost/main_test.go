@@ -3,8 +3,6 @@
 package livehost
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,19 +12,6 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	// No controllers: these tests are about the host alone.
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	defer testenv.Cleanup()
-	return m.Run()
-}
+// TestMain starts kube-apiserver and etcd but no controllers: these tests
+// are about the host alone.
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp, testenv.MainOptions{})) }

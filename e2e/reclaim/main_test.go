@@ -5,7 +5,6 @@
 package reclaim
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,36 +25,32 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(testenv.Main(m, &cp, testenv.MainOptions{
+		ControlPlane: controlplane.Options{Controllers: []string{
+			"persistentvolume-binder-controller",
+			"persistentvolume-protection-controller",
+			"persistentvolumeclaim-protection-controller",
+		}},
+		Setup: serveDriver,
+	}))
 }
 
-func run(m *testing.M) int {
-	var err error
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{Controllers: []string{
-		"persistentvolume-binder-controller",
-		"persistentvolume-protection-controller",
-		"persistentvolumeclaim-protection-controller",
-	}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	defer testenv.Cleanup()
-
+// serveDriver serves driver on socket, in a directory of its own, until the
+// function it returns is called.
+func serveDriver() (func(), error) {
 	dir, err := os.MkdirTemp("", "csi")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, fmt.Errorf("serve csi driver %s: %w", driverName, err)
 	}
-	defer os.RemoveAll(dir)
 	socket = filepath.Join(dir, "csi.sock")
 	driver = csitest.New(driverName)
 	stop, err := driver.Serve(socket)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("serve csi driver %s: %w", driverName, err)
 	}
-	defer stop()
-	return m.Run()
+	return func() {
+		stop()
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 const (
-	wait = 2 * time.Minute
+	wait = testenv.Timeout
 	// extFinalizer is external-provisioner's finalizer, which the module
 	// puts on the volumes of the drivers the host acts for.
 	extFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
@@ -110,16 +110,7 @@ func provision(t *testing.T, drv string, policy corev1.PersistentVolumeReclaimPo
 
 func namespace(t *testing.T) string {
 	t.Helper()
-	name := strings.ToLower(t.Name())
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns, err := cp.Client().CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return testenv.Namespace(t, cp.Client())
 }
 
 func (p pair) volume(t *testing.T) (*corev1.PersistentVolume, bool) {

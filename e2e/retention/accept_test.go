@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
@@ -22,11 +23,12 @@ func TestHostAcceptsWhatKCMWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	var namespaces []string
-	for _, p := range policies {
-		t.Run(strings.ReplaceAll(p.String(), "/", "-"), func(t *testing.T) {
-			e := &env{t: t, ctx: t.Context(), c: client(t), ns: namespace(t), policy: p}
+	for _, p := range setctl.Policies() {
+		t.Run(p.Name(), func(t *testing.T) {
+			e := &env{t: t, ctx: t.Context(), c: client(t), policy: p}
+			e.ns = testenv.Namespace(t, e.c)
 			namespaces = append(namespaces, e.ns)
-			if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, newSet(e.ns, p, 3), metav1.CreateOptions{}); err != nil {
+			if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, setctl.NewStatefulSet(e.ns, setName, template, p, 3), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			e.awaitPods(3)
@@ -59,7 +61,7 @@ func TestHostAcceptsWhatKCMWrote(t *testing.T) {
 	})
 	h.WaitReady(t)
 	const rounds = 3
-	testenv.Eventually(t, wait, fmt.Sprintf("%d reconciles of each of %d sets", rounds, len(namespaces)), func() (bool, error) {
+	testenv.Eventually(t, testenv.Timeout, fmt.Sprintf("%d reconciles of each of %d sets", rounds, len(namespaces)), func() (bool, error) {
 		m, err := h.Scrape()
 		if err != nil {
 			return false, err

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,8 +19,6 @@ import (
 )
 
 const (
-	// wait bounds every wait: a hung test, not a performance assertion.
-	wait = 2 * time.Minute
 	// setName and template name the StatefulSet of every scenario and its
 	// one claim template: the claims are data-web-0 and data-web-1.
 	setName  = "web"
@@ -45,62 +41,6 @@ func client(t testing.TB) kubernetes.Interface {
 	cfg.UserAgent = testAgent
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: many scenarios share this client's limits otherwise
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-// namespace creates a namespace for one subtest, named after it (without
-// the top-level test's name).
-func namespace(t testing.TB) string {
-	t.Helper()
-	name := t.Name()
-	if _, sub, ok := strings.Cut(name, "/"); ok {
-		name = strings.TrimPrefix(sub, "scenarios/")
-	}
-	name = strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(name))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}
-	got, err := client(t).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Name
-}
-
-// newSet is a StatefulSet of two replicas, Parallel (with no kubelet, no
-// pod ever becomes Ready, and OrderedReady would wait for pod 0 forever),
-// with one claim template and the given policy.
-func newSet(ns string, p setctl.Policy, replicas int32) *appsv1.StatefulSet {
-	labels := map[string]string{"app": setName}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            &replicas,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: template},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-			PersistentVolumeClaimRetentionPolicy: p.Spec(),
-		},
-	}
-}
-
-// policies are the four combinations, named whenDeleted/whenScaled.
-var policies = []setctl.Policy{
-	{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete},
-	{WhenDeleted: setctl.Retain, WhenScaled: setctl.Delete},
-	{WhenDeleted: setctl.Delete, WhenScaled: setctl.Retain},
-	{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain},
 }
 
 // phase is where a claim's replica stands, which decides the references
@@ -140,9 +80,10 @@ type env struct {
 // both pods and both claims and the claims carry their in-range references.
 func newEnv(t *testing.T, p setctl.Policy) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), c: client(t), ns: namespace(t), policy: p}
+	e := &env{t: t, ctx: context.Background(), c: client(t), policy: p}
+	e.ns = testenv.Namespace(t, e.c)
 	e.rec = record(t, e.ns)
-	if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, newSet(e.ns, p, 2), metav1.CreateOptions{}); err != nil {
+	if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, setctl.NewStatefulSet(e.ns, setName, template, p, 2), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.awaitPods(2)
@@ -215,7 +156,7 @@ func (e *env) deletePod(ordinal int32) {
 // exist, none terminating.
 func (e *env) awaitPods(n int32) {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, fmt.Sprintf("%d pods of %s/%s", n, e.ns, setName), func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("%d pods of %s/%s", n, e.ns, setName), func() (bool, error) {
 		s := e.set()
 		if s.Status.ObservedGeneration != s.Generation || s.Status.Replicas != n {
 			return false, nil
@@ -262,7 +203,7 @@ func (e *env) awaitClaim(ordinal int32, o outcome, ph phase) {
 			e.t.Logf("claim %s/%s last seen: %s", e.ns, name, last)
 		}
 	}()
-	testenv.Eventually(e.t, wait, fmt.Sprintf("claim %s/%s %s (%s)", e.ns, name, o, want), func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("claim %s/%s %s (%s)", e.ns, name, o, want), func() (bool, error) {
 		c := e.claim(ordinal)
 		if c == nil {
 			last = "gone"

@@ -1,10 +1,9 @@
 package retention
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
@@ -15,21 +14,13 @@ import (
 // references ever went back to a value they had left; the end compares the
 // host's writes, from its /metrics and events, with the recorded changes.
 func TestRetentionBesideKCM(t *testing.T) {
-	wasm, err := testenv.Guest("guests/retention")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := testenv.StartHost(t, testenv.HostOptions{
-		Kubeconfig: cp.Kubeconfig,
-		Config:     fmt.Sprintf("modules:\n- path: %s\n  name: retention\n  workers: 8\n", wasm),
-	})
-	h.WaitReady(t)
+	h := testenv.StartModule(t, cp.Kubeconfig, "guests/retention", "retention", 8)
 
 	rep := &report{}
 	t.Run("scenarios", func(t *testing.T) {
 		for _, sc := range scenarios {
-			for _, p := range policies {
-				t.Run(sc.name+"/"+strings.ReplaceAll(p.String(), "/", "-"), func(t *testing.T) {
+			for _, p := range setctl.Policies() {
+				t.Run(sc.name+"/"+p.Name(), func(t *testing.T) {
 					t.Parallel()
 					e := newEnv(t, p)
 					sc.run(e)

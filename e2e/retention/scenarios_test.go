@@ -130,7 +130,7 @@ var scenarios = []scenario{
 				s.Spec.Template.Annotations["e2e.kubeplug.dev/rollout"] = "2"
 			})
 			e.awaitReplaced(old, 0, 1)
-			testenv.Eventually(e.t, wait, "pods at the update revision", func() (bool, error) {
+			testenv.Eventually(e.t, testenv.Timeout, "pods at the update revision", func() (bool, error) {
 				s := e.set()
 				if s.Status.UpdateRevision == rev {
 					return false, nil
@@ -153,7 +153,7 @@ var scenarios = []scenario{
 			if err := e.c.AppsV1().StatefulSets(e.ns).Delete(e.ctx, setName, metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
 				e.t.Fatal(err)
 			}
-			testenv.Eventually(e.t, wait, "set gone, pods orphaned", func() (bool, error) {
+			testenv.Eventually(e.t, testenv.Timeout, "set gone, pods orphaned", func() (bool, error) {
 				if _, err := e.c.AppsV1().StatefulSets(e.ns).Get(e.ctx, setName, metav1.GetOptions{}); err == nil {
 					return false, nil
 				}
@@ -194,7 +194,7 @@ func (e *env) podUIDs() [2]types.UID {
 // anew, and kube-controller-manager is done.
 func (e *env) awaitReplaced(old [2]types.UID, ordinals ...int32) {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, fmt.Sprintf("pods %v of %s replaced", ordinals, e.ns), func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("pods %v of %s replaced", ordinals, e.ns), func() (bool, error) {
 		for _, ord := range ordinals {
 			if p := e.pod(ord); p == nil || p.UID == old[ord] {
 				return false, nil
@@ -208,7 +208,7 @@ func (e *env) awaitReplaced(old [2]types.UID, ordinals ...int32) {
 // awaitNoSetNorPods waits until the set and its pods are gone.
 func (e *env) awaitNoSetNorPods() {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, "set and pods gone", func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, "set and pods gone", func() (bool, error) {
 		if _, err := e.c.AppsV1().StatefulSets(e.ns).Get(e.ctx, setName, metav1.GetOptions{}); err == nil {
 			return false, nil
 		}

@@ -91,7 +91,7 @@ func (r *report) attribute(t *testing.T, h *testenv.Host) {
 	}
 	var executed, conflicts float64
 	var writes []hostWrite
-	testenv.Eventually(t, wait, "an OwnerReferencesUpdated event for every write the host executed", func() (bool, error) {
+	testenv.Eventually(t, testenv.Timeout, "an OwnerReferencesUpdated event for every write the host executed", func() (bool, error) {
 		m, err := h.Scrape()
 		if err != nil {
 			return false, err

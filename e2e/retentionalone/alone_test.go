@@ -17,22 +17,14 @@ import (
 // claims the policy says, and that the host makes exactly the owner-reference
 // writes the scenario needs, no more.
 func TestRetentionAlone(t *testing.T) {
-	wasm, err := testenv.Guest("guests/retention")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := testenv.StartHost(t, testenv.HostOptions{
-		Kubeconfig: cp.Kubeconfig,
-		Config:     fmt.Sprintf("modules:\n- path: %s\n  name: retention\n  workers: 8\n", wasm),
-	})
-	h.WaitReady(t)
+	testenv.StartModule(t, cp.Kubeconfig, "guests/retention", "retention", 8)
 
-	for _, p := range policies {
-		t.Run("lifecycle/"+policyName(p), func(t *testing.T) {
+	for _, p := range setctl.Policies() {
+		t.Run("lifecycle/"+p.Name(), func(t *testing.T) {
 			t.Parallel()
 			lifecycle(t, p)
 		})
-		t.Run("orphan/"+policyName(p), func(t *testing.T) {
+		t.Run("orphan/"+p.Name(), func(t *testing.T) {
 			t.Parallel()
 			orphan(t, p)
 		})
@@ -107,7 +99,7 @@ func orphan(t *testing.T, p setctl.Policy) {
 	// set's references from every dependent; from then on the claims must
 	// stay unowned. A claim owned again, or deleted, means somebody wrote
 	// the set's reference back while the set was being deleted.
-	testenv.Eventually(t, wait, "set gone, its pods and claims orphaned", func() (bool, error) {
+	testenv.Eventually(t, testenv.Timeout, "set gone, its pods and claims orphaned", func() (bool, error) {
 		if _, err := e.s.Get(e.ctx); err == nil {
 			return false, nil
 		}
@@ -215,7 +207,7 @@ func (e *env) kept(ordinals ...int32) {
 // awaitNoPods waits until the garbage collector has deleted the set's pods.
 func (e *env) awaitNoPods() {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, "pods of "+e.ns+" gone", func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, "pods of "+e.ns+" gone", func() (bool, error) {
 		pods, err := e.c.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + setName})
 		return err == nil && len(pods.Items) == 0, err
 	})

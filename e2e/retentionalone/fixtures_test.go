@@ -3,14 +3,10 @@ package retentionalone
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -21,78 +17,17 @@ import (
 )
 
 const (
-	// wait bounds every wait: a hung test, not a performance assertion.
-	wait = 2 * time.Minute
 	// setName and template name every subtest's StatefulSet and its one
 	// claim template: the claims are data-web-<ordinal>.
 	setName  = "web"
 	template = "data"
 )
 
-// policies are the four combinations, named whenDeleted/whenScaled.
-var policies = []setctl.Policy{
-	{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete},
-	{WhenDeleted: setctl.Retain, WhenScaled: setctl.Delete},
-	{WhenDeleted: setctl.Delete, WhenScaled: setctl.Retain},
-	{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain},
-}
-
-func policyName(p setctl.Policy) string { return strings.ReplaceAll(p.String(), "/", "-") }
-
 func client(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the subtests share it
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-// namespace creates a namespace for one subtest, named after it (without
-// the top-level test's name).
-func namespace(t testing.TB) string {
-	t.Helper()
-	name := t.Name()
-	if _, sub, ok := strings.Cut(name, "/"); ok {
-		name = strings.TrimPrefix(sub, "scenarios/")
-	}
-	name = strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(name))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-")
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}
-	got, err := client(t).CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Name
-}
-
-// newSet is a StatefulSet with one claim template. Parallel, because the
-// module, like upstream, reaches condemned claims under OrderedReady only
-// once every pod in range is Running and Ready, which with no kubelet
-// never happens.
-func newSet(ns string, p setctl.Policy, replicas int32) *appsv1.StatefulSet {
-	labels := map[string]string{"app": setName}
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            &replicas,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: template},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-			PersistentVolumeClaimRetentionPolicy: p.Spec(),
-		},
-	}
 }
 
 // env is one subtest's world: a namespace and the set the stand-in runs.
@@ -109,12 +44,13 @@ type env struct {
 // claim the references its policy asks.
 func newEnv(t *testing.T, p setctl.Policy, replicas int32) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), c: client(t), ns: namespace(t)}
-	s, err := setctl.Create(e.ctx, e.c, newSet(e.ns, p, replicas))
+	e := &env{t: t, ctx: context.Background(), c: client(t)}
+	e.ns = testenv.Namespace(t, e.c)
+	s, err := setctl.Create(e.ctx, e.c, setctl.NewStatefulSet(e.ns, setName, template, p, replicas))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Timeout = wait
+	s.Timeout = testenv.Timeout
 	e.s = s
 	e.inLine(0, replicas)
 	return e
@@ -161,7 +97,7 @@ func (e *env) claimUIDs(from, to int32) map[int32]types.UID {
 // awaitGone waits until no claim of ordinal exists.
 func (e *env) awaitGone(ordinals ...int32) {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, fmt.Sprintf("claims %v of %s gone", ordinals, e.ns), func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("claims %v of %s gone", ordinals, e.ns), func() (bool, error) {
 		for _, ord := range ordinals {
 			if e.claim(ord) != nil {
 				return false, nil
@@ -214,7 +150,7 @@ func (e *env) hostWrites() int {
 // namespace, failing if it makes more.
 func (e *env) awaitWrites(n int) {
 	e.t.Helper()
-	testenv.Eventually(e.t, wait, fmt.Sprintf("%d owner-reference writes by the host in %s", n, e.ns), func() (bool, error) {
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("%d owner-reference writes by the host in %s", n, e.ns), func() (bool, error) {
 		got := e.hostWrites()
 		if got > n {
 			return false, fmt.Errorf("the host made %d owner-reference writes in %s, want %d", got, e.ns, n)

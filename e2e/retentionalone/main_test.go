@@ -8,11 +8,7 @@
 package retentionalone
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
@@ -22,30 +18,13 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	// The subtests spend their time waiting for the host and the garbage
-	// collector, not on the CPU: run them all at once unless -parallel
-	// says otherwise.
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", fmt.Sprint(max(16, runtime.GOMAXPROCS(0))))
-	}
-
-	var err error
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{Controllers: []string{
-		"garbage-collector-controller",
-		"persistentvolumeclaim-protection-controller",
-	}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cp.Stop()
-	defer testenv.Cleanup()
-	return m.Run()
+	os.Exit(testenv.Main(m, &cp, testenv.MainOptions{
+		ControlPlane: controlplane.Options{Controllers: []string{
+			"garbage-collector-controller",
+			"persistentvolumeclaim-protection-controller",
+		}},
+		// The subtests spend their time waiting for the host and the
+		// garbage collector, not on the CPU: run them all at once.
+		Parallel: 16,
+	}))
 }

@@ -3,7 +3,9 @@
 // demo. It creates a StatefulSet's pods and claims the way upstream names and
 // labels them, scales, deletes and recreates pods, and deletes the set, so
 // that the owner references on the claims are the retention module's work
-// and nobody else's.
+// and nobody else's. It also holds what both retention test packages build
+// their StatefulSets from: the four policies (Policies) and the set itself
+// (NewStatefulSet).
 //
 // It never writes an owner reference on a claim: claims are created without
 // any, and a scale-down waits for the module to give the condemned claims

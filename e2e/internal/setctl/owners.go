@@ -6,41 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The retention policy values, for brevity.
-const (
-	Retain = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-	Delete = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-)
-
-// Policy is a StatefulSet's spec.persistentVolumeClaimRetentionPolicy with
-// the API's default, Retain, for each field left unset.
-type Policy struct {
-	WhenDeleted appsv1.PersistentVolumeClaimRetentionPolicyType
-	WhenScaled  appsv1.PersistentVolumeClaimRetentionPolicyType
-}
-
-// PolicyOf returns set's policy.
-func PolicyOf(set *appsv1.StatefulSet) Policy {
-	p := Policy{WhenDeleted: Retain, WhenScaled: Retain}
-	if sp := set.Spec.PersistentVolumeClaimRetentionPolicy; sp != nil {
-		if sp.WhenDeleted != "" {
-			p.WhenDeleted = sp.WhenDeleted
-		}
-		if sp.WhenScaled != "" {
-			p.WhenScaled = sp.WhenScaled
-		}
-	}
-	return p
-}
-
-// String is the policy as whenDeleted/whenScaled, e.g. "Delete/Retain".
-func (p Policy) String() string { return string(p.WhenDeleted) + "/" + string(p.WhenScaled) }
-
-// Spec is p as the StatefulSet field.
-func (p Policy) Spec() *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
-	return &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: p.WhenDeleted, WhenScaled: p.WhenScaled}
-}
-
 // Owners returns the owner references KEP-1847 asks every claim of one
 // replica to carry, as kube-controller-manager writes them (controller
 // references, blockOwnerDeletion set):

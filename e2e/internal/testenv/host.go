@@ -94,6 +94,23 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	return h
 }
 
+// StartModule builds the guest module in dir (see Guest), starts a host that
+// runs it alone, in every namespace, as name with the given number of
+// workers, and waits until the host is ready.
+func StartModule(t testing.TB, kubeconfig, dir, name string, workers int) *Host {
+	t.Helper()
+	wasm, err := Guest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := StartHost(t, HostOptions{
+		Kubeconfig: kubeconfig,
+		Config:     fmt.Sprintf("modules:\n- path: %s\n  name: %s\n  workers: %d\n", wasm, name, workers),
+	})
+	h.WaitReady(t)
+	return h
+}
+
 // Stop sends sig and waits up to grace for the process to exit, then kills
 // it. It returns the process's exit error (nil for exit status 0).
 func (h *Host) Stop(sig syscall.Signal, grace time.Duration) error {
@@ -152,7 +169,7 @@ func (h *Host) Get(path string) (int, string, error) {
 // WaitReady waits until /readyz answers 200.
 func (h *Host) WaitReady(t testing.TB) {
 	t.Helper()
-	Eventually(t, 2*time.Minute, h.Name+" ready", func() (bool, error) {
+	Eventually(t, Timeout, h.Name+" ready", func() (bool, error) {
 		if h.Exited() {
 			return false, fmt.Errorf("%s exited: %v\n%s", h.Name, h.err, h.Log())
 		}
@@ -188,6 +205,10 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Timeout bounds every wait of the end-to-end tests: a hung test, not a
+// performance assertion.
+const Timeout = 2 * time.Minute
 
 // Eventually polls cond every 200ms until it returns true, failing t with
 // the condition's description when it returns an error or timeout passes.
