@@ -11,4 +11,7 @@
 // built as a WASI reactor with GOOS=wasip1 GOARCH=wasm go build
 // -buildmode=c-shared, and must stay TinyGo-compatible (no reflection beyond
 // the SDK's config decoding, no regexp on the hot path).
+//
+// The code is in ./policy, which registers the module when imported; this
+// package only imports it for the WASI build.
 package main
