@@ -16,7 +16,8 @@ func TestDependencies(t *testing.T) {
 	require.NoError(t, err, "go list -deps %s:\n%s", pkg, out)
 	for _, dep := range strings.Fields(string(out)) {
 		switch {
-		case dep == pkg, dep == "github.com/kubeplug/kubeplug/host/runtime":
+		case dep == pkg, dep == "github.com/kubeplug/kubeplug/host/runtime",
+			strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/runtime/internal/"): // part of runtime
 		case strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/"),
 			strings.HasPrefix(dep, "k8s.io/client-go"),
 			strings.HasPrefix(dep, "k8s.io/api/"):

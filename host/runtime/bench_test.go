@@ -21,7 +21,7 @@ func BenchmarkReconcileEmpty(b *testing.B) {
 		wasm func(testing.TB) []byte
 	}{
 		{"go", func(tb testing.TB) []byte { return guest(tb, "good") }},
-		{"raw", func(testing.TB) []byte { return rawGuest(nil).bytes() }},
+		{"raw", func(testing.TB) []byte { return rawGuest(nil).Bytes() }},
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			m, err := newEngine(b, runtime.Options{}).Load(ctx, g.name+".wasm", g.wasm(b), runtime.Limits{})

@@ -11,9 +11,9 @@ import (
 // (a timer and a context allocated, then torn down): each instance keeps one
 // callContext and one stopped timer, and a call only resets the timer.
 //
-// Once it fires it stays done: wazero closes the instance when the context
-// is done (WithCloseOnContextDone), and a closed instance is discarded, so
-// its callContext is never used again.
+// Once it fires it stays done: the guest's next checkpoint (checkpoint.go)
+// ends the call, and an instance whose call was ended is discarded, so its
+// callContext is never used again.
 type callContext struct {
 	// parent is the caller's context; Value delegates to it. Set by start and
 	// read only by the calling goroutine.

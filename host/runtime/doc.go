@@ -4,9 +4,12 @@
 // from a bounded pool of sandboxed instances.
 //
 // Sandbox, per module:
-//   - its own wazero.Runtime, so that the memory cap (Limits.MemoryBytes) and
-//     the per-call deadline (Limits.Deadline, enforced with wazero's
-//     close-on-context-done) apply to that module only;
+//   - its own wazero.Runtime, so that the memory cap (Limits.MemoryBytes)
+//     applies to that module only;
+//   - a per-call deadline (Limits.Deadline), enforced by checkpoints the
+//     runtime inserts into the module's loops and functions at load
+//     (internal/checkpoint), so that no guest can run past it, looping or
+//     recursing;
 //   - WASI preview 1 with no arguments, no environment, no preopened
 //     directories and the host's deterministic clocks and randomness;
 //     stdout and stderr go to the Logger, one record per line;

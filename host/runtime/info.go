@@ -42,6 +42,9 @@ func describeFuncs(compiled wazero.CompiledModule) (exports, imports []Func) {
 	}
 	for _, def := range compiled.ImportedFunctions() {
 		mod, name, _ := def.Import()
+		if mod == checkpointImport.Module {
+			continue // the runtime's, not the module's
+		}
 		imports = append(imports, newFunc(mod, name, def))
 	}
 	for _, fs := range [][]Func{exports, imports} {

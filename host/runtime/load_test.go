@@ -11,21 +11,22 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
 )
 
 func TestLoadRefusesBadModules(t *testing.T) {
 	// withFunc returns the raw guest with one function replaced or added.
-	withFunc := func(f wasmFunc) func(testing.TB) []byte {
+	withFunc := func(f wb.Func) func(testing.TB) []byte {
 		return func(testing.TB) []byte {
 			g := rawGuest(nil)
-			for i := range g.funcs {
-				if g.funcs[i].export == f.export {
-					g.funcs[i] = f
-					return g.bytes()
+			for i := range g.Funcs {
+				if g.Funcs[i].Export == f.Export {
+					g.Funcs[i] = f
+					return g.Bytes()
 				}
 			}
-			g.funcs = append(g.funcs, f)
-			return g.bytes()
+			g.Funcs = append(g.Funcs, f)
+			return g.Bytes()
 		}
 	}
 	built := func(name string) func(testing.TB) []byte {
@@ -36,7 +37,7 @@ func TestLoadRefusesBadModules(t *testing.T) {
 		return func(testing.TB) []byte {
 			m := rawManifest()
 			edit(m)
-			return rawGuestWith(encode(m), nil).bytes()
+			return rawGuestWith(encode(m), nil).Bytes()
 		}
 	}
 	tests := []struct {
@@ -67,21 +68,21 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name: "abi minor newer than the host's",
 			wasm: func(testing.TB) []byte {
 				g := rawGuest(nil)
-				g.funcs[1].export = abi.Version{Major: abi.VersionMajor, Minor: abi.VersionMinor + 1}.ExportName()
-				return g.bytes()
+				g.Funcs[1].Export = abi.Version{Major: abi.VersionMajor, Minor: abi.VersionMinor + 1}.ExportName()
+				return g.Bytes()
 			},
 			err:    runtime.ErrABIVersion,
 			reason: []string{"built for kubeplug ABI 1.1.0", "upgrade the host"},
 		},
 		{
 			name:   "two version markers",
-			wasm:   withFunc(wasmFunc{export: abi.Version{Major: 1, Minor: 0, Patch: 1}.ExportName()}),
+			wasm:   withFunc(wb.Func{Export: abi.Version{Major: 1, Minor: 0, Patch: 1}.ExportName()}),
 			err:    runtime.ErrABIVersion,
 			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_0, kubeplug_abi_version_1_0_1)"},
 		},
 		{
 			name:   "no version marker",
-			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.funcs[1].export = ""; return g.bytes() },
+			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.Funcs[1].Export = ""; return g.Bytes() },
 			err:    runtime.ErrMissingExport,
 			reason: []string{"no ABI version marker", abi.VersionExportPrefix},
 		},
@@ -89,8 +90,8 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name: "malformed version marker",
 			wasm: func(testing.TB) []byte {
 				g := rawGuest(nil)
-				g.funcs[1].export = "kubeplug_abi_version_1_x_0"
-				return g.bytes()
+				g.Funcs[1].Export = "kubeplug_abi_version_1_x_0"
+				return g.Bytes()
 			},
 			err:    runtime.ErrABIVersion,
 			reason: []string{`"x" is not a non-negative integer`},
@@ -103,13 +104,13 @@ func TestLoadRefusesBadModules(t *testing.T) {
 		},
 		{
 			name:   "malloc with the wrong signature",
-			wasm:   withFunc(wasmFunc{export: abi.ExportMalloc, params: []byte{tI64}, results: []byte{tI32}, body: i32Const(0)}),
+			wasm:   withFunc(wb.Func{Export: abi.ExportMalloc, Params: []byte{wb.I64}, Results: []byte{wb.I32}, Body: wb.I32Const(0)}),
 			err:    runtime.ErrMissingExport,
 			reason: []string{"export kubeplug_malloc has signature (i64) -> (i32), want (i32) -> (i32)"},
 		},
 		{
 			name:   "no memory",
-			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.noMemory, g.data = true, nil; return g.bytes() },
+			wasm:   func(testing.TB) []byte { g := rawGuest(nil); g.NoMemory, g.Data = true, nil; return g.Bytes() },
 			err:    runtime.ErrMissingExport,
 			reason: []string{`no exported memory named "memory"`},
 		},
@@ -123,26 +124,56 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name: "unknown host function",
 			wasm: func(testing.TB) []byte {
 				g := rawGuest(nil)
-				g.imports = []wasmImport{{module: abi.ImportModule, name: "kubeplug_open_socket"}}
-				return g.bytes()
+				g.Imports = []wb.Import{{Module: abi.ImportModule, Name: "kubeplug_open_socket"}}
+				return g.Bytes()
 			},
 			err:    runtime.ErrForbiddenImport,
 			reason: []string{"kubeplug.kubeplug_open_socket", "does not provide"},
 		},
 		{
+			name: "imports the runtime's own checkpoint",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.Imports = []wb.Import{{Module: "kubeplug:runtime", Name: "checkpoint", Results: []byte{wb.I32}}}
+				return g.Bytes()
+			},
+			err:    runtime.ErrForbiddenImport,
+			reason: []string{`"kubeplug:runtime" is reserved for the host`, "remove the import"},
+		},
+		{
+			// Five bytes declare 3.3 billion types: a decoder that believed
+			// them would allocate 80 GiB before reading the first.
+			name: "declares more types than it has bytes",
+			wasm: func(testing.TB) []byte {
+				return append([]byte("\x00asm\x01\x00\x00\x00"), wb.Section(1, []byte{0xc6, 0xc6, 0xc6, 0xc6, 0x0c, 0x60})...)
+			},
+			err:    runtime.ErrNotModule,
+			reason: []string{"type section", "a vector of 3369182022 elements in 1 bytes"},
+		},
+		{
+			name: "declares four billion locals",
+			wasm: func(testing.TB) []byte {
+				g := rawGuest(nil)
+				g.Funcs = append(g.Funcs, wb.Func{Locals: []wb.Locals{{N: 1<<32 - 1, Type: wb.I32}}})
+				return g.Bytes()
+			},
+			err:    runtime.ErrNotModule,
+			reason: []string{"declares more than 50000 locals"},
+		},
+		{
 			name: "imported memory",
 			wasm: func(testing.TB) []byte {
 				g := rawGuest(nil)
-				g.imports = []wasmImport{{module: "env", name: "memory", memory: true}}
-				g.noMemory, g.data = true, nil
-				return g.bytes()
+				g.Imports = []wb.Import{{Module: "env", Name: "memory", Memory: true}}
+				g.NoMemory, g.Data = true, nil
+				return g.Bytes()
 			},
 			err:    runtime.ErrForbiddenImport,
 			reason: []string{"imports memory env.memory"},
 		},
 		{
 			name:   "initialize traps",
-			wasm:   withFunc(wasmFunc{export: abi.ExportInitialize, body: []byte{opUnreachable}}),
+			wasm:   withFunc(wb.Func{Export: abi.ExportInitialize, Body: []byte{wb.OpUnreachable}}),
 			err:    runtime.ErrStart,
 			reason: []string{"_initialize", "unreachable"},
 		},
@@ -198,14 +229,14 @@ func TestLoadRefusesBadModules(t *testing.T) {
 		},
 		{
 			name:   "manifest that is not MessagePack",
-			wasm:   func(testing.TB) []byte { return rawGuestWith([]byte{0xc1, 0x00}, nil).bytes() },
+			wasm:   func(testing.TB) []byte { return rawGuestWith([]byte{0xc1, 0x00}, nil).Bytes() },
 			err:    runtime.ErrManifest,
 			reason: []string{"kubeplug_manifest", "malformed message"},
 		},
 		{
 			name: "manifest outside memory",
-			wasm: withFunc(wasmFunc{export: abi.ExportManifest, results: []byte{tI64},
-				body: i64Const(abi.PackPtrLen(60000, 100000))}),
+			wasm: withFunc(wb.Func{Export: abi.ExportManifest, Results: []byte{wb.I64},
+				Body: wb.I64Const(abi.PackPtrLen(60000, 100000))}),
 			err:    runtime.ErrManifest,
 			reason: []string{"outside the guest's 65536-byte memory"},
 		},

@@ -26,8 +26,8 @@ type Module struct {
 	info     Info
 	manifest abi.Manifest
 
-	// runtime is the module's own wazero runtime, so that its memory cap and
-	// close-on-context-done apply to this module only.
+	// runtime is the module's own wazero runtime, so that its memory cap
+	// applies to this module only.
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
 	pool     *pool
@@ -44,9 +44,12 @@ type Module struct {
 // load compiles, validates and starts the module, leaving its first instance
 // idle in the pool.
 func (m *Module) load(ctx context.Context, wasm []byte) error {
+	wasm, err := instrument(m.source, wasm)
+	if err != nil {
+		return err
+	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(m.engine.cache).
-		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(m.limits.memoryPages())
 	m.runtime = wazero.NewRuntimeWithConfig(ctx, cfg)
 
@@ -76,6 +79,9 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	}
 	if err := m.instantiateHost(ctx, m.runtime); err != nil {
 		return fmt.Errorf("load module %q: provide host functions: %w", m.source, err)
+	}
+	if err := instantiateCheckpoint(ctx, m.runtime); err != nil {
+		return fmt.Errorf("load module %q: provide checkpoints: %w", m.source, err)
 	}
 
 	m.pool = newPool(m.limits.Instances)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
 )
 
 func TestReconcileEchoes(t *testing.T) {
@@ -108,16 +109,20 @@ func TestReconcileRawGuestFailures(t *testing.T) {
 	tests := []struct {
 		name      string
 		reconcile []byte
+		funcs     []wb.Func // added to the raw guest
 		kind      runtime.ErrorKind
 		reason    string
 	}{
-		{name: "unreachable", reconcile: []byte{opUnreachable}, kind: runtime.KindTrap, reason: "guest trapped: wasm error: unreachable"},
+		{name: "unreachable", reconcile: []byte{wb.OpUnreachable}, kind: runtime.KindTrap, reason: "guest trapped: wasm error: unreachable"},
 		{name: "loop", reconcile: infiniteLoop, kind: runtime.KindDeadline, reason: "deadline exceeded after 50ms"},
-		{name: "empty output", reconcile: i64Const(0), kind: runtime.KindOutput, reason: "malformed message"},
+		{name: "recursion without loops", reconcile: fanout(40), funcs: []wb.Func{fanoutFunc}, kind: runtime.KindDeadline, reason: "deadline exceeded after 50ms"},
+		{name: "empty output", reconcile: wb.I64Const(0), kind: runtime.KindOutput, reason: "malformed message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := newEngine(t, runtime.Options{}).Load(context.Background(), "raw.wasm", rawGuest(tt.reconcile).bytes(),
+			g := rawGuest(tt.reconcile)
+			g.Funcs = append(g.Funcs, tt.funcs...)
+			m, err := newEngine(t, runtime.Options{}).Load(context.Background(), "raw.wasm", g.Bytes(),
 				runtime.Limits{Deadline: 50 * time.Millisecond})
 			require.NoError(t, err)
 			_, err = m.Reconcile(context.Background(), request("default/web"))

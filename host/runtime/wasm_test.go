@@ -2,150 +2,8 @@ package runtime_test
 
 import (
 	"github.com/kubeplug/kubeplug/abi"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
 )
-
-// A tiny WebAssembly encoder, so that tests can build modules the Go
-// toolchain would never produce: two version markers, wrong signatures, a
-// real `unreachable`, a guest with no Go runtime at all.
-
-const (
-	tI32 byte = 0x7f
-	tI64 byte = 0x7e
-
-	opUnreachable byte = 0x00
-	opLoop        byte = 0x03
-	opBr          byte = 0x0c
-	opEnd         byte = 0x0b
-	opI32Const    byte = 0x41
-	opI64Const    byte = 0x42
-)
-
-type wasmFunc struct {
-	export          string // "" leaves it unexported
-	params, results []byte
-	body            []byte // instructions, without the final end
-}
-
-type wasmImport struct {
-	module, name    string
-	params, results []byte
-	memory          bool // import a memory instead of a function
-}
-
-type wasmData struct {
-	offset uint32
-	bytes  []byte
-}
-
-type wasmModule struct {
-	imports  []wasmImport
-	funcs    []wasmFunc
-	noMemory bool // define and export no memory
-	data     []wasmData
-}
-
-func uleb(v uint64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
-}
-
-// sleb encodes v as a signed LEB128, as i32.const and i64.const take it.
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func wasmName(s string) []byte { return append(uleb(uint64(len(s))), s...) }
-
-func wasmVec(items [][]byte) []byte {
-	b := uleb(uint64(len(items)))
-	for _, it := range items {
-		b = append(b, it...)
-	}
-	return b
-}
-
-func section(id byte, content []byte) []byte {
-	return append(append([]byte{id}, uleb(uint64(len(content)))...), content...)
-}
-
-func funcType(params, results []byte) []byte {
-	b := append([]byte{0x60}, uleb(uint64(len(params)))...)
-	b = append(b, params...)
-	b = append(b, uleb(uint64(len(results)))...)
-	return append(b, results...)
-}
-
-func (m wasmModule) bytes() []byte {
-	var types, imports, funcs, exports, codes [][]byte
-	nImported := 0
-	for _, im := range m.imports {
-		entry := append(wasmName(im.module), wasmName(im.name)...)
-		if im.memory {
-			entry = append(entry, 0x02, 0x00, 0x01)
-		} else {
-			entry = append(entry, 0x00)
-			entry = append(entry, uleb(uint64(len(types)))...)
-			types = append(types, funcType(im.params, im.results))
-			nImported++
-		}
-		imports = append(imports, entry)
-	}
-	for i, f := range m.funcs {
-		funcs = append(funcs, uleb(uint64(len(types))))
-		types = append(types, funcType(f.params, f.results))
-		if f.export != "" {
-			exports = append(exports, append(append(wasmName(f.export), 0x00), uleb(uint64(nImported+i))...))
-		}
-		body := append([]byte{0x00}, f.body...) // no locals
-		body = append(body, opEnd)
-		codes = append(codes, append(uleb(uint64(len(body))), body...))
-	}
-	if !m.noMemory {
-		exports = append(exports, append(wasmName("memory"), 0x02, 0x00))
-	}
-
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	out = append(out, section(1, wasmVec(types))...)
-	if len(imports) > 0 {
-		out = append(out, section(2, wasmVec(imports))...)
-	}
-	out = append(out, section(3, wasmVec(funcs))...)
-	if !m.noMemory {
-		out = append(out, section(5, wasmVec([][]byte{{0x00, 0x01}}))...) // one page
-	}
-	out = append(out, section(7, wasmVec(exports))...)
-	out = append(out, section(10, wasmVec(codes))...)
-	if len(m.data) > 0 {
-		var segs [][]byte
-		for _, d := range m.data {
-			seg := append([]byte{0x00, opI32Const}, sleb(int64(d.offset))...)
-			seg = append(seg, opEnd)
-			seg = append(seg, uleb(uint64(len(d.bytes)))...)
-			segs = append(segs, append(seg, d.bytes...))
-		}
-		out = append(out, section(11, wasmVec(segs))...)
-	}
-	return out
-}
-
-func i32Const(v int32) []byte  { return append([]byte{opI32Const}, sleb(int64(v))...) }
-func i64Const(v uint64) []byte { return append([]byte{opI64Const}, sleb(int64(v))...) }
 
 // Memory layout of rawGuest's single 64 KiB page.
 const (
@@ -173,26 +31,43 @@ func encode(m interface{ MarshalMsg([]byte) ([]byte, error) }) []byte {
 // rawGuest is a complete guest with no language runtime: its manifest and its
 // one answer (an empty result) sit in data segments. It measures the host's
 // own cost of a call, and with reconcile set it misbehaves at the wasm level.
-func rawGuest(reconcile []byte) wasmModule { return rawGuestWith(encode(rawManifest()), reconcile) }
+func rawGuest(reconcile []byte) wb.Module { return rawGuestWith(encode(rawManifest()), reconcile) }
 
 // rawGuestWith is rawGuest with the given encoded manifest.
-func rawGuestWith(manifest, reconcile []byte) wasmModule {
+func rawGuestWith(manifest, reconcile []byte) wb.Module {
 	resp := encode(&abi.Response{Result: &abi.Result{}})
 	if reconcile == nil {
-		reconcile = i64Const(abi.PackPtrLen(rawResponseAt, uint32(len(resp))))
+		reconcile = wb.I64Const(abi.PackPtrLen(rawResponseAt, uint32(len(resp))))
 	}
-	return wasmModule{
-		funcs: []wasmFunc{
-			{export: abi.ExportInitialize},
-			{export: abi.VersionExport},
-			{export: abi.ExportMalloc, params: []byte{tI32}, results: []byte{tI32}, body: i32Const(rawInputAt)},
-			{export: abi.ExportManifest, results: []byte{tI64}, body: i64Const(abi.PackPtrLen(rawManifestAt, uint32(len(manifest))))},
-			{export: abi.ExportReconcile, params: []byte{tI32, tI32}, results: []byte{tI64}, body: reconcile},
+	return wb.Module{
+		Funcs: []wb.Func{
+			{Export: abi.ExportInitialize},
+			{Export: abi.VersionExport},
+			{Export: abi.ExportMalloc, Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.I32Const(rawInputAt)},
+			{Export: abi.ExportManifest, Results: []byte{wb.I64}, Body: wb.I64Const(abi.PackPtrLen(rawManifestAt, uint32(len(manifest))))},
+			{Export: abi.ExportReconcile, Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I64}, Body: reconcile},
 		},
-		data: []wasmData{{rawManifestAt, manifest}, {rawResponseAt, resp}},
+		Data: []wb.Data{{Offset: rawManifestAt, Bytes: manifest}, {Offset: rawResponseAt, Bytes: resp}},
 	}
 }
 
 // infiniteLoop is a function body that never returns: loop br 0 end, then
 // unreachable to satisfy the result type.
-var infiniteLoop = []byte{opLoop, 0x40, opBr, 0x00, opEnd, opUnreachable}
+var infiniteLoop = []byte{wb.OpLoop, wb.BlockEmpty, wb.OpBr, 0x00, wb.OpEnd, wb.OpUnreachable}
+
+// rawFanout is the index fanoutFunc gets when added to the raw guest: it
+// calls itself twice with n-1 down to zero, 2^(n+1)-1 calls without a single
+// loop.
+const rawFanout = 5
+
+var fanoutFunc = wb.Func{Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.Cat(
+	wb.Op(wb.OpLocalGet, 0), []byte{wb.OpI32Eqz, wb.OpIf, wb.BlockEmpty}, wb.I32Const(0), []byte{wb.OpReturn, wb.OpEnd},
+	wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Sub}, wb.Op(wb.OpCall, rawFanout), []byte{wb.OpDrop},
+	wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Sub}, wb.Op(wb.OpCall, rawFanout), []byte{wb.OpDrop},
+	wb.I32Const(1),
+)}
+
+// fanout is a reconcile body that calls fanout(depth), then answers nothing.
+func fanout(depth int32) []byte {
+	return wb.Cat(wb.I32Const(depth), wb.Op(wb.OpCall, rawFanout), []byte{wb.OpDrop}, wb.I64Const(0))
+}

@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/kubeplug/kubeplug/host/runtime/internal/checkpoint"
+)
+
+// The deadline is enforced by checkpoints the runtime inserts into every
+// module at load (package checkpoint): the guest counts down at loop heads
+// and function entries and calls checkpointImport when the count reaches
+// zero. RATIONALE.md ("Why checkpoints and not close-on-context-done?")
+// says why and what it costs.
+var checkpointImport = checkpoint.Import{Module: "kubeplug:runtime", Name: "checkpoint"}
+
+// checkpointInterval is how many loop heads and function entries a guest
+// passes between two checkpoints: a few hundred microseconds of guest code,
+// so that a deadline is kept to within about a millisecond while the
+// checkpoints themselves cost nothing measurable.
+const checkpointInterval = 1 << 16
+
+// instrument inserts the checkpoints into wasm.
+func instrument(source string, wasm []byte) ([]byte, error) {
+	out, err := checkpoint.Insert(wasm, checkpointImport, checkpointInterval)
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.Is(err, checkpoint.ErrReservedImport):
+		return nil, loadError(source, ErrForbiddenImport, "%v: remove the import", err)
+	case errors.Is(err, checkpoint.ErrUnsupported):
+		return nil, loadError(source, ErrNotModule, "%v: build it for WebAssembly 2.0 (stock Go or TinyGo with GOOS=wasip1)", err)
+	}
+	return nil, loadError(source, ErrNotModule, "%v: rebuild it, or check that the file is not truncated", err)
+}
+
+// instantiateCheckpoint provides checkpointImport to the module's runtime.
+func instantiateCheckpoint(ctx context.Context, r wazero.Runtime) error {
+	_, err := r.NewHostModuleBuilder(checkpointImport.Module).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(checkpointFunc), nil, []api.ValueType{api.ValueTypeI32}).
+		Export(checkpointImport.Name).
+		Instantiate(ctx)
+	return err
+}
+
+// checkpointFunc lets the guest go on for another interval, unless the call's
+// context is done (its deadline passed or its caller gave up) or the module
+// was closed under it: then it ends the call. The caller learns why from the
+// call's context (see callContext), not from this error.
+func checkpointFunc(ctx context.Context, mod api.Module, stack []uint64) {
+	if err := ctx.Err(); err != nil {
+		code := uint32(sys.ExitCodeDeadlineExceeded)
+		if errors.Is(err, context.Canceled) {
+			code = sys.ExitCodeContextCanceled
+		}
+		panic(sys.NewExitError(code))
+	}
+	if mod.IsClosed() {
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
+	stack[0] = checkpointInterval
+}

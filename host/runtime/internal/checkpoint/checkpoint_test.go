@@ -1,0 +1,244 @@
+package checkpoint_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/kubeplug/kubeplug/host/runtime/internal/checkpoint"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
+)
+
+var imp = checkpoint.Import{Module: "kubeplug:test", Name: "checkpoint"}
+
+// run instantiates wasm (instrumented when interval > 0) with an env.add
+// import and the checkpoint import, which counts its calls and returns
+// interval; it calls export with params and returns the results and the
+// checkpoint count.
+func run(t *testing.T, wasm []byte, interval uint32, export string, params ...uint64) ([]uint64, int) {
+	t.Helper()
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	_, err := r.NewHostModuleBuilder("env").
+		NewFunctionBuilder().WithFunc(func(a, b uint32) uint32 { return a + b }).Export("add").
+		Instantiate(ctx)
+	require.NoError(t, err)
+	calls := 0
+	if interval > 0 {
+		_, err = r.NewHostModuleBuilder(imp.Module).
+			NewFunctionBuilder().WithFunc(func() uint32 { calls++; return interval }).Export(imp.Name).
+			Instantiate(ctx)
+		require.NoError(t, err)
+		wasm, err = checkpoint.Insert(wasm, imp, interval)
+		require.NoError(t, err)
+	}
+	mod, err := r.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName(""))
+	require.NoError(t, err)
+	fn := mod.ExportedFunction(export)
+	require.NotNil(t, fn, export)
+	res, err := fn.Call(ctx, params...)
+	require.NoError(t, err)
+	return res, calls
+}
+
+// counter is a module whose "count" loops n times (its body starts with the
+// loop, so the loop head is its only checkpoint) and whose "fanout"
+// recurses twice per level without any loop: fanout(n) makes 2^(n+1)-1
+// calls, each a function entry.
+func counter() wb.Module {
+	loop := wb.Cat(
+		[]byte{wb.OpLoop, wb.BlockEmpty},
+		wb.Op(wb.OpLocalGet, 1), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalTee, 1),
+		wb.Op(wb.OpLocalGet, 0), []byte{0x49}, // i32.lt_u
+		wb.Op(wb.OpBrIf, 0),
+		[]byte{wb.OpEnd},
+		wb.Op(wb.OpLocalGet, 1),
+	)
+	fanout := wb.Cat(
+		wb.Op(wb.OpLocalGet, 0), []byte{wb.OpI32Eqz, wb.OpIf, wb.BlockEmpty}, wb.I32Const(0), []byte{wb.OpReturn, wb.OpEnd},
+		wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Sub}, wb.Op(wb.OpCall, 1), []byte{wb.OpDrop},
+		wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Sub}, wb.Op(wb.OpCall, 1), []byte{wb.OpDrop},
+		wb.I32Const(1),
+	)
+	return wb.Module{Funcs: []wb.Func{
+		{Export: "count", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Locals: []wb.Locals{{N: 1, Type: wb.I32}}, Body: loop},
+		{Export: "fanout", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: fanout},
+	}}
+}
+
+// The countdown calls the checkpoint exactly once every interval+1 loop
+// heads or function entries: passes that find the countdown at zero call
+// it, the others decrement it.
+func TestCheckpointFrequency(t *testing.T) {
+	wasm := counter().Bytes()
+	for _, tt := range []struct {
+		name     string
+		export   string
+		n        uint64
+		interval uint32
+		passes   int
+	}{
+		{"loop, one pass", "count", 1, 3, 1},
+		{"loop, 100 passes, interval 9", "count", 100, 9, 100},
+		{"loop, 100000 passes, interval 999", "count", 100000, 999, 100000},
+		{"loop, every pass", "count", 50, 1, 50},
+		{"recursion without loops, depth 10", "fanout", 10, 7, 1<<11 - 1},
+		{"recursion without loops, depth 16", "fanout", 16, 1000, 1<<17 - 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want, _ := run(t, wasm, 0, tt.export, tt.n)
+			got, calls := run(t, wasm, tt.interval, tt.export, tt.n)
+			require.Equal(t, want, got, "instrumented code must compute the same result")
+			require.Equal(t, tt.passes/(int(tt.interval)+1), calls)
+		})
+	}
+}
+
+// Every way a module refers to a function by index still reaches the same
+// function after the checkpoint import takes index 1: calls, call_indirect
+// through an element segment, ref.func in a global initializer, exports and
+// the start function.
+func TestInsertRenumbersFunctions(t *testing.T) {
+	const (
+		add     = 0 // env.add, imported
+		seven   = 1
+		twice   = 2 // calls add(x, x)
+		viaTab  = 3 // call_indirect table[x]
+		started = 4 // the start function: sets global 0 to 42
+	)
+	m := wb.Module{
+		Imports: []wb.Import{{Module: "env", Name: "add", Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+		Globals: []wb.Global{
+			{Type: wb.I32, Mutable: true, Init: wb.I32Const(0)},
+			{Type: 0x70, Init: wb.Op(wb.OpRefFunc, twice)}, // funcref
+		},
+		Table: []uint32{seven, twice},
+		Start: ptr(uint32(started)),
+		Names: true,
+	}
+	m.Funcs = []wb.Func{
+		{Export: "seven", Results: []byte{wb.I32}, Body: wb.I32Const(7)},
+		{Export: "twice", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.Cat(wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpCall, add))},
+		{Export: "via_table", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.Cat(
+			wb.I32Const(5), wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpCallIndirect, m.FuncType(twice-1)), []byte{0x00}), // type of twice; table 0
+		},
+		{Body: wb.Cat(wb.I32Const(42), wb.Op(wb.OpGlobalSet, 0))},
+		{Export: "started", Results: []byte{wb.I32}, Body: wb.Op(wb.OpGlobalGet, 0)},
+	}
+	wasm := m.Bytes()
+	for _, tt := range []struct {
+		export string
+		params []uint64
+		want   uint64
+	}{
+		{"seven", nil, 7},
+		{"twice", []uint64{21}, 42},
+		{"via_table", []uint64{1}, 10}, // table[1] is twice(5)
+		{"started", nil, 42},
+	} {
+		want, _ := run(t, wasm, 0, tt.export, tt.params...)
+		require.Equal(t, []uint64{tt.want}, want, "the test module itself")
+		got, _ := run(t, wasm, 1, tt.export, tt.params...)
+		require.Equal(t, want, got, tt.export)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A trap's stack trace names the functions as the module named them.
+func TestInsertKeepsFunctionNames(t *testing.T) {
+	m := wb.Module{
+		Imports: []wb.Import{{Module: "env", Name: "add", Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+		Funcs: []wb.Func{
+			{Export: "outer", Body: wb.Op(wb.OpCall, 2)},
+			{Body: []byte{wb.OpUnreachable}}, // f2
+		},
+		Names: true,
+	}
+	wasm, err := checkpoint.Insert(m.Bytes(), imp, 1000)
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	_, err = r.NewHostModuleBuilder("env").NewFunctionBuilder().WithFunc(func(a, b uint32) uint32 { return a + b }).Export("add").Instantiate(ctx)
+	require.NoError(t, err)
+	_, err = r.NewHostModuleBuilder(imp.Module).NewFunctionBuilder().WithFunc(func() uint32 { return 1000 }).Export(imp.Name).Instantiate(ctx)
+	require.NoError(t, err)
+	compiled, err := r.CompileModule(ctx, wasm)
+	require.NoError(t, err)
+	var names []string
+	for _, def := range compiled.ImportedFunctions() {
+		names = append(names, def.Name())
+	}
+	require.Equal(t, []string{"env.add", imp.Module + "." + imp.Name}, names)
+	mod, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig())
+	require.NoError(t, err)
+	_, err = mod.ExportedFunction("outer").Call(ctx)
+	require.ErrorContains(t, err, "unreachable")
+	require.Contains(t, err.Error(), ".f2()")
+	require.Contains(t, err.Error(), ".f1()")
+}
+
+func TestInsertDropsCodeOffsetSections(t *testing.T) {
+	m := counter()
+	m.Custom = []wb.Custom{{Name: ".debug_info", Bytes: []byte{1, 2, 3}}, {Name: "producers", Bytes: []byte{0}}, {Name: "sourceMappingURL", Bytes: []byte{0}}}
+	wasm, err := checkpoint.Insert(m.Bytes(), imp, 10)
+	require.NoError(t, err)
+	require.NotContains(t, string(wasm), ".debug_info")
+	require.NotContains(t, string(wasm), "sourceMappingURL")
+	require.Contains(t, string(wasm), "producers")
+}
+
+// A module with no imports, types or globals gets the sections it needs, in
+// the order the binary format requires.
+func TestInsertIntoEmptyModule(t *testing.T) {
+	wasm, err := checkpoint.Insert([]byte("\x00asm\x01\x00\x00\x00"), imp, 10)
+	require.NoError(t, err)
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	compiled, err := r.CompileModule(ctx, wasm)
+	require.NoError(t, err)
+	require.Len(t, compiled.ImportedFunctions(), 1)
+	require.Equal(t, []api.ValueType{api.ValueTypeI32}, compiled.ImportedFunctions()[0].ResultTypes())
+}
+
+func TestInsertErrors(t *testing.T) {
+	good := counter().Bytes()
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+		err  error
+		msg  string
+	}{
+		{"not wasm", []byte("kind: Pod"), checkpoint.ErrMalformed, "no WebAssembly magic bytes"},
+		{"component", []byte("\x00asm\x0d\x00\x01\x00"), checkpoint.ErrUnsupported, "a component, not a core module"},
+		{"truncated", good[:len(good)-3], checkpoint.ErrMalformed, "run past the end"},
+		{"unknown section", append([]byte("\x00asm\x01\x00\x00\x00"), 42, 0), checkpoint.ErrMalformed, "unknown section id 42"},
+		{
+			"exception handling",
+			wb.Module{Funcs: []wb.Func{{Body: []byte{0x06, wb.BlockEmpty, wb.OpEnd}}}}.Bytes(),
+			checkpoint.ErrUnsupported, "code of function 0 at byte",
+		},
+		{
+			"reserved import",
+			wb.Module{Imports: []wb.Import{{Module: imp.Module, Name: "anything"}}}.Bytes(),
+			checkpoint.ErrReservedImport, `imports kubeplug:test.anything, and "kubeplug:test" is reserved`,
+		},
+		{
+			"body ends early",
+			wb.Module{Funcs: []wb.Func{{Body: []byte{wb.OpBlock, wb.BlockEmpty}}}}.Bytes(), // the final end closes the block
+			checkpoint.ErrMalformed, "unexpected end",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := checkpoint.Insert(tt.wasm, imp, 10)
+			require.ErrorIs(t, err, tt.err)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+}

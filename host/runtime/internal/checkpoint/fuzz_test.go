@@ -1,0 +1,48 @@
+package checkpoint_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/kubeplug/kubeplug/host/runtime/internal/checkpoint"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
+)
+
+// FuzzInsert: no input panics Insert, a module Insert accepts is one wazero
+// can decode without running out of memory, and the rewrite of a module
+// wazero accepts is one wazero accepts too.
+//
+// It compiles with wazero's interpreter, which decodes and validates like
+// the compiler: the compiler maps executable memory for every module and
+// releases it only on finalization, which a fuzzer outruns (the process
+// dies at the kernel's limit on mappings). The other tests run the
+// compiler.
+//
+//	go test -fuzz FuzzInsert ./runtime/internal/checkpoint
+func FuzzInsert(f *testing.F) {
+	f.Add(counter().Bytes())
+	f.Add(wb.Module{Names: true, Table: []uint32{0}, Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(1), []byte{wb.OpDrop})}}}.Bytes())
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer r.Close(ctx)
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		out, err := checkpoint.Insert(wasm, imp, 100)
+		if err != nil {
+			return // refused before any decoder allocates
+		}
+		before, errBefore := r.CompileModule(ctx, wasm)
+		after, errAfter := r.CompileModule(ctx, out)
+		if errBefore == nil && errAfter != nil {
+			t.Fatalf("wazero accepts the module but not its rewrite: %v", errAfter)
+		}
+		if errBefore == nil {
+			_ = before.Close(ctx)
+		}
+		if errAfter == nil {
+			_ = after.Close(ctx)
+		}
+	})
+}
