@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/checkpoint"
 )
 
 // BenchmarkReconcileEmpty is the round trip of an empty request with the
@@ -81,6 +82,18 @@ func BenchmarkInstanceStart(b *testing.B) {
 	m := load(b, "good", runtime.Limits{}, runtime.Options{})
 	for b.Loop() {
 		if err := m.StartInstanceForTest(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInstrument is the checkpoint rewrite of a stock Go guest (4 MB),
+// which every Load does before it looks in the compilation cache.
+func BenchmarkInstrument(b *testing.B) {
+	wasm := guest(b, "good")
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := checkpoint.Insert(wasm, checkpoint.Import{Module: "m", Name: "n"}, 1000); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ func checkTypes(r *reader) error {
 			return err
 		}
 		if form != 0x60 {
-			return at(ErrUnsupported, r.where, r.base+r.off-1, "type form %#x is not a function type (GC types are not supported)", form)
+			return at(ErrUnsupported, r.place(), r.base+r.off-1, "type form %#x is not a function type (GC types are not supported)", form)
 		}
 		for range 2 { // parameters, results: one byte per value type
 			k, err := r.count()
@@ -57,7 +57,7 @@ func checkMemories(r *reader) error {
 
 // checkData walks the data section: per segment, a mode, for active ones a
 // memory and an offset expression, and the bytes.
-func (p *plan) checkData(r *reader) error {
+func checkData(r *reader) error {
 	return r.vector(func() error {
 		flags, err := r.u32()
 		if err != nil {
@@ -70,7 +70,7 @@ func (p *plan) checkData(r *reader) error {
 					return err
 				}
 			}
-			if _, err := p.rewrite(r, nil, false); err != nil {
+			if err := skipExpr(r); err != nil {
 				return err
 			}
 		case 1: // passive

@@ -248,7 +248,7 @@ func (m *module) section(s section) (body []byte, keep bool, err error) {
 	case secMemory:
 		body, err = s.body, checkMemories(newReader(s.body, s.at, "memory section"))
 	case secData:
-		body, err = s.body, m.plan.checkData(newReader(s.body, s.at, "data section"))
+		body, err = s.body, checkData(newReader(s.body, s.at, "data section"))
 	default:
 		body = s.body
 	}
@@ -390,7 +390,9 @@ func (m *module) code(r *reader) ([]byte, error) {
 			return nil, err
 		}
 		fn := m.funcImports + i
-		body, err = m.body(newReader(b, at, fmt.Sprintf("code of function %d", fn)), fn, body[:0])
+		br := newReader(b, at, "code of function")
+		br.fn = int64(fn)
+		body, err = m.body(br, fn, body[:0])
 		if err != nil {
 			return nil, err
 		}

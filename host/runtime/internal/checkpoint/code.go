@@ -60,12 +60,15 @@ const (
 func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	mark := r.off // r.b[mark:r.off] is read but not yet copied to out
 	depth := 0
+	b := r.b
 	for {
 		opAt := r.off
-		op, err := r.byte()
-		if err != nil {
-			return nil, err
+		if opAt >= len(b) {
+			return nil, r.eof()
 		}
+		op := b[opAt]
+		r.off++
+		var err error
 		switch {
 		case op == opEnd:
 			if depth == 0 {
@@ -91,6 +94,16 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 				mark = r.off
 			}
 		default:
+			// The fast path, most instructions: none or a one-byte immediate.
+			switch opImmediates[op] {
+			case immNone:
+				continue
+			case immLEB32, immLEB33, immLEB64:
+				if r.off < len(b) && b[r.off] < 0x80 {
+					r.off++
+					continue
+				}
+			}
 			err = skipImmediates(r, op, opAt)
 		}
 		if err != nil {
@@ -99,60 +112,103 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	}
 }
 
+// immediates is what follows an opcode in the instruction stream.
+type immediates uint8
+
+const (
+	immUnsupported immediates = iota // not an instruction the runtime runs
+	immNone
+	immLEB32    // an index, a label, an i32
+	immLEB33    // a block type or heap type
+	immLEB64    // an i64
+	immTwoLEB32 // call_indirect's type and table
+	immBrTable
+	immSelectT
+	immMemarg
+	immBytes4 // f32
+	immBytes8 // f64
+	immMisc   // the 0xfc prefix
+	immSIMD   // the 0xfd prefix
+	immAtomic // the 0xfe prefix
+)
+
+// opImmediates classifies every one-byte opcode of the instruction set
+// wazero runs: 2.0 (sign extension, saturating truncation, multiple values,
+// reference types, bulk memory, SIMD), threads, tail calls and multiple
+// memories. Exception handling and GC are not among them.
+var opImmediates = func() (t [256]immediates) {
+	set := func(k immediates, ops ...int) {
+		for _, op := range ops {
+			t[op] = k
+		}
+	}
+	// unreachable, nop, else, end, return, drop, select, ref.is_null
+	set(immNone, 0x00, 0x01, 0x05, 0x0b, 0x0f, 0x1a, 0x1b, 0xd1)
+	for op := 0x45; op <= 0xc4; op++ {
+		t[op] = immNone // numeric instructions
+	}
+	set(immLEB33, 0x02, 0x03, 0x04, 0xd0) // block, loop, if, ref.null
+	// br, br_if, call, return_call, local.*, global.*, table.get/set,
+	// memory.size/grow, i32.const, ref.func
+	set(immLEB32, 0x0c, 0x0d, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x3f, 0x40, 0x41, 0xd2)
+	set(immTwoLEB32, 0x11, 0x13) // call_indirect, return_call_indirect
+	set(immBrTable, 0x0e)
+	set(immSelectT, 0x1c)
+	for op := 0x28; op <= 0x3e; op++ {
+		t[op] = immMemarg // loads and stores
+	}
+	set(immLEB64, 0x42)
+	set(immBytes4, 0x43)
+	set(immBytes8, 0x44)
+	set(immMisc, 0xfc)
+	set(immSIMD, 0xfd)
+	set(immAtomic, 0xfe)
+	return t
+}()
+
 // skipImmediates skips the immediates of op, one of the instructions that
-// Insert copies unchanged. It knows the instruction set wazero runs: 2.0
-// (sign extension, saturating truncation, multiple values, reference types,
-// bulk memory, SIMD), threads, tail calls and multiple memories.
+// Insert copies unchanged.
 func skipImmediates(r *reader, op byte, opAt int) error {
-	switch {
-	case op == 0x00 || op == 0x01 || op == opElse || op == 0x0f || op == 0x1a || op == 0x1b || op == 0xd1:
-		// unreachable, nop, else, return, drop, select, ref.is_null
+	switch opImmediates[op] {
+	case immNone:
 		return nil
-	case op >= 0x45 && op <= 0xc4:
-		return nil // numeric instructions take no immediates
-	case op == 0x0c || op == 0x0d: // br, br_if
+	case immLEB32:
 		return r.skipLEB(32)
-	case op == 0x0e: // br_table
+	case immLEB33:
+		return r.skipLEB(33)
+	case immLEB64:
+		return r.skipLEB(64)
+	case immTwoLEB32:
+		if err := r.skipLEB(32); err != nil {
+			return err
+		}
+		return r.skipLEB(32)
+	case immBrTable: // labels, then the default
 		n, err := r.count()
 		for i := uint64(0); err == nil && i <= uint64(n); i++ {
 			err = r.skipLEB(32)
 		}
 		return err
-	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect: type, table
-		if err := r.skipLEB(32); err != nil {
-			return err
-		}
-		return r.skipLEB(32)
-	case op == 0x1c: // select with types
+	case immSelectT: // one byte per value type
 		n, err := r.count()
 		if err != nil {
 			return err
 		}
 		return r.skip(int(n))
-	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get, table.set
-		return r.skipLEB(32)
-	case op >= 0x28 && op <= 0x3e: // loads and stores
+	case immMemarg:
 		return skipMemarg(r)
-	case op == 0x3f || op == 0x40: // memory.size, memory.grow
-		return r.skipLEB(32)
-	case op == opI32Const:
-		return r.skipLEB(32)
-	case op == 0x42: // i64.const
-		return r.skipLEB(64)
-	case op == 0x43: // f32.const
+	case immBytes4:
 		return r.skip(4)
-	case op == 0x44: // f64.const
+	case immBytes8:
 		return r.skip(8)
-	case op == 0xd0: // ref.null: heap type
-		return r.skipLEB(33)
-	case op == 0xfc:
+	case immMisc:
 		return skipMisc(r, opAt)
-	case op == 0xfd:
+	case immSIMD:
 		return skipSIMD(r, opAt)
-	case op == 0xfe:
+	case immAtomic:
 		return skipAtomic(r, opAt)
 	}
-	return at(ErrUnsupported, r.where, r.base+opAt, "opcode %#02x is not one the runtime supports (exception handling and GC are not)", op)
+	return at(ErrUnsupported, r.place(), r.base+opAt, "opcode %#02x is not one the runtime supports (exception handling and GC are not)", op)
 }
 
 // skipMemarg skips an alignment (with bit 6 set, a memory index follows) and
@@ -185,7 +241,7 @@ func skipMisc(r *reader, opAt int) error {
 	case sub == 8 || sub == 10 || sub == 12 || sub == 14:
 		indices = 2 // memory.init, memory.copy, table.init, table.copy
 	default:
-		return at(ErrUnsupported, r.where, r.base+opAt, "instruction 0xfc %d is not one the runtime supports", sub)
+		return at(ErrUnsupported, r.place(), r.base+opAt, "instruction 0xfc %d is not one the runtime supports", sub)
 	}
 	for ; indices > 0; indices-- {
 		if err := r.skipLEB(32); err != nil {
@@ -217,7 +273,7 @@ func skipSIMD(r *reader, opAt int) error {
 	case sub <= 0x113:
 		return nil
 	}
-	return at(ErrUnsupported, r.where, r.base+opAt, "instruction 0xfd %d is not one the runtime supports", sub)
+	return at(ErrUnsupported, r.place(), r.base+opAt, "instruction 0xfd %d is not one the runtime supports", sub)
 }
 
 // skipAtomic skips the immediates of the 0xfe prefix (threads).
@@ -232,7 +288,7 @@ func skipAtomic(r *reader, opAt int) error {
 	case sub <= 0x02 || (sub >= 0x10 && sub <= 0x4e):
 		return skipMemarg(r)
 	}
-	return at(ErrUnsupported, r.where, r.base+opAt, "instruction 0xfe %d is not one the runtime supports", sub)
+	return at(ErrUnsupported, r.place(), r.base+opAt, "instruction 0xfe %d is not one the runtime supports", sub)
 }
 
 // startsWithLoop reports whether code reaches the head of a loop before it
@@ -267,4 +323,22 @@ func startsWithLoop(code []byte) bool {
 		}
 	}
 	return false
+}
+
+// skipExpr skips a constant expression that holds no function index (a data
+// segment's offset).
+func skipExpr(r *reader) error {
+	for {
+		opAt := r.off
+		op, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if op == opEnd {
+			return nil
+		}
+		if err := skipImmediates(r, op, opAt); err != nil {
+			return err
+		}
+	}
 }

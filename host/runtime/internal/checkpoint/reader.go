@@ -1,5 +1,7 @@
 package checkpoint
 
+import "fmt"
+
 // reader decodes the primitive encodings of the binary format from one
 // section. Every method fails with ErrMalformed, naming where and the byte
 // offset in the whole module.
@@ -8,26 +10,39 @@ type reader struct {
 	off   int    // next byte to read, within b
 	base  int    // offset of b[0] in the module, for errors
 	where string // what is being read, for errors
+	// fn, when not -1, is the function whose code is being read: errors say
+	// "<where> <fn>" (formatted only on failure, not once per function).
+	fn int64
 }
 
 func newReader(b []byte, base int, where string) *reader {
-	return &reader{b: b, base: base, where: where}
+	return &reader{b: b, base: base, where: where, fn: -1}
 }
 
 func (r *reader) done() bool { return r.off >= len(r.b) }
 
 func (r *reader) fail(format string, args ...any) error {
-	return at(ErrMalformed, r.where, r.base+r.off, format, args...)
+	return at(ErrMalformed, r.place(), r.base+r.off, format, args...)
+}
+
+// place is where, with the function's index when there is one.
+func (r *reader) place() string {
+	if r.fn < 0 {
+		return r.where
+	}
+	return fmt.Sprintf("%s %d", r.where, r.fn)
 }
 
 func (r *reader) byte() (byte, error) {
 	if r.off >= len(r.b) {
-		return 0, r.fail("unexpected end")
+		return 0, r.eof()
 	}
 	c := r.b[r.off]
 	r.off++
 	return c, nil
 }
+
+func (r *reader) eof() error { return r.fail("unexpected end") }
 
 // uleb reads an unsigned LEB128 of at most bits bits.
 func (r *reader) uleb(bits uint) (uint64, error) {
@@ -95,6 +110,14 @@ func (r *reader) end() error {
 // skipLEB skips a signed or unsigned LEB128 of at most bits bits; the value
 // is not needed, only its length.
 func (r *reader) skipLEB(bits uint) error {
+	if r.off < len(r.b) && r.b[r.off] < 0x80 { // most immediates: one byte
+		r.off++
+		return nil
+	}
+	return r.skipLongLEB(bits)
+}
+
+func (r *reader) skipLongLEB(bits uint) error {
 	for n := uint(0); ; n += 7 {
 		c, err := r.byte()
 		if err != nil {
