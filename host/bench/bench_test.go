@@ -30,7 +30,7 @@ func checkResult(tb testing.TB, res *abi.Result) {
 }
 
 // BenchmarkReconcileStatefulSet100 is the reconcile budget's workload: host
-// encode, guest decode/decide/encode, host decode, deadline mode on. It
+// encode, guest decode/decide/encode, host decode, deadline on. It
 // reports the ratio to the native run of the same code as x-native.
 func BenchmarkReconcileStatefulSet100(b *testing.B) {
 	ctx := context.Background()
@@ -84,7 +84,7 @@ func TestWorkload(t *testing.T) {
 
 // BenchmarkReconcileEmpty is the smallest round trip through an SDK-built
 // module: a request with no objects (the module answers with no action),
-// codec included, deadline mode on.
+// codec included, deadline on.
 func BenchmarkReconcileEmpty(b *testing.B) {
 	ctx := context.Background()
 	m := workload.Load(b, benchGuest)

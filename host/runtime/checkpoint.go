@@ -14,8 +14,8 @@ import (
 // The deadline is enforced by checkpoints the runtime inserts into every
 // module at load (package checkpoint): the guest counts down at loop heads
 // and function entries and calls checkpointImport when the count reaches
-// zero. RATIONALE.md ("Why checkpoints and not close-on-context-done?")
-// says why and what it costs.
+// zero. RATIONALE.md says why, and what it costs ("Why does the host
+// insert deadline checkpoints into every module ...?").
 var checkpointImport = checkpoint.Import{Module: "kubeplug:runtime", Name: "checkpoint"}
 
 // checkpointInterval is how many loop heads and function entries a guest

@@ -24,7 +24,7 @@ const (
 func check(testing.TB, *abi.Result) {}
 
 // BenchmarkReclaim10000 makes one op a pass over 10,000 volumes and reports
-// reconciles/s through the compiled module (one instance, deadline mode on)
+// reconciles/s through the compiled module (one instance, deadline on)
 // and x-native, the ratio of its time to the native run's.
 func BenchmarkReclaim10000(b *testing.B) {
 	ctx := context.Background()

@@ -35,7 +35,7 @@ func check(tb testing.TB, res *abi.Result) {
 }
 
 // BenchmarkRetention100 reports ns per reconcile of the module compiled to
-// wasm (deadline mode on) and x-native, its ratio to the native run.
+// wasm (deadline on) and x-native, its ratio to the native run.
 func BenchmarkRetention100(b *testing.B) {
 	ctx := context.Background()
 	req := workload.StatefulSet(b, replicas)

@@ -57,7 +57,7 @@ func Guest(tb testing.TB, dir string) []byte {
 }
 
 // Load loads the guest at dir into a new engine with default limits
-// (deadline mode on, as in production).
+// (deadline on, as in production).
 func Load(tb testing.TB, dir string) *kpruntime.Module {
 	tb.Helper()
 	ctx := context.Background()

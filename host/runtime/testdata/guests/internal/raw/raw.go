@@ -75,10 +75,9 @@ var req abi.ReconcileRequest
 // in it, are valid until the call returns.
 //
 // It decodes into a reused value with UnmarshalMsg rather than through
-// abi.DecodeReconcileRequest: under the host's close-on-context-done every
-// loop iteration of guest code costs a check, and the decode function's
-// well-formedness pre-pass and allocation were most of an empty call's cost.
-// The host is trusted to send one well-formed message.
+// abi.DecodeReconcileRequest: the decode function's well-formedness pre-pass
+// and allocation were most of an empty call's cost. The host is trusted to
+// send one well-formed message.
 func Request(ptr, n uint32) (*abi.ReconcileRequest, error) {
 	req = abi.ReconcileRequest{}
 	if _, err := req.UnmarshalMsg(Input(ptr, n)); err != nil {
