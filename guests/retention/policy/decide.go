@@ -33,7 +33,10 @@ func decide(req *sdk.Request) []abi.Action {
 	var out []abi.Action
 	for _, r := range inRange {
 		o := ownersOf(set, p, r, true)
-		out = fixReplica(out, set, o, r, updatesUnconditionally(o, r))
+		if heldBack(o, r) || failsBeforeWriting(o, r) {
+			continue
+		}
+		out = fixReplica(out, set, o, r, updatesUnconditionally(r))
 	}
 	if len(condemned) > 0 && condemnedReached(req, set, p, inRange) {
 		for _, r := range condemned {
@@ -63,18 +66,31 @@ func ownersOf(set *abi.StatefulSet, p policy, r replica, inRange bool) *owners {
 // UpdatePodClaimForRetentionPolicy for an in-range replica whatever
 // ClaimsMatchRetentionPolicy says: when it creates the missing pod
 // (CreateStatefulPod) and on every sync of a Pending pod
-// (createMissingPersistentVolumeClaims). Both first create the missing claims
-// and give up when a claim is being deleted; a creation is also held back by
-// PodClaimIsStale. It changes no write (a claim that is up to date is not
-// written) but it is where upstream records ConflictingController.
-func updatesUnconditionally(o *owners, r replica) bool {
-	if slices.ContainsFunc(r.claims, isDeleting) {
+// (createMissingPersistentVolumeClaims). It changes no write (a claim that
+// is up to date is not written) but it is where upstream records
+// ConflictingController. Replicas that are held back or fail before either
+// call never get here (see decide).
+func updatesUnconditionally(r replica) bool {
+	return r.pod == nil || r.pod.Status.Phase == phasePending
+}
+
+// heldBack reports whether upstream's processReplica leaves a replica whose
+// pod is missing alone this round because one of its claims still refers to
+// an earlier pod of that name (PodClaimIsStale): it creates neither pod nor
+// claims and writes no claim.
+func heldBack(o *owners, r replica) bool { return r.pod == nil && podClaimIsStale(o, r) }
+
+// failsBeforeWriting reports whether upstream's processReplica fails on an
+// in-range replica before it writes any of its claims: creating its missing
+// pod, or the missing claims of its Pending pod, starts with
+// createPersistentVolumeClaims, which fails when one of the replica's claims
+// is being deleted. The replica's other claims are not written either, and
+// the failure ends the sync before the claims of condemned pods are fixed.
+func failsBeforeWriting(o *owners, r replica) bool {
+	if !slices.ContainsFunc(r.claims, isDeleting) || heldBack(o, r) {
 		return false
 	}
-	if r.pod == nil {
-		return !podClaimIsStale(o, r)
-	}
-	return r.pod.Status.Phase == phasePending
+	return r.pod == nil || r.pod.Status.Phase == phasePending
 }
 
 // fixReplica mirrors ClaimsMatchRetentionPolicy followed, when the claims do

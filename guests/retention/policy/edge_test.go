@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -211,6 +212,8 @@ func TestCondemnedWaitsLikeUpstream(t *testing.T) {
 		{"Parallel, replica missing, its claim being deleted", true, nil, true, false, false},
 		{"Parallel, replica missing, its claim stale and being deleted", true, nil, true, true, true},
 		{"Parallel, replica present, its claim being deleted", true, unready, true, false, true},
+		{"Parallel, replica pending, its claim being deleted", true, pending, true, false, false},
+		{"Parallel, replica pending", true, pending, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,6 +242,59 @@ func TestCondemnedWaitsLikeUpstream(t *testing.T) {
 				out.wantRefs(t, "data-web-2")
 			}
 		})
+	}
+}
+
+// TestReplicaFailingUpstreamIsNotWritten: where upstream's processReplica
+// stops at an in-range replica before writing its claims (a missing or
+// Pending pod with a claim being deleted; a missing pod with a stale claim),
+// none of that replica's claims is written, not even the ones that are out
+// of line with the policy.
+func TestReplicaFailingUpstreamIsNotWritten(t *testing.T) {
+	h := sdktest.New(t)
+	tests := []struct {
+		name    string
+		web1    podState // nil: web-1 missing
+		delete  bool     // data-web-1 is being deleted
+		stale   bool     // data-web-1 refers to an earlier web-1
+		written bool     // logs-web-1 gets the set's reference
+	}{
+		{"missing pod, claim being deleted", nil, true, false, false},
+		{"pending pod, claim being deleted", pending, true, false, false},
+		{"missing pod, claim stale", nil, false, true, false},
+		{"running pod, claim being deleted", ready, true, false, true},
+		{"pending pod", pending, false, false, true},
+		{"missing pod", nil, false, false, true},
+	}
+	for _, tt := range tests {
+		for _, parallel := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/parallel=%v", tt.name, parallel), func(t *testing.T) {
+				set := sdktest.StatefulSet("web", 2, sdktest.Retention("Delete", "Delete"), sdktest.Templates("data", "logs"))
+				if parallel {
+					set.Spec.PodManagementPolicy = "Parallel"
+				}
+				args := []any{set, sdktest.Pod(set, 0)}
+				if tt.web1 != nil {
+					args = append(args, with(sdktest.Pod(set, 1), tt.web1))
+				}
+				data := sdktest.Claim("data", set, 1, sdktest.OwnedBy(ctrl(set)))
+				if tt.delete {
+					data.Metadata.DeletionTimestamp = now.Format("2006-01-02T15:04:05Z")
+					data.Metadata.Finalizers = []string{"kubernetes.io/pvc-protection"}
+				}
+				if tt.stale {
+					data.Metadata.OwnerReferences = refs(stale(ctrl(sdktest.Pod(set, 1))))
+				}
+				args = append(args, data, sdktest.Claim("logs", set, 1))
+				out := run(t, h, sdktest.Request(now, args...))
+				if tt.written {
+					out.wantRefs(t, "logs-web-1", ctrl(set))
+				} else {
+					out.wantRefs(t, "logs-web-1")
+					out.wantWritten(t)
+				}
+			})
+		}
 	}
 }
 

@@ -20,7 +20,11 @@ type policy struct {
 }
 
 // getPersistentVolumeClaimRetentionPolicy mirrors its upstream namesake: the
-// set's policy, Retain for each field it leaves unset.
+// set's policy, Retain for each field it leaves unset. Upstream takes a
+// policy that is present as it is, because the API server's defaulting
+// (SetDefaults_StatefulSet) has already set each empty field to Retain; the
+// module does that defaulting itself, so that a hand-written object in a
+// case file means what it would mean after `kubectl apply`.
 func getPersistentVolumeClaimRetentionPolicy(set *abi.StatefulSet) policy {
 	p := policy{whenDeleted: retain, whenScaled: retain}
 	if sp := set.Spec.PersistentVolumeClaimRetentionPolicy; sp != nil {

@@ -93,10 +93,9 @@ func podInOrdinalRange(ordinal, start, end int) bool { return start <= ordinal &
 // With podManagementPolicy OrderedReady (monotonic), processReplica stops the
 // pass at the first replica whose pod is missing (it creates it and returns),
 // failed or succeeded, terminating, or not Running and Ready. With Parallel
-// the pass stops only on an error; the one this module can foresee is the
-// creation of a missing pod failing because one of its claims is being
-// deleted (createPersistentVolumeClaims), unless PodClaimIsStale holds the
-// creation back first.
+// the pass stops only on an error; the one this module can foresee is
+// failsBeforeWriting: a claim being deleted makes the creation of a missing
+// pod, or of a Pending pod's missing claims, fail.
 //
 // Upstream also waits minReadySeconds after Ready; the reconcile input does
 // not carry it, so a set with minReadySeconds is reached that much earlier.
@@ -112,7 +111,7 @@ func condemnedReached(req *sdk.Request, set *abi.StatefulSet, p policy, inRange 
 		return true
 	}
 	for _, r := range inRange {
-		if r.pod == nil && slices.ContainsFunc(r.claims, isDeleting) && !podClaimIsStale(ownersOf(set, p, r, true), r) {
+		if failsBeforeWriting(ownersOf(set, p, r, true), r) {
 			return false
 		}
 	}
