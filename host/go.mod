@@ -3,7 +3,7 @@ module github.com/kubeplug/kubeplug/host
 go 1.26.0
 
 require (
-	github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09
+	github.com/container-storage-interface/spec v1.13.0
 	github.com/kubeplug/kubeplug v0.0.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/spf13/cobra v1.10.2

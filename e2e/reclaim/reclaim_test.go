@@ -3,6 +3,7 @@ package reclaim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
 const (
@@ -25,8 +27,9 @@ const (
 	extFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
 )
 
-// startHost runs kubeplug run with the reclaim module, acting for driver.
-func startHost(t *testing.T, name string) *testenv.Host {
+// startHost runs kubeplug run with the reclaim module, acting for the
+// driver d.
+func startHost(t *testing.T, name string, d *csiDriver) *testenv.Host {
 	t.Helper()
 	wasm, err := testenv.Guest("guests/reclaim")
 	if err != nil {
@@ -36,46 +39,69 @@ func startHost(t *testing.T, name string) *testenv.Host {
 		Name:       name,
 		Kubeconfig: cp.Kubeconfig,
 		Config: fmt.Sprintf("modules:\n- path: %s\n  name: reclaim\ncsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
-			wasm, driverName, socket),
+			wasm, driverName, d.socket),
 	})
 	h.WaitReady(t)
 	return h
 }
 
-// pair is a PersistentVolume bound to a claim, provisioned by drv.
+// class is a StorageClass of the volumes provision makes.
+type class struct {
+	name        string
+	provisioner string
+	policy      corev1.PersistentVolumeReclaimPolicy
+	params      map[string]string
+}
+
+var (
+	deleteClass = class{name: "csi-delete", provisioner: driverName, policy: corev1.PersistentVolumeReclaimDelete}
+	retainClass = class{name: "csi-retain", provisioner: driverName, policy: corev1.PersistentVolumeReclaimRetain}
+	otherClass  = class{name: "other-delete", provisioner: "other.csi.example.com", policy: corev1.PersistentVolumeReclaimDelete}
+	// secretClass names its provisioner secret with templates, as
+	// external-provisioner accepts them: the Secret "<pv>-deleter" in the
+	// claim's namespace.
+	secretClass = class{name: "csi-delete-secret", provisioner: driverName, policy: corev1.PersistentVolumeReclaimDelete,
+		params: map[string]string{
+			"csi.storage.k8s.io/provisioner-secret-name":      "${pv.name}-deleter",
+			"csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}",
+		}}
+)
+
+// pair is a PersistentVolume bound to a claim.
 type pair struct {
 	ns, claim, pv, handle string
 }
 
-// provision does what a CSI external provisioner does for a claim: creates
-// the backing volume in the driver and a PersistentVolume pre-bound to the
-// claim; the binder then binds them. It waits until both are Bound.
-func provision(t *testing.T, drv string, policy corev1.PersistentVolumeReclaimPolicy) pair {
+// provision does what a CSI external provisioner does for a claim of class
+// sc: creates the backing volume in d and a PersistentVolume of sc's
+// provisioner pre-bound to the claim; the binder then binds them. It waits
+// until both are Bound.
+func provision(t *testing.T, d *csiDriver, sc class) pair {
 	t.Helper()
 	ctx := context.Background()
 	c := cp.Client()
 	ns := namespace(t)
 	p := pair{ns: ns, claim: "data", pv: "pv-" + ns}
-	p.handle = driver.AddVolume(p.pv)
-	class := "csi-" + strings.ToLower(string(policy))
+	p.handle = d.AddVolume(p.pv)
 	_, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
-		ObjectMeta:    metav1.ObjectMeta{Name: class},
-		Provisioner:   drv,
-		ReclaimPolicy: &policy,
+		ObjectMeta:    metav1.ObjectMeta{Name: sc.name},
+		Provisioner:   sc.provisioner,
+		ReclaimPolicy: &sc.policy,
+		Parameters:    sc.params,
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: p.pv, Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": drv}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.pv, Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": sc.provisioner}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: policy,
-			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: sc.policy,
+			StorageClassName:              sc.name,
 			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: p.claim},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: drv, VolumeHandle: p.handle,
+				Driver: sc.provisioner, VolumeHandle: p.handle,
 			}},
 		},
 	}
@@ -86,7 +112,7 @@ func provision(t *testing.T, drv string, policy corev1.PersistentVolumeReclaimPo
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.claim},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: &class,
+			StorageClassName: &sc.name,
 			VolumeName:       p.pv,
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
@@ -155,62 +181,148 @@ func (p pair) awaitGone(t *testing.T) {
 	})
 }
 
-func (p pair) backed() bool { return slices.Contains(driver.Volumes(), p.handle) }
+func (p pair) awaitClaimGone(t *testing.T) {
+	t.Helper()
+	testenv.Eventually(t, wait, "claim "+p.ns+"/"+p.claim+" gone", func() (bool, error) {
+		_, err := cp.Client().CoreV1().PersistentVolumeClaims(p.ns).Get(context.Background(), p.claim, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// awaitNothingLeft waits until the claim and the volume object are gone,
+// and then checks that nothing else of the pair is left: no backing volume
+// in d, no PersistentVolume of the handle, no VolumeAttachment of the
+// volume.
+func (p pair) awaitNothingLeft(t *testing.T, d *csiDriver) {
+	t.Helper()
+	p.awaitClaimGone(t)
+	p.awaitGone(t)
+	if slices.Contains(d.Volumes(), p.handle) {
+		t.Errorf("backing volume %s leaked", p.handle)
+	}
+	ctx := context.Background()
+	pvs, err := cp.Client().CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range pvs.Items {
+		if v.Spec.CSI != nil && v.Spec.CSI.VolumeHandle == p.handle {
+			t.Errorf("PersistentVolume %s of volume handle %s left behind", v.Name, p.handle)
+		}
+	}
+	vas, err := cp.Client().StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, va := range vas.Items {
+		if pv := va.Spec.Source.PersistentVolumeName; pv != nil && *pv == p.pv {
+			t.Errorf("VolumeAttachment %s of %s left behind", va.Name, p.pv)
+		}
+	}
+}
+
+func (p pair) backed(d *csiDriver) bool { return slices.Contains(d.Volumes(), p.handle) }
 
 // TestVolumeDeletedBeforeClaim is the proposal's test: a bound pair with
 // reclaim policy Delete; the PersistentVolume is deleted first, then the
 // claim. Upstream before KEP-2644 leaked the backing volume here. The host
 // calls DeleteVolume once for the handle, and the volume object goes.
 func TestVolumeDeletedBeforeClaim(t *testing.T) {
-	startHost(t, "host")
-	p := provision(t, driverName, corev1.PersistentVolumeReclaimDelete)
+	d := serveDriver(t, nil)
+	startHost(t, "host", d)
+	p := provision(t, d, deleteClass)
 	p.awaitFinalizer(t)
 
+	// No DeleteVolume is expected yet: one before the claim is deleted
+	// fails the test.
 	p.deleteVolumeObject(t)
 	testenv.Eventually(t, wait, "volume object under deletion, held by finalizers", func() (bool, error) {
 		v, ok := p.volume(t)
 		return ok && v.DeletionTimestamp != nil, nil
 	})
-	if !p.backed() || driver.CallsFor("DeleteVolume", p.handle) != 0 {
+	if !p.backed(d) || d.CallsFor("DeleteVolume", p.handle) != 0 {
 		t.Fatalf("the backing volume was touched while its claim still exists")
 	}
+	d.expectDeletes(p.handle, nil).Times(1)
 	p.deleteClaim(t)
-	p.awaitGone(t)
-	if p.backed() {
-		t.Errorf("backing volume %s leaked", p.handle)
-	}
-	if n := driver.CallsFor("DeleteVolume", p.handle); n != 1 {
-		t.Errorf("%d DeleteVolume calls for %s, want exactly 1", n, p.handle)
-	}
+	p.awaitNothingLeft(t, d)
 }
 
 // TestClaimDeletedFirst: the usual order. The volume is released, the host
 // deletes the backing volume, then the volume object.
 func TestClaimDeletedFirst(t *testing.T) {
-	startHost(t, "host")
-	p := provision(t, driverName, corev1.PersistentVolumeReclaimDelete)
+	d := serveDriver(t, nil)
+	startHost(t, "host", d)
+	p := provision(t, d, deleteClass)
+	d.expectDeletes(p.handle, nil).Times(1)
 	p.awaitFinalizer(t)
 	p.deleteClaim(t)
-	p.awaitGone(t)
-	if p.backed() {
-		t.Errorf("backing volume %s leaked", p.handle)
+	p.awaitNothingLeft(t, d)
+}
+
+// TestProvisionerSecretsOnDelete: the StorageClass names the provisioner
+// secret with templates; the host resolves them for the volume, reads the
+// Secret and passes its data to DeleteVolume, as external-provisioner does.
+// The driver requires exactly that data: without it the volume would stay.
+func TestProvisionerSecretsOnDelete(t *testing.T) {
+	secrets := map[string]string{"user": "deleter", "password": "s3cret"}
+	d := serveDriver(t, func(mem *csitest.Driver) { mem.Secrets = secrets })
+	startHost(t, "host", d)
+	p := provision(t, d, secretClass)
+	d.expectDeletes(p.handle, secrets).Times(1)
+	c := cp.Client()
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.pv + "-deleter"}, StringData: secrets},
+		// Secrets the templates do not resolve to, which a host reading
+		// them wrongly would pass.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.claim + "-deleter"}, StringData: map[string]string{"user": "claim"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: p.pv + "-deleter"}, StringData: map[string]string{"user": "default"}},
+	} {
+		if _, err := c.CoreV1().Secrets(s.Namespace).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := driver.CallsFor("DeleteVolume", p.handle); n != 1 {
-		t.Errorf("%d DeleteVolume calls for %s, want exactly 1", n, p.handle)
+	t.Cleanup(func() {
+		_ = c.CoreV1().Secrets("default").Delete(context.Background(), p.pv+"-deleter", metav1.DeleteOptions{})
+	})
+	p.awaitFinalizer(t)
+	p.deleteClaim(t)
+	p.awaitNothingLeft(t, d)
+	if got := d.LastSecrets(); !maps.Equal(got, secrets) {
+		t.Errorf("DeleteVolume got secrets %v, want %v", got, secrets)
 	}
 }
 
 // TestRetainKeepsVolume: with reclaim policy Retain nothing is deleted and
 // the volume carries no deletion finalizer.
 func TestRetainKeepsVolume(t *testing.T) {
-	h := startHost(t, "host")
-	p := provision(t, driverName, corev1.PersistentVolumeReclaimRetain)
+	d := serveDriver(t, nil)
+	h := startHost(t, "host", d)
+	p := provision(t, d, retainClass)
+	d.expectDeletes(p.handle, nil).Times(0)
 	p.deleteClaim(t)
+	p.awaitClaimGone(t)
 	testenv.Eventually(t, wait, "volume released", func() (bool, error) {
 		v, ok := p.volume(t)
 		return ok && v.Status.Phase == corev1.VolumeReleased, nil
 	})
-	// Wait for the host to have reconciled the released volume.
+	awaitReconcile(t, h, p.pv)
+	v, ok := p.volume(t)
+	if !ok || slices.Contains(v.Finalizers, extFinalizer) {
+		t.Errorf("retained volume: present %t, finalizers %v; want present without %s", ok, v.Finalizers, extFinalizer)
+	}
+	if !p.backed(d) {
+		t.Errorf("retained backing volume was deleted")
+	}
+}
+
+// awaitReconcile changes a label on the volume pv and waits until h has
+// reconciled anything since, which is that volume at the latest.
+func awaitReconcile(t *testing.T, h *testenv.Host, pv string) {
+	t.Helper()
 	reconciles := func() float64 {
 		m, err := h.Scrape()
 		if err != nil {
@@ -219,35 +331,25 @@ func TestRetainKeepsVolume(t *testing.T) {
 		return m.Sum("kubeplug_reconciles_total", "module", "reclaim")
 	}
 	base := reconciles()
-	if err := touch(p.pv); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, wait, "a reconcile of the released volume", func() (bool, error) { return reconciles() > base, nil })
-	v, ok := p.volume(t)
-	if !ok || slices.Contains(v.Finalizers, extFinalizer) {
-		t.Errorf("retained volume: present %t, finalizers %v; want present without %s", ok, v.Finalizers, extFinalizer)
-	}
-	if !p.backed() || driver.CallsFor("DeleteVolume", p.handle) != 0 {
-		t.Errorf("retained backing volume was deleted")
-	}
-}
-
-// touch changes a label on the volume so that the host reconciles it now.
-func touch(pv string) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"labels":{"e2e.kubeplug.dev/touched":"%d"}}}`, time.Now().UnixNano())
 	_, err := cp.Client().CoreV1().PersistentVolumes().Patch(context.Background(), pv, "application/merge-patch+json", patch, metav1.PatchOptions{})
-	return err
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "a reconcile of "+pv, func() (bool, error) { return reconciles() > base, nil })
 }
 
 // TestFailingDeleteVolumeIsRetried: while the driver fails DeleteVolume,
 // the volume object and its finalizer stay and a Warning event says why;
 // once the driver recovers, the host finishes.
 func TestFailingDeleteVolumeIsRetried(t *testing.T) {
-	startHost(t, "host")
-	p := provision(t, driverName, corev1.PersistentVolumeReclaimDelete)
+	d := serveDriver(t, nil)
+	startHost(t, "host", d)
+	p := provision(t, d, deleteClass)
+	// At least one failed call and the one that succeeds.
+	d.expectDeletes(p.handle, nil).MinTimes(2)
 	p.awaitFinalizer(t)
-	driver.FailDeletes(codes.Unavailable, "backend storage is down")
-	defer driver.HealDeletes()
+	d.FailDeletes(codes.Unavailable, "backend storage is down")
 	p.deleteClaim(t)
 
 	testenv.Eventually(t, wait, "VolumeFailedDelete event on "+p.pv, func() (bool, error) {
@@ -267,14 +369,11 @@ func TestFailingDeleteVolumeIsRetried(t *testing.T) {
 	if !ok || !slices.Contains(v.Finalizers, extFinalizer) {
 		t.Fatalf("while DeleteVolume fails the volume object must stay with its finalizer; present %t", ok)
 	}
-	if !p.backed() {
+	if !p.backed(d) {
 		t.Fatalf("the backing volume went although DeleteVolume failed")
 	}
-	driver.HealDeletes()
-	p.awaitGone(t)
-	if p.backed() {
-		t.Errorf("backing volume %s leaked after the driver recovered", p.handle)
-	}
+	d.HealDeletes()
+	p.awaitNothingLeft(t, d)
 }
 
 // TestRestartBetweenDeleteVolumeAndFinalizer: the host is killed after the
@@ -283,10 +382,13 @@ func TestFailingDeleteVolumeIsRetried(t *testing.T) {
 // host finishes the job, and DeleteVolume on a volume that is already gone
 // succeeds, as the CSI specification requires.
 func TestRestartBetweenDeleteVolumeAndFinalizer(t *testing.T) {
-	first := startHost(t, "first")
-	p := provision(t, driverName, corev1.PersistentVolumeReclaimDelete)
+	d := serveDriver(t, nil)
+	first := startHost(t, "first", d)
+	p := provision(t, d, deleteClass)
+	// The one cut short and the one after the restart.
+	d.expectDeletes(p.handle, nil).Times(2)
 	p.awaitFinalizer(t)
-	deleted, release := driver.HoldDeletes()
+	deleted, release := d.HoldDeletes()
 	defer release()
 	p.deleteClaim(t)
 
@@ -304,45 +406,31 @@ func TestRestartBetweenDeleteVolumeAndFinalizer(t *testing.T) {
 	if !ok || !slices.Contains(v.Finalizers, extFinalizer) {
 		t.Fatalf("after the kill the volume object must still be there with its finalizer; present %t", ok)
 	}
-	if p.backed() {
+	if p.backed(d) {
 		t.Fatalf("the driver should have deleted the backing volume before the kill")
 	}
 
-	startHost(t, "second")
-	p.awaitGone(t)
-	if n := driver.CallsFor("DeleteVolume", p.handle); n != 2 {
-		t.Errorf("%d DeleteVolume calls for %s, want 2: the one cut short and the one after the restart", n, p.handle)
-	}
+	startHost(t, "second", d)
+	p.awaitNothingLeft(t, d)
 }
 
 // TestOtherDriverUntouched: a volume of a CSI driver the host is not
 // configured for is left to that driver's own provisioner: no finalizer, no
 // deletion.
 func TestOtherDriverUntouched(t *testing.T) {
-	h := startHost(t, "host")
-	p := provision(t, "other.csi.example.com", corev1.PersistentVolumeReclaimDelete)
+	d := serveDriver(t, nil)
+	h := startHost(t, "host", d)
+	p := provision(t, d, otherClass)
+	d.expectDeletes(p.handle, nil).Times(0)
 	p.deleteClaim(t)
+	p.awaitClaimGone(t)
 	testenv.Eventually(t, wait, "volume released", func() (bool, error) {
 		v, ok := p.volume(t)
 		return ok && v.Status.Phase == corev1.VolumeReleased, nil
 	})
-	m, err := h.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := m.Sum("kubeplug_reconciles_total", "module", "reclaim")
-	if err := touch(p.pv); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, wait, "a reconcile of the released volume", func() (bool, error) {
-		m, err := h.Scrape()
-		return err == nil && m.Sum("kubeplug_reconciles_total", "module", "reclaim") > base, err
-	})
+	awaitReconcile(t, h, p.pv)
 	v, ok := p.volume(t)
 	if !ok || slices.Contains(v.Finalizers, extFinalizer) {
 		t.Errorf("volume of another driver: present %t; it must stay, without %s", ok, extFinalizer)
-	}
-	if driver.CallsFor("DeleteVolume", p.handle) != 0 {
-		t.Errorf("DeleteVolume called for another driver's volume")
 	}
 }

@@ -20,10 +20,6 @@ type MainOptions struct {
 	// and GOMAXPROCS, unless the command line sets -test.parallel: for
 	// tests that spend their time waiting for controllers, not on the CPU.
 	Parallel int
-	// Setup, when not nil, runs once the control plane is up and before
-	// the tests, to start what else they share; the function it returns,
-	// if not nil, undoes that after the tests.
-	Setup func() (stop func(), err error)
 }
 
 // Main is the body of a TestMain whose tests share one control plane,
@@ -33,9 +29,8 @@ type MainOptions struct {
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp, testenv.MainOptions{})) }
 //
-// It starts the control plane, runs o.Setup and the tests, and then undoes
-// everything: Setup's part, what Kubeplug and Guest built, the control
-// plane. It returns the exit code for os.Exit: m.Run's, or 1, after saying
+// It starts the control plane, runs the tests, and then undoes everything:
+// what Kubeplug and Guest built, the control plane. It returns the exit code for os.Exit: m.Run's, or 1, after saying
 // why on standard error, when the tests could not start.
 func Main(m *testing.M, cp **controlplane.ControlPlane, o MainOptions) int {
 	if o.Parallel > 0 {
@@ -49,16 +44,6 @@ func Main(m *testing.M, cp **controlplane.ControlPlane, o MainOptions) int {
 	defer started.Stop()
 	defer Cleanup()
 	*cp = started
-	if o.Setup != nil {
-		stop, err := o.Setup()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if stop != nil {
-			defer stop()
-		}
-	}
 	return m.Run()
 }
 

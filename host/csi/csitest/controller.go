@@ -17,6 +17,7 @@ type controller struct {
 }
 
 func (s controller) ControllerGetCapabilities(context.Context, *csipb.ControllerGetCapabilitiesRequest) (*csipb.ControllerGetCapabilitiesResponse, error) {
+	s.d.received("ControllerGetCapabilities", "")
 	caps := s.d.Caps
 	if caps == nil {
 		caps = []csipb.ControllerServiceCapability_RPC_Type{csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
@@ -33,6 +34,7 @@ func (s controller) ControllerGetCapabilities(context.Context, *csipb.Controller
 // CreateVolume is idempotent, as the CSI specification asks: a volume of
 // the same name and capacity is answered again.
 func (s controller) CreateVolume(_ context.Context, req *csipb.CreateVolumeRequest) (*csipb.CreateVolumeResponse, error) {
+	s.d.received("CreateVolume", "")
 	if req.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "name is required")
 	}
@@ -51,6 +53,7 @@ func (s controller) CreateVolume(_ context.Context, req *csipb.CreateVolumeReque
 
 func (s controller) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeRequest) (*csipb.DeleteVolumeResponse, error) {
 	id := req.GetVolumeId()
+	s.d.received("DeleteVolume", id)
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
 	}
@@ -69,6 +72,9 @@ func (s controller) DeleteVolume(ctx context.Context, req *csipb.DeleteVolumeReq
 func (d *Driver) remove(id string, secrets map[string]string) (*hold, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.failCode != codes.OK {
+		return nil, status.Error(d.failCode, d.failMsg)
+	}
 	d.lastSecrets = maps.Clone(secrets)
 	if d.Secrets != nil {
 		switch {
@@ -86,6 +92,7 @@ func (d *Driver) remove(id string, secrets map[string]string) (*hold, error) {
 }
 
 func (s controller) ListVolumes(context.Context, *csipb.ListVolumesRequest) (*csipb.ListVolumesResponse, error) {
+	s.d.received("ListVolumes", "")
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	resp := &csipb.ListVolumesResponse{}

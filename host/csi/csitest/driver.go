@@ -59,7 +59,8 @@ func New(name string) *Driver {
 }
 
 // Calls returns how many calls of method, such as "DeleteVolume", the driver
-// received, whatever their answer.
+// received, whatever their answer. Calls of methods it does not implement,
+// and calls an interceptor of Serve answered, are not counted.
 func (d *Driver) Calls(method string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -67,7 +68,8 @@ func (d *Driver) Calls(method string) int {
 }
 
 // CallsFor returns how many calls of method, such as "DeleteVolume", naming
-// the volume volumeID the driver received, whatever their answer.
+// the volume volumeID the driver received, whatever their answer, counted as
+// Calls counts them.
 func (d *Driver) CallsFor(method, volumeID string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -99,6 +101,20 @@ func (d *Driver) AddVolume(name string) string {
 		return id
 	}
 	return d.add(name, 0)
+}
+
+// received counts a call of method naming volumeID, "" for none.
+func (d *Driver) received(method, volumeID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.calls == nil {
+		d.calls = map[string]int{}
+		d.volumeCalls = map[methodVolume]int{}
+	}
+	d.calls[method]++
+	if volumeID != "" {
+		d.volumeCalls[methodVolume{method, volumeID}]++
+	}
 }
 
 // volumeNamed returns the volume named name, if any. The caller holds mu.

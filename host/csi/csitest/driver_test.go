@@ -157,12 +157,15 @@ func TestHoldDeletesCallerGone(t *testing.T) {
 
 func TestCallsFor(t *testing.T) {
 	d := csitest.New("a.csi.example.com")
-	cc := serve(t, d, csitest.FailWith("DeleteVolume", codes.Internal))
+	cc := serve(t, d)
+	d.FailDeletes(codes.Internal, "backend down")
 	for _, id := range []string{"a", "b", "a"} {
 		require.Equal(t, codes.Internal, status.Code(deleteVolume(t.Context(), cc, id)))
 	}
 	_, err := cc.ListVolumes(t.Context(), &csipb.ListVolumesRequest{})
 	require.NoError(t, err)
+	_, err = cc.ControllerPublishVolume(t.Context(), &csipb.ControllerPublishVolumeRequest{VolumeId: "a"})
+	require.Equal(t, codes.Unimplemented, status.Code(err))
 
 	tests := []struct {
 		method, id string
@@ -178,8 +181,53 @@ func TestCallsFor(t *testing.T) {
 			require.Equal(t, tt.want, d.CallsFor(tt.method, tt.id))
 		})
 	}
-	require.Equal(t, 3, d.Calls("DeleteVolume"), "calls failed by an interceptor count")
+	require.Equal(t, 3, d.Calls("DeleteVolume"), "calls FailDeletes fails count")
 	require.Equal(t, 1, d.Calls("ListVolumes"))
+	require.Zero(t, d.Calls("ControllerPublishVolume"), "calls of methods the driver does not implement do not count")
+}
+
+// TestInterceptorsBeforeDriver: a call an interceptor answers never reaches
+// the driver.
+func TestInterceptorsBeforeDriver(t *testing.T) {
+	d := csitest.New("a.csi.example.com")
+	cc := serve(t, d, csitest.FailWith("DeleteVolume", codes.Internal))
+	id := d.AddVolume("v")
+	require.Equal(t, codes.Internal, status.Code(deleteVolume(t.Context(), cc, id)))
+	require.Equal(t, []string{id}, d.Volumes())
+	require.Zero(t, d.Calls("DeleteVolume"))
+}
+
+// TestServicesOutsideServe: the services Identity and Controller return, as
+// another gRPC server (csi-test's driver package) serves them, share the
+// driver's volumes, counts, failures and holds.
+func TestServicesOutsideServe(t *testing.T) {
+	d := csitest.New("a.csi.example.com")
+	d.NodeOnly = true // applies to Serve only
+	ids, cs := d.Identity(), d.Controller()
+	info, err := ids.GetPluginInfo(t.Context(), &csipb.GetPluginInfoRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "a.csi.example.com", info.GetName())
+
+	id := d.AddVolume("v")
+	d.FailDeletes(codes.Unavailable, "backend down")
+	_, err = cs.DeleteVolume(t.Context(), &csipb.DeleteVolumeRequest{VolumeId: id})
+	require.Equal(t, codes.Unavailable, status.Code(err))
+	require.Equal(t, []string{id}, d.Volumes())
+	d.HealDeletes()
+
+	deleted, release := d.HoldDeletes()
+	t.Cleanup(release)
+	answer := make(chan error, 1)
+	go func() {
+		_, err := cs.DeleteVolume(context.Background(), &csipb.DeleteVolumeRequest{VolumeId: id})
+		answer <- err
+	}()
+	require.Equal(t, id, <-deleted)
+	release()
+	require.NoError(t, <-answer)
+	require.Empty(t, d.Volumes())
+	require.Equal(t, 2, d.CallsFor("DeleteVolume", id))
+	require.Equal(t, 1, d.Calls("GetPluginInfo"))
 }
 
 func TestDeleteVolume(t *testing.T) {

@@ -13,10 +13,12 @@ type identity struct {
 }
 
 func (s identity) GetPluginInfo(context.Context, *csipb.GetPluginInfoRequest) (*csipb.GetPluginInfoResponse, error) {
+	s.d.received("GetPluginInfo", "")
 	return &csipb.GetPluginInfoResponse{Name: s.d.Name, VendorVersion: "csitest"}, nil
 }
 
 func (s identity) GetPluginCapabilities(context.Context, *csipb.GetPluginCapabilitiesRequest) (*csipb.GetPluginCapabilitiesResponse, error) {
+	s.d.received("GetPluginCapabilities", "")
 	resp := &csipb.GetPluginCapabilitiesResponse{}
 	if !s.d.NodeOnly {
 		resp.Capabilities = append(resp.Capabilities, &csipb.PluginCapability{
@@ -27,5 +29,6 @@ func (s identity) GetPluginCapabilities(context.Context, *csipb.GetPluginCapabil
 }
 
 func (s identity) Probe(context.Context, *csipb.ProbeRequest) (*csipb.ProbeResponse, error) {
+	s.d.received("Probe", "")
 	return &csipb.ProbeResponse{}, nil
 }
