@@ -165,6 +165,13 @@ func TestRestartLosesAndRepeatsNothing(t *testing.T) {
 	if total != sets*claims {
 		t.Fatalf("%d claims, want %d", total, sets*claims)
 	}
+	// The host's client allows 50 requests a second after a burst of 100
+	// and every claim costs a patch, so 180 claims take the first host
+	// more than 1.5 s; the test kills it within a poll (200 ms) of its
+	// first write.
+	if done >= total {
+		t.Fatalf("the first host protected all %d claims before it was killed: nothing was left to test a restart with; create more claims", total)
+	}
 
 	second := testenv.StartHost(t, testenv.HostOptions{Name: "second", Kubeconfig: cp.Kubeconfig, Config: cfg})
 	testenv.Eventually(t, wait, "every claim protected", func() (bool, error) {
