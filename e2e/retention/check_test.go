@@ -11,6 +11,7 @@ import (
 // result is what one scenario recorded, kept for the report.
 type result struct {
 	scenario string
+	mode     mode
 	policy   setctl.Policy
 	ns       string
 	claims   []*claimHistory
@@ -60,7 +61,7 @@ func (e *env) check(sc scenario) *result {
 	}
 	want := sc.want(e.policy)
 	racy := slices.Contains(want[:], either)
-	return &result{scenario: sc.name, policy: e.policy, ns: e.ns, claims: hs, racy: racy, implied: implied}
+	return &result{scenario: sc.name, mode: e.mode, policy: e.policy, ns: e.ns, claims: hs, racy: racy, implied: implied}
 }
 
 func claimName(ordinal int32) string { return setctl.ClaimName(template, setName, ordinal) }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -64,26 +65,52 @@ func target(p setctl.Policy, ordinal int32, ph phase) string {
 	return refsShape(setctl.Owners(set, pod, ph == condemned))
 }
 
+// mode is how a scenario's set manages its pods, and whether they run.
+type mode int
+
+const (
+	// parallel: podManagementPolicy Parallel and no node. The pods stay
+	// Pending and unscheduled, and kube-apiserver deletes them at once.
+	parallel mode = iota
+	// ordered: podManagementPolicy OrderedReady, and the kubelet stand-in
+	// (internal/kubelet) binds the pods, makes them Running and Ready and
+	// completes their graceful deletions, as on a real cluster: the set
+	// creates, deletes and replaces its pods one at a time.
+	ordered
+)
+
+func (m mode) String() string { return [...]string{"parallel", "ordered"}[m] }
+
 // env is one scenario's world: a namespace, the recorder of its claims and
-// the StatefulSet web with its policy.
+// the StatefulSet web with its policy and its mode.
 type env struct {
 	t      *testing.T
 	ctx    context.Context
 	c      kubernetes.Interface
 	ns     string
 	policy setctl.Policy
-	rec    *recorder
+	mode   mode
+	// kl runs the pods in mode ordered.
+	kl  *kubelet.Kubelet
+	rec *recorder
 }
 
 // newEnv creates the namespace, starts recording its claims, creates the
 // set with two replicas and waits until kube-controller-manager has made
 // both pods and both claims and the claims carry their in-range references.
-func newEnv(t *testing.T, p setctl.Policy) *env {
+// In mode ordered, kl runs the namespace's pods.
+func newEnv(t *testing.T, p setctl.Policy, m mode, kl *kubelet.Kubelet) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), c: client(t), policy: p}
+	e := &env{t: t, ctx: context.Background(), c: client(t), policy: p, mode: m}
 	e.ns = testenv.Namespace(t, e.c)
 	e.rec = record(t, e.ns)
-	if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, setctl.NewStatefulSet(e.ns, setName, template, p, 2), metav1.CreateOptions{}); err != nil {
+	set := setctl.NewStatefulSet(e.ns, setName, template, p, 2)
+	if m == ordered {
+		e.kl = kl
+		kl.Serve(e.ns)
+		set.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	if _, err := e.c.AppsV1().StatefulSets(e.ns).Create(e.ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.awaitPods(2)
@@ -153,12 +180,15 @@ func (e *env) deletePod(ordinal int32) {
 
 // awaitPods waits until kube-controller-manager is done with spec.replicas
 // = n: it has observed the set's generation, and exactly the pods 0..n-1
-// exist, none terminating.
+// exist, none terminating; in mode ordered, all of them Running and Ready.
 func (e *env) awaitPods(n int32) {
 	e.t.Helper()
 	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("%d pods of %s/%s", n, e.ns, setName), func() (bool, error) {
 		s := e.set()
 		if s.Status.ObservedGeneration != s.Generation || s.Status.Replicas != n {
+			return false, nil
+		}
+		if e.mode == ordered && s.Status.ReadyReplicas != n {
 			return false, nil
 		}
 		pods, err := e.c.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + setName})
@@ -169,11 +199,22 @@ func (e *env) awaitPods(n int32) {
 			return false, nil
 		}
 		for ord := range n {
-			if p := e.pod(ord); p == nil || p.DeletionTimestamp != nil {
+			p := e.pod(ord)
+			if p == nil || p.DeletionTimestamp != nil || e.mode == ordered && !kubelet.RunningAndReady(p) {
 				return false, nil
 			}
 		}
 		return true, nil
+	})
+}
+
+// awaitObserved waits until kube-controller-manager has synced the set's
+// current generation.
+func (e *env) awaitObserved() {
+	e.t.Helper()
+	testenv.Eventually(e.t, testenv.Timeout, fmt.Sprintf("%s/%s observed", e.ns, setName), func() (bool, error) {
+		s := e.set()
+		return s.Status.ObservedGeneration == s.Generation, nil
 	})
 }
 

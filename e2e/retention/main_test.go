@@ -3,8 +3,12 @@
 // kube-controller-manager's statefulset-controller, garbage-collector-controller
 // and persistentvolumeclaim-protection-controller run against the same
 // kube-apiserver. Each scenario of the proposal's test plan runs under the four
-// retention policies; the tests assert which claims survive, and that neither
-// writer ever undoes an owner-reference write of the other.
+// retention policies, twice: on Parallel sets whose pods never run (there is
+// no node), and on OrderedReady sets whose pods the kubelet stand-in
+// (internal/kubelet) schedules, runs and terminates, so that sets scale and
+// roll one pod at a time as on a real cluster. The tests assert which claims
+// survive, and that neither writer ever undoes an owner-reference write of
+// the other.
 package retention
 
 import (

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,8 @@ import (
 // two replicas whose claims already carry their in-range references.
 type scenario struct {
 	name string
+	// modes are the modes it runs in; nil: every mode.
+	modes []mode
 	// run does the scenario's steps and waits until kube-controller-manager
 	// is done with them.
 	run func(e *env)
@@ -97,8 +100,10 @@ var scenarios = []scenario{
 		// kube-controller-manager (and the host) see the two changes
 		// decides. Upstream reaches a condemned claim only through its
 		// pod, so in the first case the claim keeps its in-range
-		// references even under whenScaled Delete.
-		name: "delete-pod-then-scale-down",
+		// references even under whenScaled Delete. With no node the pod
+		// is deleted at once, so either can happen.
+		name:  "delete-pod-then-scale-down",
+		modes: []mode{parallel},
 		run: func(e *env) {
 			e.deletePod(1)
 			e.scale(1)
@@ -118,17 +123,40 @@ var scenarios = []scenario{
 		reborn: [2][]phase{nil, {inRange, condemned}},
 	},
 	{
+		// On a node the deleted pod terminates while its containers stop,
+		// and the scale-down comes meanwhile: the kubelet stand-in holds
+		// the termination until kube-controller-manager has seen the
+		// scale-down and, under whenScaled Delete, the claim points at the
+		// terminating pod, now condemned. Both writers reach it through
+		// that pod, and the garbage collector deletes it after the pod:
+		// one outcome, no race. (Were the pod gone before either writer
+		// saw the scale-down, the claim would keep its in-range references,
+		// as in mode parallel.)
+		name:  "delete-pod-then-scale-down",
+		modes: []mode{ordered},
+		run: func(e *env) {
+			release := e.kl.HoldTerminations(e.ns)
+			defer release()
+			e.deletePod(1)
+			e.scale(1)
+			e.awaitObserved()
+			e.awaitClaim(1, present, condemned)
+			release()
+			e.awaitPods(1)
+		},
+		want: func(p setctl.Policy) [2]outcome {
+			return [2]outcome{present, deletedWhen(p.WhenScaled)}
+		},
+		phases: [2][]phase{{inRange}, {inRange, condemned}},
+	},
+	{
 		// With Parallel, kube-controller-manager replaces at once every
 		// pod that is not available, which with no kubelet is all of them.
-		name: "rolling-update",
+		name:  "rolling-update",
+		modes: []mode{parallel},
 		run: func(e *env) {
 			old, rev := e.podUIDs(), e.set().Status.UpdateRevision
-			e.updateSet(func(s *appsv1.StatefulSet) {
-				if s.Spec.Template.Annotations == nil {
-					s.Spec.Template.Annotations = map[string]string{}
-				}
-				s.Spec.Template.Annotations["e2e.kubeplug.dev/rollout"] = "2"
-			})
+			e.changeTemplate()
 			e.awaitReplaced(old, 0, 1)
 			testenv.Eventually(e.t, testenv.Timeout, "pods at the update revision", func() (bool, error) {
 				s := e.set()
@@ -143,6 +171,16 @@ var scenarios = []scenario{
 				return true, nil
 			})
 		},
+		want:   func(setctl.Policy) [2]outcome { return [2]outcome{present, present} },
+		phases: [2][]phase{{inRange}, {inRange}},
+	},
+	{
+		// With OrderedReady and running pods, a real rolling update: one
+		// pod at a time, the highest ordinal first, each replaced only
+		// once the one before is Running and Ready (see rollOut).
+		name:   "rolling-update",
+		modes:  []mode{ordered},
+		run:    (*env).rollOut,
 		want:   func(setctl.Policy) [2]outcome { return [2]outcome{present, present} },
 		phases: [2][]phase{{inRange}, {inRange}},
 	},
@@ -170,6 +208,9 @@ var scenarios = []scenario{
 		phases: [2][]phase{{inRange, orphaned}, {inRange, orphaned}},
 	},
 }
+
+// runsIn reports whether sc runs in mode m.
+func (sc scenario) runsIn(m mode) bool { return sc.modes == nil || slices.Contains(sc.modes, m) }
 
 // deletedWhen is gone under Delete and present under Retain.
 func deletedWhen(v appsv1.PersistentVolumeClaimRetentionPolicyType) outcome {

@@ -117,7 +117,7 @@ func (r *report) attribute(t *testing.T, h *testenv.Host) {
 	}
 
 	slices.SortFunc(r.results, func(a, b *result) int {
-		return strings.Compare(a.scenario+a.policy.String(), b.scenario+b.policy.String())
+		return strings.Compare(a.mode.String()+a.scenario+a.policy.String(), b.mode.String()+b.scenario+b.policy.String())
 	})
 	var total, host, implied int
 	var lines []string
@@ -136,9 +136,9 @@ func (r *report) attribute(t *testing.T, h *testenv.Host) {
 				n++
 				switch {
 				case slices.Contains(ch.managers, byHost) && ch.writer != byHost:
-					t.Errorf("%s %s: claim %s rv %s updated field manager kubeplug, but the host reports no write there", res.scenario, res.policy, c.name, ch.rv)
+					t.Errorf("%s %s %s: claim %s rv %s updated field manager kubeplug, but the host reports no write there", res.mode, res.scenario, res.policy, c.name, ch.rv)
 				case slices.Contains(ch.managers, kcmManager) && ch.writer == byHost:
-					t.Errorf("%s %s: claim %s rv %s updated field manager %s, but the host reports that write", res.scenario, res.policy, c.name, ch.rv, kcmManager)
+					t.Errorf("%s %s %s: claim %s rv %s updated field manager %s, but the host reports that write", res.mode, res.scenario, res.policy, c.name, ch.rv, kcmManager)
 				}
 			}
 			if res.racy && c.name == claimName(1) {
@@ -148,15 +148,15 @@ func (r *report) attribute(t *testing.T, h *testenv.Host) {
 		total += n
 		host += hn
 		implied += res.implied
-		lines = append(lines, fmt.Sprintf("%-28s %-14s %3d %5d %4d  %s", res.scenario, res.policy, n, hn, n-hn, strings.Join(notes, "; ")))
+		lines = append(lines, fmt.Sprintf("%-8s %-28s %-14s %3d %5d %4d  %s", res.mode, res.scenario, res.policy, n, hn, n-hn, strings.Join(notes, "; ")))
 	}
-	t.Logf("owner-reference changes per scenario (whenDeleted/whenScaled), by writer:\n%-28s %-14s %3s %5s %4s\n%s\n%-43s %3d %5d %4d\nhost /metrics: %v updateOwnerReferences executed, %v conflicted (the claim had changed since the host's snapshot; requeued)",
-		"scenario", "policy", "all", "host", "kcm", strings.Join(lines, "\n"), "total", total, host, total-host, executed, conflicts)
+	t.Logf("owner-reference changes per scenario (whenDeleted/whenScaled), by writer:\n%-8s %-28s %-14s %3s %5s %4s\n%s\n%-52s %3d %5d %4d\nhost /metrics: %v updateOwnerReferences executed, %v conflicted (the claim had changed since the host's snapshot; requeued)",
+		"mode", "scenario", "policy", "all", "host", "kcm", strings.Join(lines, "\n"), "total", total, host, total-host, executed, conflicts)
 	t.Logf("the scenarios imply at most %d owner-reference changes in all", implied)
 	for _, res := range r.results {
 		for _, c := range res.claims {
 			if len(c.changes) > 0 {
-				t.Logf("%s %s %s:\n%s", res.scenario, res.policy, c.name, describe(c))
+				t.Logf("%s %s %s %s:\n%s", res.mode, res.scenario, res.policy, c.name, describe(c))
 			}
 		}
 	}

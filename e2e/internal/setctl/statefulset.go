@@ -14,7 +14,8 @@ import (
 // Its podManagementPolicy is Parallel: with no kubelet no pod ever becomes
 // Ready, and under OrderedReady kube-controller-manager would wait for pod
 // 0 forever, and the retention module, like upstream, would reach condemned
-// claims only once every pod in range is Running and Ready.
+// claims only once every pod in range is Running and Ready. Tests that run
+// the kubelet stand-in (internal/kubelet) set OrderedReady themselves.
 func NewStatefulSet(ns, name, template string, p Policy, replicas int32) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	return &appsv1.StatefulSet{

@@ -1,0 +1,309 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// DefaultNode names the node when Start is given none.
+const DefaultNode = "kubeplug-e2e-node"
+
+// workers sync pods concurrently: each sync is one API call.
+const workers = 2
+
+// Kubelet is the stand-in for one node: Start it, then Serve the namespaces
+// whose pods it runs. Only keys are queued; each sync reads the pod from the
+// informer's cache and makes at most one API call.
+type Kubelet struct {
+	node   string
+	client kubernetes.Interface
+	pods   corelisters.PodLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+
+	mu     sync.Mutex
+	served map[string]bool
+	held   map[string]int
+
+	cancel  context.CancelFunc
+	factory informers.SharedInformerFactory
+	wg      sync.WaitGroup
+}
+
+// Start registers node (DefaultNode when empty) as a Node, starts a pod
+// informer on c for every namespace and the workers, and returns once the
+// cache has synced. It serves no namespace yet: see Serve. Stop, or the end
+// of ctx, stops it.
+func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, error) {
+	if node == "" {
+		node = DefaultNode
+	}
+	_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("kubelet: register node %s: %w", node, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	k := &Kubelet{
+		node:   node,
+		client: c,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-" + node},
+		),
+		served:  map[string]bool{},
+		held:    map[string]int{},
+		cancel:  cancel,
+		factory: informers.NewSharedInformerFactory(c, 0),
+	}
+	inf := k.factory.Core().V1().Pods()
+	k.pods = inf.Lister()
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    k.enqueue,
+		UpdateFunc: func(_, obj any) { k.enqueue(obj) },
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("kubelet: watch pods: %w", err)
+	}
+	k.factory.Start(ctx.Done())
+	for typ, ok := range k.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			k.Stop()
+			return nil, fmt.Errorf("kubelet: cache of %v did not sync", typ)
+		}
+	}
+	for range workers {
+		k.wg.Go(func() { wait.UntilWithContext(ctx, k.runWorker, time.Second) })
+	}
+	go func() {
+		<-ctx.Done()
+		k.queue.ShutDown()
+	}()
+	return k, nil
+}
+
+// Node is the name of the node the pods are bound to.
+func (k *Kubelet) Node() string { return k.node }
+
+// Stop stops the workers and the informer and waits for them.
+func (k *Kubelet) Stop() {
+	k.cancel()
+	k.queue.ShutDown()
+	k.wg.Wait()
+	k.factory.Shutdown()
+}
+
+// Serve makes the pods of ns, present and future, this node's.
+func (k *Kubelet) Serve(ns string) {
+	k.mu.Lock()
+	k.served[ns] = true
+	k.mu.Unlock()
+	k.enqueueNamespace(ns)
+}
+
+// HoldTerminations keeps the pods of ns that are being deleted terminating,
+// as a kubelet whose containers are slow to stop would, until release is
+// called: a way to let the controllers see a terminating pod for as long as
+// a test needs, without timing anything. Holds nest; release is idempotent.
+func (k *Kubelet) HoldTerminations(ns string) (release func()) {
+	k.mu.Lock()
+	k.held[ns]++
+	k.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			k.mu.Lock()
+			if k.held[ns]--; k.held[ns] == 0 {
+				delete(k.held, ns)
+			}
+			k.mu.Unlock()
+			k.enqueueNamespace(ns)
+		})
+	}
+}
+
+func (k *Kubelet) serves(ns string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.served[ns]
+}
+
+func (k *Kubelet) holds(ns string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held[ns] > 0
+}
+
+func (k *Kubelet) enqueue(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !k.serves(pod.Namespace) {
+		return
+	}
+	k.queue.Add(pod.Namespace + "/" + pod.Name)
+}
+
+func (k *Kubelet) enqueueNamespace(ns string) {
+	pods, err := k.pods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, p := range pods {
+		k.enqueue(p)
+	}
+}
+
+func (k *Kubelet) runWorker(ctx context.Context) {
+	for k.processNextWorkItem(ctx) {
+	}
+}
+
+func (k *Kubelet) processNextWorkItem(ctx context.Context) bool {
+	key, quit := k.queue.Get()
+	if quit {
+		return false
+	}
+	defer k.queue.Done(key)
+	if err := k.sync(ctx, key); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "kubelet stand-in: sync pod", "pod", key)
+		k.queue.AddRateLimited(key)
+		return true
+	}
+	k.queue.Forget(key)
+	return true
+}
+
+// sync brings the pod of key one step closer to what a node would make of
+// it. A conflict or a pod already gone is no error: the informer brings the
+// change that caused it, and the pod is synced again.
+func (k *Kubelet) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	if !k.serves(ns) {
+		return nil
+	}
+	pod, err := k.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil:
+		err = k.bind(ctx, pod)
+	case pod.Spec.NodeName != k.node:
+		// Another node's, or unscheduled and already being deleted
+		// (only a finalizer keeps such a pod).
+		return nil
+	case pod.DeletionTimestamp != nil:
+		if k.holds(ns) {
+			return nil
+		}
+		err = k.finishDeletion(ctx, pod)
+	case !RunningAndReady(pod):
+		err = k.run(ctx, pod)
+	}
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// bind assigns the pod to the node, as the scheduler does.
+func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: k.node},
+	}
+	if err := k.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("bind pod %s/%s to %s: %w", pod.Namespace, pod.Name, k.node, err)
+	}
+	return nil
+}
+
+// run reports the pod's containers started and ready.
+func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error {
+	p := pod.DeepCopy()
+	now := metav1.Now()
+	p.Status.Phase = corev1.PodRunning
+	if p.Status.StartTime == nil {
+		p.Status.StartTime = &now
+	}
+	started := true
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name:    c.Name,
+			Image:   c.Image,
+			ImageID: c.Image,
+			Ready:   true,
+			Started: &started,
+			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		setCondition(&p.Status, typ, now)
+	}
+	if _, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("report pod %s/%s running: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// finishDeletion deletes the terminating pod for good, as a kubelet does
+// once its containers have stopped.
+func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
+	zero := int64(0)
+	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	if err != nil {
+		return fmt.Errorf("delete terminating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// setCondition makes condition typ True, keeping its transition time when it
+// already was.
+func setCondition(s *corev1.PodStatus, typ corev1.PodConditionType, now metav1.Time) {
+	for i := range s.Conditions {
+		if c := &s.Conditions[i]; c.Type == typ {
+			if c.Status != corev1.ConditionTrue {
+				c.Status, c.LastTransitionTime = corev1.ConditionTrue, now
+			}
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: now})
+}
+
+// RunningAndReady reports whether pod is in phase Running with a Ready
+// condition True: what the StatefulSet controller waits for under
+// OrderedReady.
+func RunningAndReady(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

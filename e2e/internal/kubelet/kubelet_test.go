@@ -1,0 +1,159 @@
+package kubelet_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
+)
+
+// newClient is a fake clientset whose pods/binding sets spec.nodeName, as
+// kube-apiserver's does.
+func newClient(t *testing.T) *fake.Clientset {
+	c := fake.NewClientset()
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+		obj, err := c.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), b.Namespace, b.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*corev1.Pod).DeepCopy()
+		if pod.Spec.NodeName != "" {
+			t.Errorf("pod %s/%s bound twice", pod.Namespace, pod.Name)
+		}
+		pod.Spec.NodeName = b.Target.Name
+		return true, b, c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), pod, pod.Namespace)
+	})
+	return c
+}
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+}
+
+func get(t *testing.T, c *fake.Clientset, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := c.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// eventually polls cond until it holds; the timeout bounds a hung test.
+// (testenv.Eventually would link the whole control plane into this test.)
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func awaitRunning(t *testing.T, c *fake.Clientset, k *kubelet.Kubelet, ns, name string) {
+	t.Helper()
+	eventually(t, ns+"/"+name+" running", func() (bool, error) {
+		p := get(t, c, ns, name)
+		return p != nil && p.Spec.NodeName == k.Node() && kubelet.RunningAndReady(p), nil
+	})
+}
+
+func TestKubelet(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	k, err := kubelet.Start(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	if _, err := c.CoreV1().Nodes().Get(ctx, kubelet.DefaultNode, metav1.GetOptions{}); err != nil {
+		t.Errorf("node not registered: %v", err)
+	}
+
+	// A pod of a namespace it does not serve, created first, so that its
+	// event has been dropped by the time the served pods have been run.
+	if _, err := c.CoreV1().Pods("other").Create(ctx, pod("other", "web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k.Serve("test")
+	if _, err := c.CoreV1().Pods("test").Create(ctx, pod("test", "web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitRunning(t, c, k, "test", "web-0")
+	p := get(t, c, "test", "web-0")
+	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		found := false
+		for _, cond := range p.Status.Conditions {
+			found = found || cond.Type == typ && cond.Status == corev1.ConditionTrue
+		}
+		if !found {
+			t.Errorf("condition %s not True: %+v", typ, p.Status.Conditions)
+		}
+	}
+	if cs := p.Status.ContainerStatuses; len(cs) != 1 || cs[0].Name != "app" || !cs[0].Ready || cs[0].State.Running == nil {
+		t.Errorf("container statuses %+v, want app running and ready", cs)
+	}
+
+	// A terminating pod stays while held, and is deleted with grace period
+	// 0 and its UID as precondition once released.
+	release := k.HoldTerminations("test")
+	now := metav1.Now()
+	grace := int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if err := c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("test").Create(ctx, pod("test", "web-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitRunning(t, c, k, "test", "web-1")
+	if get(t, c, "test", "web-0") == nil {
+		t.Fatal("terminating pod deleted while its namespace was held")
+	}
+	release()
+	release() // idempotent
+	eventually(t, "terminating pod deleted", func() (bool, error) {
+		return get(t, c, "test", "web-0") == nil, nil
+	})
+	var deletes int
+	for _, a := range c.Actions() {
+		switch a := a.(type) {
+		case k8stesting.DeleteAction:
+			deletes++
+			o := a.GetDeleteOptions()
+			if a.GetName() != "web-0" || o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 ||
+				o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != p.UID {
+				t.Errorf("delete %s with %+v, want web-0 with grace period 0 and its UID as precondition", a.GetName(), o)
+			}
+		}
+		if a.GetNamespace() == "other" && a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "create" {
+			t.Errorf("%s %s in a namespace it does not serve", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("%d deletes, want 1", deletes)
+	}
+	if o := get(t, c, "other", "web-0"); o.Spec.NodeName != "" || o.Status.Phase != corev1.PodPending {
+		t.Errorf("pod of a namespace it does not serve was changed: node %q, phase %s", o.Spec.NodeName, o.Status.Phase)
+	}
+}
