@@ -62,6 +62,12 @@ type ControlPlane struct {
 	// Kubeconfig is a kubeconfig file for Config, for programs started
 	// as separate processes (kubeplug run, kubectl).
 	Kubeconfig string
+	// ServingCA is kube-apiserver's serving certificate and the CA that
+	// signed it, PEM-encoded: what a pod finds in its service account's
+	// ca.crt. The certificate is valid for 127.0.0.1, where Config.Host
+	// points, and for kubernetes.default.svc. (Config itself trusts the
+	// loopback certificate by its server name instead.)
+	ServingCA []byte
 	// Dir holds etcd's data, the kubeconfig and the servers' certificates;
 	// it is removed by Stop.
 	Dir string
@@ -119,6 +125,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		// Nothing runs the service-account controller here; with the
 		// ServiceAccount admission plugin every pod would be rejected.
 		"--disable-admission-plugins=ServiceAccount",
+		// As on a real cluster: a client that is not in system:masters
+		// gets only what RBAC grants it (see deploy/rbac.yaml).
+		"--authorization-mode=Node,RBAC",
 		"--endpoint-reconciler-type=none",
 	}, storage)
 	if err != nil {
@@ -126,6 +135,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.stops = append(cp.stops, func() { server.TearDownFn(); tb.cleanup() })
 	cp.Config = rest.CopyConfig(server.ClientConfig)
+	// Read now: the file goes with the server's temporary directory.
+	cp.ServingCA, err = os.ReadFile(server.ServerOpts.SecureServing.ServerCert.CertKey.CertFile)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: kube-apiserver's serving certificate: %w", err)
+	}
 	logf("kube-apiserver serving at %s", cp.Config.Host)
 
 	cp.Kubeconfig = filepath.Join(dir, "kubeconfig")

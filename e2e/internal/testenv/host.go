@@ -44,6 +44,70 @@ type HostOptions struct {
 	CacheDir string
 	// Args are extra flags of kubeplug run.
 	Args []string
+	// InCluster, when not nil, runs the host as a pod runs it, with the
+	// in-cluster configuration instead of Kubeconfig.
+	InCluster *InCluster
+}
+
+// InCluster is what a pod of a service account finds: the API server's
+// address in KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, and the
+// account's token, the cluster's CA and the pod's namespace in files under
+// /var/run/secrets/kubernetes.io/serviceaccount, where client-go's
+// in-cluster configuration reads them. POD_NAMESPACE is set too, as the
+// downward API of deploy/'s manifests would set it.
+//
+// client-go reads those files at that fixed path, so the host runs in a
+// mount namespace of its own (unshare(1), which needs CAP_SYS_ADMIN: the
+// tests run as root) where a tmpfs over /var/run holds them. Nothing
+// outside the host's process sees them.
+type InCluster struct {
+	Host, Port string
+	Token      string
+	CA         []byte
+	Namespace  string
+}
+
+// saDir is where a pod finds its service account's files.
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// inClusterScript runs as sh -c's script with $1 the directory of the
+// service account's files and the command after it: it puts the files at
+// saDir in the new mount namespace and execs the command.
+const inClusterScript = `set -e
+mount -t tmpfs -o mode=0755 kubeplug-e2e /var/run
+mkdir -p ` + saDir + `
+cp "$1"/token "$1"/ca.crt "$1"/namespace ` + saDir + `/
+shift
+exec "$@"`
+
+// command returns the command that runs the host binary bin with args
+// (--kubeconfig excepted) as o asks, writing what it needs under dir.
+func (o HostOptions) command(bin, dir string, args []string) (*exec.Cmd, error) {
+	if o.InCluster == nil {
+		return exec.Command(bin, append(args, "--kubeconfig", o.Kubeconfig)...), nil
+	}
+	ic := o.InCluster
+	sa := filepath.Join(dir, "serviceaccount")
+	if err := os.Mkdir(sa, 0o700); err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{"token": []byte(ic.Token), "ca.crt": ic.CA, "namespace": []byte(ic.Namespace)} {
+		if err := os.WriteFile(filepath.Join(sa, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return nil, fmt.Errorf("running the host in-cluster needs unshare(1) (util-linux): %w", err)
+	}
+	cmd := exec.Command(unshare, append([]string{"--mount", "--propagation", "private", "--",
+		"sh", "-c", inClusterScript, "sh", sa, bin}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"KUBERNETES_SERVICE_HOST="+ic.Host,
+		"KUBERNETES_SERVICE_PORT="+ic.Port,
+		"POD_NAMESPACE="+ic.Namespace,
+	)
+	return cmd, nil
 }
 
 // StartHost starts kubeplug run and registers its stop (SIGTERM, then kill)
@@ -72,10 +136,12 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"run", "--config", cfg, "--kubeconfig", o.Kubeconfig,
+	args := append([]string{"run", "--config", cfg,
 		"--metrics-addr", addr, "--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
 	h := &Host{Addr: addr, Name: o.Name, log: &SyncBuffer{}, done: make(chan struct{})}
-	h.cmd = exec.Command(bin, args...)
+	if h.cmd, err = o.command(bin, dir, args); err != nil {
+		t.Fatal(err)
+	}
 	h.cmd.Stdout = h.log
 	h.cmd.Stderr = h.log
 	if err := h.cmd.Start(); err != nil {

@@ -1,0 +1,202 @@
+package reclaim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
+)
+
+// The service account deploy/rbac.yaml creates and binds.
+const (
+	saNamespace = "kubeplug-system"
+	saName      = "kubeplug"
+)
+
+// TestInClusterWithDeployRBAC runs the host as deploy/ runs it in a
+// cluster: as the service account kubeplug-system/kubeplug, with nothing but
+// what deploy/rbac.yaml grants it on an API server that authorizes with
+// RBAC, through client-go's in-cluster configuration (no kubeconfig), with
+// leader election on, and with the modules deploy/ names: retention,
+// reclaim and warnretain. Each write the modules make is of a kind the
+// others are not: a Lease, owner references on claims, a Warning event, a
+// finalizer on a volume, a provisioner Secret read, a backing volume deleted
+// and then its object. Every one of them must happen, and the API server
+// must forbid none of the host's requests.
+func TestInClusterWithDeployRBAC(t *testing.T) {
+	ctx := context.Background()
+	c := cp.Client()
+	apply(t, c, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
+	expiry := int64(3600)
+	tok, err := c.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	secrets := map[string]string{"user": "deleter"}
+	d := serveDriver(t, func(mem *csitest.Driver) { mem.Secrets = secrets })
+	var modules strings.Builder
+	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain"} {
+		wasm, err := testenv.Guest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&modules, "- path: %s\n  name: %s\n", wasm, filepath.Base(dir))
+	}
+	h := testenv.StartHost(t, testenv.HostOptions{
+		Name: "in-cluster",
+		Config: fmt.Sprintf("modules:\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
+			modules.String(), driverName, d.socket),
+		Args: []string{"--leader-elect"},
+		InCluster: &testenv.InCluster{
+			Host: server.Hostname(), Port: server.Port(),
+			Token: tok.Status.Token, CA: cp.ServingCA, Namespace: saNamespace,
+		},
+	})
+	h.WaitReady(t)
+	testenv.Eventually(t, wait, "the host to hold the Lease "+saNamespace+"/kubeplug", func() (bool, error) {
+		l, err := c.CoordinationV1().Leases(saNamespace).Get(ctx, "kubeplug", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+	})
+
+	// retention: a set whose claims go with it; warnretain: a set whose
+	// claims are kept forever.
+	ns := namespace(t)
+	web, err := setctl.Create(ctx, c, setctl.NewStatefulSet(ns, "web", "data", setctl.Policy{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete}, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setctl.Create(ctx, c, setctl.NewStatefulSet(ns, "kept", "data", setctl.Policy{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain}, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	// reclaim: a volume released with a provisioner secret to read.
+	p := provision(t, d, secretClass)
+	d.expectDeletes(p.handle, secrets).Times(1)
+	if _, err := c.CoreV1().Secrets(p.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.pv + "-deleter"}, StringData: secrets,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.awaitFinalizer(t)
+	p.deleteClaim(t)
+
+	for ord := range int32(2) {
+		if err := web.AwaitOwners(ctx, ord); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, wait, "warnretain's Warning on "+ns+"/kept", func() (bool, error) {
+		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kept,reason=ClaimsRetainedForever"})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	p.awaitNothingLeft(t, d)
+
+	m, err := h.Scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Sum("kubeplug_api_requests_total"); n == 0 {
+		t.Fatal("the host counted no API requests: the check below would prove nothing")
+	}
+	if n := m.Sum("kubeplug_api_requests_total", "code", "403"); n != 0 {
+		t.Errorf("the API server forbade %v of the host's requests: deploy/rbac.yaml lacks a rule", n)
+	}
+	if strings.Contains(strings.ToLower(h.Log()), "forbidden") {
+		t.Errorf("the host's log reports a forbidden request: deploy/rbac.yaml lacks a rule\n%s", h.Log())
+	}
+}
+
+// apply creates the objects of the YAML manifest file path, of the kinds
+// deploy/ uses, and deletes them when t ends.
+func apply(t *testing.T, c kubernetes.Interface, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: document %d: %v", path, i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: document %d: %v", path, i, err)
+		}
+		del, err := create(ctx, c, obj)
+		if err != nil {
+			t.Fatalf("%s: document %d: %v", path, i, err)
+		}
+		t.Cleanup(func() { _ = del(context.Background()) })
+	}
+}
+
+// create creates obj and returns how to delete it.
+func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) (del func(context.Context) error, err error) {
+	opts, none := metav1.CreateOptions{}, metav1.DeleteOptions{}
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		_, err = c.CoreV1().Namespaces().Create(ctx, o, opts)
+		return func(ctx context.Context) error { return c.CoreV1().Namespaces().Delete(ctx, o.Name, none) }, err
+	case *corev1.ServiceAccount:
+		_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
+		return func(ctx context.Context) error {
+			return c.CoreV1().ServiceAccounts(o.Namespace).Delete(ctx, o.Name, none)
+		}, err
+	case *rbacv1.ClusterRole:
+		_, err = c.RbacV1().ClusterRoles().Create(ctx, o, opts)
+		return func(ctx context.Context) error { return c.RbacV1().ClusterRoles().Delete(ctx, o.Name, none) }, err
+	case *rbacv1.ClusterRoleBinding:
+		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
+		return func(ctx context.Context) error { return c.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, none) }, err
+	case *rbacv1.Role:
+		_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
+		return func(ctx context.Context) error { return c.RbacV1().Roles(o.Namespace).Delete(ctx, o.Name, none) }, err
+	case *rbacv1.RoleBinding:
+		_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
+		return func(ctx context.Context) error { return c.RbacV1().RoleBindings(o.Namespace).Delete(ctx, o.Name, none) }, err
+	}
+	return nil, fmt.Errorf("kind %T is not one deploy/ uses", obj)
+}
