@@ -61,8 +61,9 @@ type demo struct {
 	driver *csitest.Driver
 }
 
-// Run plays the demo and stops everything it started.
-func Run(ctx context.Context, o Options) error {
+// Run plays the demo and stops everything it started. A host that does not
+// exit 0 on SIGTERM fails the demo too.
+func Run(ctx context.Context, o Options) (err error) {
 	n := &narrator{w: o.Out, start: time.Now()}
 	mods := available(o.Guests)
 	if len(mods) == 0 {
@@ -95,7 +96,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer host.stop(n)
+	defer func() {
+		if stopErr := host.stop(n); err == nil {
+			err = stopErr
+		}
+	}()
 	if err := host.waitReady(ctx); err != nil {
 		return err
 	}
@@ -236,7 +241,10 @@ func (h *hostProcess) waitReady(ctx context.Context) error {
 	return nil
 }
 
-func (h *hostProcess) stop(n *narrator) {
+// stop sends SIGTERM and waits for the host to exit, killing it after 30s.
+// It returns an error, with the host's log, unless the host exited 0.
+func (h *hostProcess) stop(n *narrator) error {
+	defer os.RemoveAll(h.dir)
 	_ = h.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-h.done:
@@ -245,8 +253,12 @@ func (h *hostProcess) stop(n *narrator) {
 		_ = h.cmd.Process.Kill()
 		<-h.done
 		n.step("host did not stop within 30s of SIGTERM; killed")
+		return fmt.Errorf("kubeplug run did not stop within 30s of SIGTERM\n%s", h.log.String())
 	}
-	os.RemoveAll(h.dir)
+	if !h.cmd.ProcessState.Success() {
+		return fmt.Errorf("kubeplug run exited with %s on SIGTERM\n%s", h.cmd.ProcessState, h.log.String())
+	}
+	return nil
 }
 
 // await polls cond until it holds; what says what the demo waits for.
