@@ -58,6 +58,15 @@ func TestSigtermDrainsReconcilesInFlight(t *testing.T) {
 			if n, _ := protected(t, ns); n != 1 {
 				t.Errorf("after exit %d claims carry %s; the reconcile in flight at SIGTERM must finish and write it", n, protectFinalizer)
 			}
+			// The event of that write is sent before the host exits, not
+			// dropped with the event broadcaster's queue.
+			evs, err := client(t).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=FinalizerAdded"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs.Items) != 1 {
+				t.Errorf("after exit %d FinalizerAdded events in %s, want 1: the host exited without recording its last write", len(evs.Items), ns)
+			}
 			if leaderElect {
 				if holder := leaseHolder(t, ns); holder != "" {
 					t.Errorf("lease still held by %q after a clean exit; want it released", holder)

@@ -2,15 +2,20 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -22,6 +27,16 @@ const DefaultEventWindow = time.Hour
 // maxRemembered bounds the sink's memory; past it, the oldest entries go.
 const maxRemembered = 8192
 
+// The per-object limit on distinct events, client-go's spam filter's
+// defaults: a burst of 25, then one every five minutes.
+const (
+	objectBurst = 25
+	objectRate  = rate.Limit(1. / 300.)
+)
+
+// DefaultFlushTimeout bounds how long Shutdown waits for events to be sent.
+const DefaultFlushTimeout = 5 * time.Second
+
 // EventSink records Kubernetes Events (core/v1) on behalf of modules. Each
 // module's events come from the component "kubeplug.dev/<module>".
 //
@@ -29,16 +44,35 @@ const maxRemembered = 8192
 // on every reconcile of it, resyncs included. The sink records an event once
 // and drops identical ones (same object, type, reason, message and module)
 // for Window afterwards, so that a converged cluster costs no writes.
+// Distinct events on one object are limited as client-go's spam filter
+// limits them (a burst of 25, then one every five minutes); the sink
+// applies that limit itself, so that it knows every event it hands on.
 // Recording is asynchronous: client-go's broadcaster sends, aggregates and
-// retries in the background.
+// retries in the background, and Shutdown waits until what was handed on
+// has been sent.
 type EventSink struct {
 	broadcaster record.EventBroadcaster
 	window      time.Duration
 	now         func() time.Time
+	// flushTimeout bounds Shutdown's wait: DefaultFlushTimeout.
+	flushTimeout time.Duration
 
 	mu        sync.Mutex
 	recorders map[string]record.EventRecorder
 	seen      map[eventKey]time.Time
+	limiters  map[objectKey]*rate.Limiter
+	// recorded counts the events handed to the broadcaster, settled those
+	// the API server stored or rejected; wake is closed and replaced when
+	// settled grows.
+	recorded, settled int
+	wake              chan struct{}
+}
+
+// objectKey is what the per-object limit counts by.
+type objectKey struct {
+	uid                   types.UID
+	kind, namespace, name string
+	by                    string
 }
 
 type eventKey struct {
@@ -53,19 +87,103 @@ func NewEventSink(ctx context.Context, client kubernetes.Interface, window time.
 	if window <= 0 {
 		window = DefaultEventWindow
 	}
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return &EventSink{
-		broadcaster: b,
-		window:      window,
-		now:         time.Now,
-		recorders:   map[string]record.EventRecorder{},
-		seen:        map[eventKey]time.Time{},
+	// The sink limits events per object itself (see limit); client-go's
+	// spam filter, whose drops nobody could count, never triggers.
+	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		BurstSize: math.MaxInt32, QPS: math.MaxFloat32,
+	}))
+	s := &EventSink{
+		broadcaster:  b,
+		window:       window,
+		now:          time.Now,
+		flushTimeout: DefaultFlushTimeout,
+		recorders:    map[string]record.EventRecorder{},
+		seen:         map[eventKey]time.Time{},
+		limiters:     map[objectKey]*rate.Limiter{},
+		wake:         make(chan struct{}),
+	}
+	b.StartRecordingToSink(settlingSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, settle: s.settle})
+	return s
+}
+
+// Shutdown waits up to DefaultFlushTimeout until every event recorded so
+// far has been stored or rejected by the API server, then stops the
+// broadcaster. client-go's broadcaster alone drops what it still holds when
+// it stops: the event of a reconcile that finished during a drain would be
+// lost.
+func (s *EventSink) Shutdown() {
+	s.flush(s.flushTimeout)
+	s.broadcaster.Shutdown()
+}
+
+// flush waits until every event handed to the broadcaster has settled, or
+// until timeout; it reports whether they all did.
+func (s *EventSink) flush(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		done, wake := s.settled >= s.recorded, s.wake
+		s.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return false
+		}
 	}
 }
 
-// Shutdown stops the broadcaster after it has sent what it holds.
-func (s *EventSink) Shutdown() { s.broadcaster.Shutdown() }
+func (s *EventSink) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled++
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// settlingSink calls settle once for each event the broadcaster is done
+// with: stored, or rejected by the API server (the broadcaster does not
+// retry those). A transport error is retried, and a patch of an event that
+// no longer exists is followed by a create: neither settles.
+type settlingSink struct {
+	record.EventSink
+	settle func()
+}
+
+func (s settlingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	out, err := s.EventSink.Create(e)
+	s.done(err, false)
+	return out, err
+}
+
+func (s settlingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	out, err := s.EventSink.Update(e)
+	s.done(err, false)
+	return out, err
+}
+
+func (s settlingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	out, err := s.EventSink.Patch(e, data)
+	s.done(err, true)
+	return out, err
+}
+
+func (s settlingSink) done(err error, patch bool) {
+	var status *apierrors.StatusError
+	var construction *rest.RequestConstructionError
+	switch {
+	case err == nil:
+	case patch && apierrors.IsNotFound(err):
+		return
+	case errors.As(err, &status), errors.As(err, &construction):
+	default:
+		return
+	}
+	s.settle()
+}
 
 // Record records an event on target for module, unless the same event was
 // recorded within the window.
@@ -80,6 +198,9 @@ func (s *EventSink) Record(target abi.ObjectRef, eventType, reason, message, mod
 	if !s.fresh(eventKey{types.UID(target.UID), target.Kind, target.Namespace, target.Name, eventType, reason, message, module}) {
 		return nil
 	}
+	if !s.allow(objectKey{types.UID(target.UID), target.Kind, target.Namespace, target.Name, module}) {
+		return nil
+	}
 	ref := &corev1.ObjectReference{
 		APIVersion: info.APIVersion,
 		Kind:       target.Kind,
@@ -87,8 +208,42 @@ func (s *EventSink) Record(target abi.ObjectRef, eventType, reason, message, mod
 		Name:       target.Name,
 		UID:        types.UID(target.UID),
 	}
-	s.recorder(module).Event(ref, eventType, reason, message)
+	r := s.recorder(module)
+	s.mu.Lock()
+	s.recorded++
+	s.mu.Unlock()
+	r.Event(ref, eventType, reason, message)
 	return nil
+}
+
+// allow takes a token of k's per-object limit.
+func (s *EventSink) allow(k objectKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.limiters[k]
+	if !ok {
+		if len(s.limiters) >= maxRemembered {
+			s.forgetLimiters()
+		}
+		l = rate.NewLimiter(objectRate, objectBurst)
+		s.limiters[k] = l
+	}
+	return l.AllowN(s.now(), 1)
+}
+
+// forgetLimiters drops the limiters that are full again, which are the same
+// as new ones, and if none was, all of them: a burst more per object is the
+// price of bounded memory.
+func (s *EventSink) forgetLimiters() {
+	now := s.now()
+	for k, l := range s.limiters {
+		if l.TokensAt(now) >= objectBurst {
+			delete(s.limiters, k)
+		}
+	}
+	if len(s.limiters) >= maxRemembered {
+		clear(s.limiters)
+	}
 }
 
 // fresh reports whether k was not recorded within the window, and marks it

@@ -1,0 +1,97 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+func claim(i int) abi.ObjectRef {
+	return abi.ObjectRef{Kind: abi.KindPersistentVolumeClaim, Namespace: "default", Name: fmt.Sprintf("data-web-%d", i), UID: fmt.Sprintf("uid-%d", i)}
+}
+
+func events(t *testing.T, c *fake.Clientset) []corev1.Event {
+	t.Helper()
+	list, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	return list.Items
+}
+
+// TestShutdownSendsWhatWasRecorded: events recorded just before Shutdown
+// reach the API server before Shutdown returns. client-go's broadcaster
+// alone drops what it still holds when it stops.
+func TestShutdownSendsWhatWasRecorded(t *testing.T) {
+	for round := range 20 {
+		c := fake.NewClientset()
+		s := NewEventSink(context.Background(), c, 0)
+		for i := range 5 {
+			require.NoError(t, s.Record(claim(i), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
+		}
+		s.Shutdown()
+		require.Len(t, events(t, c), 5, "round %d", round)
+	}
+}
+
+// TestPerObjectLimit: distinct events on one object are limited to a burst
+// of 25 as client-go's spam filter limits them; another object has its own
+// budget, and identical events are dropped before they count.
+func TestPerObjectLimit(t *testing.T) {
+	c := fake.NewClientset()
+	s := NewEventSink(context.Background(), c, 0)
+	for i := range 30 {
+		require.NoError(t, s.Record(claim(0), corev1.EventTypeWarning, "Conflict", fmt.Sprintf("message %d", i), "m"))
+		require.NoError(t, s.Record(claim(0), corev1.EventTypeWarning, "Conflict", fmt.Sprintf("message %d", i), "m"))
+	}
+	require.NoError(t, s.Record(claim(1), corev1.EventTypeWarning, "Conflict", "message 0", "m"))
+	require.NoError(t, s.Record(claim(0), corev1.EventTypeWarning, "Conflict", "from another module", "other"))
+	s.Shutdown()
+
+	per := map[string]int{}
+	for _, e := range events(t, c) {
+		per[e.InvolvedObject.Name+" "+e.Source.Component] += int(e.Count)
+	}
+	require.Equal(t, map[string]int{
+		"data-web-0 kubeplug.dev/m":     objectBurst,
+		"data-web-1 kubeplug.dev/m":     1,
+		"data-web-0 kubeplug.dev/other": 1,
+	}, per)
+}
+
+// TestShutdownGivesUpOnAnUnreachableServer: an event the API server never
+// answers holds Shutdown for the flush timeout only.
+func TestShutdownGivesUpOnAnUnreachableServer(t *testing.T) {
+	c := fake.NewClientset()
+	c.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	s := NewEventSink(context.Background(), c, 0)
+	s.flushTimeout = 50 * time.Millisecond
+	require.NoError(t, s.Record(claim(0), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
+	require.False(t, s.flush(s.flushTimeout), "an event that was never written counted as settled")
+	s.Shutdown()
+}
+
+// TestRejectedEventsSettle: an event the API server rejects is not retried,
+// and Shutdown does not wait for it.
+func TestRejectedEventsSettle(t *testing.T) {
+	c := fake.NewClientset()
+	c.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewBadRequest("event rejected")
+	})
+	s := NewEventSink(context.Background(), c, 0)
+	require.NoError(t, s.Record(claim(0), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
+	require.True(t, s.flush(time.Minute), "a rejected event did not settle")
+	s.Shutdown()
+}
