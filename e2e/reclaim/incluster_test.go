@@ -2,7 +2,6 @@ package reclaim
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,13 +14,16 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
@@ -47,7 +49,7 @@ const (
 func TestInClusterWithDeployRBAC(t *testing.T) {
 	ctx := context.Background()
 	c := cp.Client()
-	apply(t, c, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
+	apply(t, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
 	expiry := int64(3600)
 	tok, err := c.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
@@ -139,9 +141,9 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	}
 }
 
-// apply creates the objects of the YAML manifest file path, of the kinds
-// deploy/ uses, and deletes them when t ends.
-func apply(t *testing.T, c kubernetes.Interface, path string) {
+// apply creates the objects of the YAML manifest file path, whatever their
+// kinds, and deletes them when t ends.
+func apply(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -149,54 +151,36 @@ func apply(t *testing.T, c kubernetes.Interface, path string) {
 	}
 	defer f.Close()
 	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
 	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	for i := 1; ; i++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			return
 		}
+		var obj unstructured.Unstructured
+		if err == nil {
+			err = yaml.Unmarshal(doc, &obj.Object)
+		}
 		if err != nil {
 			t.Fatalf("%s: document %d: %v", path, i, err)
 		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+		if len(obj.Object) == 0 {
 			continue
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			t.Fatalf("%s: document %d: %v", path, i, err)
 		}
-		del, err := create(ctx, c, obj)
-		if err != nil {
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+		}
+		if _, err := ri.Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: document %d: %v", path, i, err)
 		}
-		t.Cleanup(func() { _ = del(context.Background()) })
+		t.Cleanup(func() { _ = ri.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}) })
 	}
-}
-
-// create creates obj and returns how to delete it.
-func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) (del func(context.Context) error, err error) {
-	opts, none := metav1.CreateOptions{}, metav1.DeleteOptions{}
-	switch o := obj.(type) {
-	case *corev1.Namespace:
-		_, err = c.CoreV1().Namespaces().Create(ctx, o, opts)
-		return func(ctx context.Context) error { return c.CoreV1().Namespaces().Delete(ctx, o.Name, none) }, err
-	case *corev1.ServiceAccount:
-		_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
-		return func(ctx context.Context) error {
-			return c.CoreV1().ServiceAccounts(o.Namespace).Delete(ctx, o.Name, none)
-		}, err
-	case *rbacv1.ClusterRole:
-		_, err = c.RbacV1().ClusterRoles().Create(ctx, o, opts)
-		return func(ctx context.Context) error { return c.RbacV1().ClusterRoles().Delete(ctx, o.Name, none) }, err
-	case *rbacv1.ClusterRoleBinding:
-		_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, opts)
-		return func(ctx context.Context) error { return c.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, none) }, err
-	case *rbacv1.Role:
-		_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, opts)
-		return func(ctx context.Context) error { return c.RbacV1().Roles(o.Namespace).Delete(ctx, o.Name, none) }, err
-	case *rbacv1.RoleBinding:
-		_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, opts)
-		return func(ctx context.Context) error { return c.RbacV1().RoleBindings(o.Namespace).Delete(ctx, o.Name, none) }, err
-	}
-	return nil, fmt.Errorf("kind %T is not one deploy/ uses", obj)
 }

@@ -80,38 +80,44 @@ func record(t *testing.T, ns string) *recorder {
 	for i := range list.Items {
 		r.observe(watch.Added, &list.Items[i])
 	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return pvcs.Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	go func() {
 		defer close(r.done)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return
-				}
-				if ev.Type == watch.Error {
-					r.fail(fmt.Errorf("watch of claims in %s: %v", ns, ev.Object))
-					return
-				}
-				if pvc, ok := ev.Object.(*corev1.PersistentVolumeClaim); ok {
-					r.observe(ev.Type, pvc)
-				}
+		err := follow(ctx, list.ResourceVersion, "claims in "+ns, pvcs.Watch, func(ev watch.Event) {
+			if pvc, ok := ev.Object.(*corev1.PersistentVolumeClaim); ok {
+				r.observe(ev.Type, pvc)
 			}
+		})
+		if err != nil {
+			r.fail(err)
 		}
 	}()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// follow hands keep every event of a watch that resumes from rv after each
+// break, until ctx ends or the watch does. A watch error ends it and is
+// returned, naming what was watched.
+func follow(ctx context.Context, rv, what string, watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), keep func(watch.Event)) error {
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: watchFn})
+	if err != nil {
+		return fmt.Errorf("watch of %s: %w", what, err)
+	}
+	defer rw.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-rw.ResultChan():
+			if !ok {
+				return nil
+			}
+			if ev.Type == watch.Error {
+				return fmt.Errorf("watch of %s: %v", what, ev.Object)
+			}
+			keep(ev)
+		}
+	}
 }
 
 func (r *recorder) fail(err error) {

@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
@@ -219,9 +217,7 @@ func (e *env) watchRollout() *rolloutWatch {
 		e.t.Fatal(err)
 	}
 	w.initial = podList.Items
-	w.follow(ctx, podList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		return pods.Watch(ctx, o)
-	}, func(ev watch.Event) { w.pods = append(w.pods, ev) })
+	w.follow(ctx, podList.ResourceVersion, "pods", pods.Watch, func(ev watch.Event) { w.pods = append(w.pods, ev) })
 
 	sets := e.c.AppsV1().StatefulSets(e.ns)
 	one := metav1.ListOptions{FieldSelector: "metadata.name=" + setName}
@@ -232,7 +228,7 @@ func (e *env) watchRollout() *rolloutWatch {
 	for _, s := range setList.Items {
 		w.statuses = append(w.statuses, s.Status)
 	}
-	w.follow(ctx, setList.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w.follow(ctx, setList.ResourceVersion, "the set", func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		o.FieldSelector = one.FieldSelector
 		return sets.Watch(ctx, o)
 	}, func(ev watch.Event) {
@@ -243,31 +239,17 @@ func (e *env) watchRollout() *rolloutWatch {
 	return w
 }
 
-// follow watches from rv and hands every event to keep, under w.mu.
-func (w *rolloutWatch) follow(ctx context.Context, rv string, fn func(context.Context, metav1.ListOptions) (watch.Interface, error), keep func(watch.Event)) {
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: fn})
-	if err != nil {
-		w.fail(err)
-		return
-	}
+// follow runs the package's follow for the rollout, handing each event to
+// keep under w.mu.
+func (w *rolloutWatch) follow(ctx context.Context, rv, what string, fn func(context.Context, metav1.ListOptions) (watch.Interface, error), keep func(watch.Event)) {
 	w.wg.Go(func() {
-		defer rw.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-rw.ResultChan():
-				if !ok {
-					return
-				}
-				if ev.Type == watch.Error {
-					w.fail(fmt.Errorf("watch during the rolling update: %v", ev.Object))
-					return
-				}
-				w.mu.Lock()
-				keep(ev)
-				w.mu.Unlock()
-			}
+		err := follow(ctx, rv, what+" during the rolling update", fn, func(ev watch.Event) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			keep(ev)
+		})
+		if err != nil {
+			w.fail(err)
 		}
 	})
 }

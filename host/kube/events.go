@@ -68,17 +68,19 @@ type EventSink struct {
 	wake              chan struct{}
 }
 
-// objectKey is what the per-object limit counts by.
+// objectKey is what the per-object limit counts by: the object and the
+// module.
 type objectKey struct {
 	uid                   types.UID
 	kind, namespace, name string
 	by                    string
 }
 
+// eventKey is what identical events share: the object, the module, and
+// what the event says.
 type eventKey struct {
-	uid                            types.UID
-	kind, namespace, name          string
-	eventType, reason, message, by string
+	objectKey
+	eventType, reason, message string
 }
 
 // NewEventSink starts a broadcaster writing to client. window <= 0 takes
@@ -195,10 +197,8 @@ func (s *EventSink) Record(target abi.ObjectRef, eventType, reason, message, mod
 	if !ok {
 		return fmt.Errorf("event on unknown kind %q", target.Kind)
 	}
-	if !s.fresh(eventKey{types.UID(target.UID), target.Kind, target.Namespace, target.Name, eventType, reason, message, module}) {
-		return nil
-	}
-	if !s.allow(objectKey{types.UID(target.UID), target.Kind, target.Namespace, target.Name, module}) {
+	obj := objectKey{types.UID(target.UID), target.Kind, target.Namespace, target.Name, module}
+	if !s.admit(eventKey{obj, eventType, reason, message}) {
 		return nil
 	}
 	ref := &corev1.ObjectReference{
@@ -208,34 +208,41 @@ func (s *EventSink) Record(target abi.ObjectRef, eventType, reason, message, mod
 		Name:       target.Name,
 		UID:        types.UID(target.UID),
 	}
-	r := s.recorder(module)
-	s.mu.Lock()
-	s.recorded++
-	s.mu.Unlock()
-	r.Event(ref, eventType, reason, message)
+	s.recorder(module).Event(ref, eventType, reason, message)
 	return nil
 }
 
-// allow takes a token of k's per-object limit.
-func (s *EventSink) allow(k objectKey) bool {
+// admit reports whether an event goes on to the broadcaster: it was not
+// recorded within the window, and its object's limit allows it. An admitted
+// event counts as recorded, for Shutdown to wait for.
+func (s *EventSink) admit(k eventKey) bool {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.fresh(k, now) || !s.allow(k.objectKey, now) {
+		return false
+	}
+	s.recorded++
+	return true
+}
+
+// allow takes a token of k's per-object limit. The caller holds mu.
+func (s *EventSink) allow(k objectKey, now time.Time) bool {
 	l, ok := s.limiters[k]
 	if !ok {
 		if len(s.limiters) >= maxRemembered {
-			s.forgetLimiters()
+			s.forgetLimiters(now)
 		}
 		l = rate.NewLimiter(objectRate, objectBurst)
 		s.limiters[k] = l
 	}
-	return l.AllowN(s.now(), 1)
+	return l.AllowN(now, 1)
 }
 
 // forgetLimiters drops the limiters that are full again, which are the same
 // as new ones, and if none was, all of them: a burst more per object is the
 // price of bounded memory.
-func (s *EventSink) forgetLimiters() {
-	now := s.now()
+func (s *EventSink) forgetLimiters(now time.Time) {
 	for k, l := range s.limiters {
 		if l.TokensAt(now) >= objectBurst {
 			delete(s.limiters, k)
@@ -247,11 +254,8 @@ func (s *EventSink) forgetLimiters() {
 }
 
 // fresh reports whether k was not recorded within the window, and marks it
-// recorded now.
-func (s *EventSink) fresh(k eventKey) bool {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// recorded now. The caller holds mu.
+func (s *EventSink) fresh(k eventKey, now time.Time) bool {
 	if at, ok := s.seen[k]; ok && now.Sub(at) < s.window {
 		return false
 	}

@@ -31,14 +31,19 @@ func decide(req *sdk.Request) []abi.Action {
 
 	inRange, condemned := replicas(req, set)
 	var out []abi.Action
+	failed := false // upstream's pass over the in-range replicas ends in an error
 	for _, r := range inRange {
 		o := ownersOf(set, p, r, true)
-		if heldBack(o, r) || failsBeforeWriting(o, r) {
+		if heldBack(o, r) {
+			continue
+		}
+		if failsBeforeWriting(r) {
+			failed = true
 			continue
 		}
 		out = fixReplica(out, set, o, r, updatesUnconditionally(r))
 	}
-	if len(condemned) > 0 && condemnedReached(req, set, p, inRange) {
+	if len(condemned) > 0 && !failed && condemnedReached(req, set) {
 		for _, r := range condemned {
 			out = fixReplica(out, set, ownersOf(set, p, r, false), r, false)
 		}
@@ -81,16 +86,14 @@ func updatesUnconditionally(r replica) bool {
 func heldBack(o *owners, r replica) bool { return r.pod == nil && podClaimIsStale(o, r) }
 
 // failsBeforeWriting reports whether upstream's processReplica fails on an
-// in-range replica before it writes any of its claims: creating its missing
-// pod, or the missing claims of its Pending pod, starts with
-// createPersistentVolumeClaims, which fails when one of the replica's claims
-// is being deleted. The replica's other claims are not written either, and
-// the failure ends the sync before the claims of condemned pods are fixed.
-func failsBeforeWriting(o *owners, r replica) bool {
-	if !slices.ContainsFunc(r.claims, isDeleting) || heldBack(o, r) {
-		return false
-	}
-	return r.pod == nil || r.pod.Status.Phase == phasePending
+// in-range replica that is not held back before it writes any of its claims:
+// creating its missing pod, or the missing claims of its Pending pod, starts
+// with createPersistentVolumeClaims, which fails when one of the replica's
+// claims is being deleted. The replica's other claims are not written
+// either, and the failure ends the sync before the claims of condemned pods
+// are fixed.
+func failsBeforeWriting(r replica) bool {
+	return (r.pod == nil || r.pod.Status.Phase == phasePending) && slices.ContainsFunc(r.claims, isDeleting)
 }
 
 // fixReplica mirrors ClaimsMatchRetentionPolicy followed, when the claims do

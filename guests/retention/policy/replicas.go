@@ -89,29 +89,24 @@ func podInOrdinalRange(ordinal, start, end int) bool { return start <= ordinal &
 // condemnedReached reports whether upstream's updateStatefulSet, in this
 // state, gets past its pass over the in-range replicas to the step that fixes
 // the claims of condemned pods, which it takes just before it deletes them.
+// The caller has already ruled out the pass ending in an error
+// (failsBeforeWriting), which stops it in either mode.
 //
 // With podManagementPolicy OrderedReady (monotonic), processReplica stops the
 // pass at the first replica whose pod is missing (it creates it and returns),
 // failed or succeeded, terminating, or not Running and Ready. With Parallel
-// the pass stops only on an error; the one this module can foresee is
-// failsBeforeWriting: a claim being deleted makes the creation of a missing
-// pod, or of a Pending pod's missing claims, fail.
+// it stops only on an error.
 //
 // Upstream also waits minReadySeconds after Ready; the reconcile input does
 // not carry it, so a set with minReadySeconds is reached that much earlier.
-func condemnedReached(req *sdk.Request, set *abi.StatefulSet, p policy, inRange []replica) bool {
-	if set.Spec.PodManagementPolicy != parallel {
-		start, end := sdk.OrdinalRange(set)
-		// Bounded by the pods: the loop ends at the first missing one.
-		for ord := start; ord < end; ord++ {
-			if !isRunningAndReady(req.Pod(ord)) {
-				return false
-			}
-		}
+func condemnedReached(req *sdk.Request, set *abi.StatefulSet) bool {
+	if set.Spec.PodManagementPolicy == parallel {
 		return true
 	}
-	for _, r := range inRange {
-		if failsBeforeWriting(ownersOf(set, p, r, true), r) {
+	start, end := sdk.OrdinalRange(set)
+	// Bounded by the pods: the loop ends at the first missing one.
+	for ord := start; ord < end; ord++ {
+		if !isRunningAndReady(req.Pod(ord)) {
 			return false
 		}
 	}
