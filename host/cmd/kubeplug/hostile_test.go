@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/host/runtime/hostile"
+)
+
+// The hostile corpus through `kubeplug test`, run as the built binary
+// (KUBEPLUG_BIN, or built here): whatever a module of the corpus does, the
+// process ends, with exit status 2 for a module the host refuses to load and 1
+// for a case whose call the host stopped, naming the module and what it did,
+// and none of the case's objects is harmed.
+
+// hostileTimeout bounds one `kubeplug test` run: reaching it means the host
+// failed to stop a module, not that it was slow.
+const hostileTimeout = 60 * time.Second
+
+// hostileRun is how one module of the corpus is run.
+type hostileRun struct {
+	// cases is the case file under testdata/hostile.
+	cases string
+	// hostYAML is the module's entry in host.yaml after its path and name
+	// (allow:, mode:, limits:); without it kubeplug test runs with no
+	// --config.
+	hostYAML string
+	// quiet: the host bounds what the module asks without an error to
+	// report (a requeue delay is clamped; kubeplug test ignores requeues).
+	quiet bool
+}
+
+const allowEvent = "  allow: [{action: event, resources: [statefulsets]}]\n"
+
+// hostileRuns says how each Go guest of the corpus runs; a module not listed
+// (the raw modules) runs against statefulset.yaml with no --config. Each entry
+// with an allow: allows exactly what the module's manifest asks for, so that
+// the module loads and what stops it is the host's own rules.
+var hostileRuns = map[string][]hostileRun{
+	"invalid-utf8":          {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"invalid-utf8-manifest": {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"unknown-types":         {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"empty-actions":         {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"event-flood":           {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"requeue-1ms":           {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
+	"requeue-huge":          {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
+	"beyond-allow": {
+		// Narrower than the manifest: refused at load.
+		{cases: "statefulset.yaml", hostYAML: allowEvent},
+		// Shadow mode without allow: runs, writes nothing.
+		{cases: "statefulset.yaml", hostYAML: "  mode: shadow\n", quiet: true},
+	},
+	"owner-unrelated": {{cases: "owner.yaml",
+		hostYAML: "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}]\n"}},
+	"delete-bound-volume": {{cases: "volumes.yaml",
+		hostYAML: "  allow: [{action: deleteVolume}, {action: deleteObject, resources: [persistentvolumeclaims, persistentvolumes]}]\n"}},
+	"named-secret": {{cases: "secret.yaml", hostYAML: "  allow: [{action: deleteVolume}]\n"}},
+	// 9,000 actions on one claim encode to about 1 MiB: a larger output
+	// limit lets them reach the executor.
+	"finalizer-flood": {{cases: "statefulset.yaml",
+		hostYAML: "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n  limits: {maxOutput: 4Mi}\n"}},
+}
+
+func TestHostileCorpus(t *testing.T) {
+	bin := kubeplugBin(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	mods, err := hostile.Guests(ctx, "go", dir)
+	require.NoError(t, err)
+	cacheDir := filepath.Join(dir, "cache")
+
+	for _, m := range mods {
+		runs, ok := hostileRuns[m.Class]
+		if !ok {
+			runs = []hostileRun{{cases: "statefulset.yaml"}}
+		}
+		for i, r := range runs {
+			name := m.Class
+			if len(runs) > 1 {
+				name = fmt.Sprintf("%s/%d", m.Class, i)
+			}
+			t.Run(name, func(t *testing.T) {
+				runHostile(t, bin, cacheDir, m, r)
+			})
+		}
+	}
+}
+
+func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileRun) {
+	dir := t.TempDir()
+	module := filepath.Join(dir, m.Class+".wasm")
+	require.NoError(t, os.WriteFile(module, m.Wasm, 0o644))
+	args := []string{"--cache-dir", cacheDir, "test", "-v", "--module", module}
+	if r.hostYAML != "" {
+		cfg := filepath.Join(dir, "host.yaml")
+		yaml := fmt.Sprintf("modules:\n- path: %s\n  name: %s\n%s", module, m.Class, r.hostYAML)
+		require.NoError(t, os.WriteFile(cfg, []byte(yaml), 0o644))
+		args = append(args, "--config", cfg)
+	}
+	cases, err := filepath.Abs(filepath.Join("testdata", "hostile", r.cases))
+	require.NoError(t, err)
+	args = append(args, cases)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hostileTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	var rss int64
+	if cmd.ProcessState != nil {
+		if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = u.Maxrss // KiB on Linux
+		}
+	}
+	t.Logf("class %s (stage %s): wall %v, peak RSS %.1f MiB", m.Class, m.Stage, wall.Round(time.Millisecond), float64(rss)/1024)
+	require.NoError(t, ctx.Err(), "kubeplug test did not end within %v: the module was not stopped\n%s", hostileTimeout, tail(out.String()))
+
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	text := out.String()
+	want := wantExit(m, r)
+	require.Equal(t, want, code, "exit status of kubeplug test %s\n%s", strings.Join(args[2:], " "), tail(text))
+	switch want {
+	case 0:
+		require.Contains(t, text, "0 failed", tail(text))
+		if !r.quiet {
+			require.Contains(t, text, m.Want, "the output says what the host refused (-v)\n%s", tail(text))
+		}
+	default:
+		require.Contains(t, text, m.Class, "the output names the module\n%s", tail(text))
+		require.Contains(t, text, m.Want, "the output says what the module did\n%s", tail(text))
+	}
+	if want == 1 {
+		// What failed is the call, not an expectation: nothing was harmed.
+		require.NotContains(t, text, "not found", tail(text))
+		require.NotContains(t, text, "volumeDeletes", tail(text))
+	}
+}
+
+// wantExit is the exit status of kubeplug test for m run as r: 2 for a module
+// refused at load, 1 for a call the host stops (the case fails), 0 when the
+// host refuses or bounds the module's actions and the case, which says that
+// nothing was harmed, passes.
+func wantExit(m hostile.Module, r hostileRun) int {
+	if m.Class == "beyond-allow" && strings.Contains(r.hostYAML, "mode: shadow") {
+		return 0
+	}
+	switch m.Stage {
+	case hostile.StageLoad:
+		return 2
+	case hostile.StageCall:
+		return 1
+	}
+	return 0
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// kubeplugBin returns KUBEPLUG_BIN, or builds the command once per test
+// binary into testDir.
+func kubeplugBin(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("KUBEPLUG_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		require.NoError(t, err)
+		return abs
+	}
+	binOnce.Do(func() {
+		binPath = filepath.Join(testDir, "kubeplug")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build kubeplug: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, binErr)
+	return binPath
+}
+
+// tail is the end of a long output, enough to see why a run failed.
+func tail(s string) string {
+	const n = 4000
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
