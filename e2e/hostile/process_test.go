@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ type hostProc struct {
 	done  chan struct{}
 	err   error
 	start time.Time
+	rss   *rssWatch
 }
 
 // startHost runs kubeplug run with the host configuration config against
@@ -60,6 +62,7 @@ func startHost(t *testing.T, config string) *hostProc {
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	h.rss = watchRSS(h.cmd.Process.Pid, h.done)
 	go func() {
 		h.err = h.cmd.Wait()
 		close(h.done)
@@ -127,15 +130,49 @@ func (h *hostProc) exitCode() int {
 	return -1
 }
 
-// peakRSS is the ended process's peak resident set size, in MiB.
-func (h *hostProc) peakRSS() float64 {
-	if h.cmd.ProcessState == nil {
-		return 0
-	}
-	if u, ok := h.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return float64(u.Maxrss) / 1024 // KiB on Linux
-	}
-	return 0
+// peakRSS is the process's peak resident set size in MiB, as last sampled.
+func (h *hostProc) peakRSS() float64 { return h.rss.peak() }
+
+// rssWatch samples a process's peak resident set size (VmHWM in
+// /proc/PID/status) every 50ms while it runs. The rusage of the ended
+// process would not do: the child is forked sharing this test process's
+// memory, and Linux counts that (the control plane's) into its maxrss.
+type rssWatch struct {
+	mu  sync.Mutex
+	kib int64
+}
+
+func watchRSS(pid int, done <-chan struct{}) *rssWatch {
+	w := &rssWatch{}
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	go func() {
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						var kib int64
+						if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib); err == nil {
+							w.mu.Lock()
+							w.kib = max(w.kib, kib)
+							w.mu.Unlock()
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *rssWatch) peak() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return float64(w.kib) / 1024
 }
 
 // get fetches path from the host's metrics and health server.
