@@ -34,6 +34,7 @@ type entry struct {
 	yaml   string // the entry's lines after path, name, namespaces and limits
 	limits string // the entry's limits besides instances, e.g. "maxOutput: 4Mi"
 	pv     bool   // subject persistentvolume: cluster-scoped, no namespaces
+	want   string // what the log must say beside the name; "" for nothing
 	quiet  bool   // runs with nothing to report (shadow mode)
 }
 
@@ -44,9 +45,9 @@ const allowEvent = "  allow: [{action: event, resources: [statefulsets]}]\n"
 // it is the host's own rules. A module not listed (the raw modules) runs with
 // the default limits and an empty allow: list.
 func entries(m corpus.Module, w *world) []entry {
-	e := entry{name: m.Class, mod: m}
+	e := entry{name: m.Class, mod: m, want: m.Want}
 	switch m.Class {
-	case "invalid-utf8", "invalid-utf8-manifest", "unknown-types", "empty-actions", "event-flood":
+	case "invalid-utf8-type", "invalid-utf8-version", "unknown-types", "empty-actions", "event-flood":
 		e.yaml = allowEvent
 	case "requeue-1ms", "requeue-huge":
 		e.yaml = "  allow: []\n"
@@ -63,10 +64,12 @@ func entries(m corpus.Module, w *world) []entry {
 	default:
 		e.yaml = "  allow: []\n"
 	case "finalizer-flood":
-		// 9,000 actions on one claim encode to about 1 MiB: a larger
-		// output limit lets them reach the executor.
+		// 9,000 actions on one claim encode to about 1 MiB, more than
+		// the default action cap: with both raised they reach the
+		// executor, which must carry them out as one patch, silently.
+		// (The cap itself stops unknown-types and empty-actions.)
 		e.yaml = "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n"
-		e.limits = "maxOutput: 4Mi"
+		e.limits, e.want = "maxOutput: 4Mi, maxActions: 10000", ""
 	case "delete-bound-volume":
 		e.pv = true
 		e.yaml = "  labelSelector: hostile=bound\n" +
@@ -87,7 +90,7 @@ func refusedAtLoad(mods []corpus.Module, w *world) []entry {
 	for _, m := range mods {
 		switch {
 		case m.Stage == corpus.StageLoad && m.Class == "beyond-allow":
-			out = append(out, entry{name: m.Class, mod: m, yaml: allowEvent})
+			out = append(out, entry{name: m.Class, mod: m, want: m.Want, yaml: allowEvent})
 		case m.Stage == corpus.StageLoad:
 			out = append(out, entries(m, w)...)
 		}
@@ -246,11 +249,11 @@ func TestCorpusInOneHost(t *testing.T) {
 	t.Run("each hostile module's error names it and the reason", func(t *testing.T) {
 		log := h.log.String()
 		for _, e := range loaded {
-			if e.quiet || e.mod.Want == "" {
+			if e.quiet || e.want == "" {
 				continue
 			}
-			if !logNames(log, e.name, e.mod.Want) {
-				t.Errorf("no log line names module %s and %q (class %s)", e.name, e.mod.Want, e.mod.Class)
+			if !logNames(log, e.name, e.want) {
+				t.Errorf("no log line names module %s and %q (class %s)", e.name, e.want, e.mod.Class)
 			}
 		}
 	})
@@ -325,8 +328,8 @@ func TestRefusedAtLoad(t *testing.T) {
 			if code := h.exitCode(); code != 2 {
 				t.Errorf("exit status %d, want 2 (a refused module)", code)
 			}
-			if !logNames(h.log.String(), e.name, e.mod.Want) {
-				t.Errorf("the output does not name module %s and %q:\n%s", e.name, e.mod.Want, tail(h.log.String(), 4000))
+			if !logNames(h.log.String(), e.name, e.want) {
+				t.Errorf("the output does not name module %s and %q:\n%s", e.name, e.want, tail(h.log.String(), 4000))
 			}
 		})
 	}

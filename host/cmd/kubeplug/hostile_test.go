@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,12 +31,17 @@ const hostileTimeout = 60 * time.Second
 
 // hostileRun is how one module of the corpus is run.
 type hostileRun struct {
+	// name tells the runs of one module apart.
+	name string
 	// cases is the case file under testdata/hostile.
 	cases string
 	// hostYAML is the module's entry in host.yaml after its path and name
 	// (allow:, mode:, limits:); without it kubeplug test runs with no
 	// --config.
 	hostYAML string
+	// stage, when set, is where the host stops the module run so, instead
+	// of the module's Stage (which is for the default limits).
+	stage hostile.Stage
 	// quiet: the host bounds what the module asks without an error to
 	// report (a requeue delay is clamped; kubeplug test ignores requeues).
 	quiet bool
@@ -48,18 +54,16 @@ const allowEvent = "  allow: [{action: event, resources: [statefulsets]}]\n"
 // with an allow: allows exactly what the module's manifest asks for, so that
 // the module loads and what stops it is the host's own rules.
 var hostileRuns = map[string][]hostileRun{
-	"invalid-utf8":          {{cases: "statefulset.yaml", hostYAML: allowEvent}},
-	"invalid-utf8-manifest": {{cases: "statefulset.yaml", hostYAML: allowEvent}},
-	"unknown-types":         {{cases: "statefulset.yaml", hostYAML: allowEvent}},
-	"empty-actions":         {{cases: "statefulset.yaml", hostYAML: allowEvent}},
-	"event-flood":           {{cases: "statefulset.yaml", hostYAML: allowEvent}},
-	"requeue-1ms":           {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
-	"requeue-huge":          {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
+	"invalid-utf8-type":    {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"invalid-utf8-version": {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"unknown-types":        {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"empty-actions":        {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"event-flood":          {{cases: "statefulset.yaml", hostYAML: allowEvent}},
+	"requeue-1ms":          {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
+	"requeue-huge":         {{cases: "statefulset.yaml", hostYAML: "  allow: []\n", quiet: true}},
 	"beyond-allow": {
-		// Narrower than the manifest: refused at load.
-		{cases: "statefulset.yaml", hostYAML: allowEvent},
-		// Shadow mode without allow: runs, writes nothing.
-		{cases: "statefulset.yaml", hostYAML: "  mode: shadow\n", quiet: true},
+		{name: "narrower allow is refused at load", cases: "statefulset.yaml", hostYAML: allowEvent},
+		{name: "shadow mode writes nothing", cases: "statefulset.yaml", hostYAML: "  mode: shadow\n", quiet: true},
 	},
 	"owner-unrelated": {{cases: "owner.yaml",
 		hostYAML: "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}]\n"}},
@@ -67,9 +71,14 @@ var hostileRuns = map[string][]hostileRun{
 		hostYAML: "  allow: [{action: deleteVolume}, {action: deleteObject, resources: [persistentvolumeclaims, persistentvolumes]}]\n"}},
 	"named-secret": {{cases: "secret.yaml", hostYAML: "  allow: [{action: deleteVolume}]\n"}},
 	// 9,000 actions on one claim encode to about 1 MiB: a larger output
-	// limit lets them reach the executor.
-	"finalizer-flood": {{cases: "statefulset.yaml",
-		hostYAML: "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n  limits: {maxOutput: 4Mi}\n"}},
+	// limit lets them reach the action cap, and a larger cap the executor,
+	// which must carry them out as one patch.
+	"finalizer-flood": {
+		{name: "default limits", cases: "statefulset.yaml",
+			hostYAML: "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n  limits: {maxOutput: 4Mi}\n"},
+		{name: "maxActions raised", cases: "statefulset.yaml", stage: hostile.StageAction, quiet: true,
+			hostYAML: "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n  limits: {maxOutput: 4Mi, maxActions: 10000}\n"},
+	},
 }
 
 func TestHostileCorpus(t *testing.T) {
@@ -86,10 +95,10 @@ func TestHostileCorpus(t *testing.T) {
 		if !ok {
 			runs = []hostileRun{{cases: "statefulset.yaml"}}
 		}
-		for i, r := range runs {
+		for _, r := range runs {
 			name := m.Class
-			if len(runs) > 1 {
-				name = fmt.Sprintf("%s/%d", m.Class, i)
+			if r.name != "" {
+				name += "/" + r.name
 			}
 			t.Run(name, func(t *testing.T) {
 				runHostile(t, bin, cacheDir, m, r)
@@ -125,7 +134,7 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 	err = cmd.Wait()
 	close(done)
 	wall := time.Since(start)
-	t.Logf("class %s (stage %s): wall %v, peak RSS %.1f MiB", m.Class, m.Stage, wall.Round(time.Millisecond), float64(<-rss)/1024)
+	t.Logf("class %s (stage %s, %s): wall %v, peak RSS %.1f MiB", m.Class, m.Stage, cmp.Or(r.name, "default"), wall.Round(time.Millisecond), float64(<-rss)/1024)
 	require.NoError(t, ctx.Err(), "kubeplug test did not end within %v: the module was not stopped\n%s", hostileTimeout, tail(out.String()))
 
 	code := 0
@@ -136,6 +145,9 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 		require.NoError(t, err)
 	}
 	text := out.String()
+	if code != 0 {
+		t.Logf("output: %s", head(text))
+	}
 	want := wantExit(m, r)
 	require.Equal(t, want, code, "exit status of kubeplug test %s\n%s", strings.Join(args[2:], " "), tail(text))
 	switch want {
@@ -160,10 +172,14 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 // host refuses or bounds the module's actions and the case, which says that
 // nothing was harmed, passes.
 func wantExit(m hostile.Module, r hostileRun) int {
-	if m.Class == "beyond-allow" && strings.Contains(r.hostYAML, "mode: shadow") {
+	if strings.Contains(r.hostYAML, "mode: shadow") {
 		return 0
 	}
-	switch m.Stage {
+	stage := m.Stage
+	if r.stage != 0 {
+		stage = r.stage
+	}
+	switch stage {
 	case hostile.StageLoad:
 		return 2
 	case hostile.StageCall:
@@ -230,9 +246,18 @@ func watchRSS(pid int, done <-chan struct{}) <-chan int64 {
 
 // tail is the end of a long output, enough to see why a run failed.
 func tail(s string) string {
-	const n = 4000
+	const n = 1500
 	if len(s) <= n {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// head is the start of a long output.
+func head(s string) string {
+	const n = 1500
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -20,14 +20,16 @@ type guest struct {
 	want  string
 }
 
-// guests are the action-level classes: modules that load and return, and ask
-// for what the host must refuse or bound. An empty want is a bound the host
-// applies without an error to report (an event message cut to length).
+// guests are the action-level classes, written in Go against the SDK (or,
+// where the SDK cannot express the attack, against abi alone): modules that
+// load and return, and ask for what the host must refuse or bound. Stage and
+// want are for the default limits. An empty want is a bound the host applies
+// without an error to report (an event message cut to length).
 var guests = []guest{
-	{"invalid-utf8", StageAction, "unknown action type"},
-	{"invalid-utf8-manifest", StageLoad, "UTF-8"},
-	{"unknown-types", StageCall, "actions"},
-	{"empty-actions", StageCall, "actions"},
+	{"invalid-utf8-type", StageCall, "actions[0].type: invalid UTF-8"},
+	{"invalid-utf8-version", StageLoad, "version: invalid UTF-8"},
+	{"unknown-types", StageCall, "output holds 40000 actions, more than the limit of"},
+	{"empty-actions", StageCall, "output holds 100000 actions, more than the limit of"},
 	{"event-flood", StageAction, ""},
 	{"requeue-1ms", StageAction, "requeue delay clamped"},
 	{"requeue-huge", StageAction, "requeue delay clamped"},
@@ -35,7 +37,7 @@ var guests = []guest{
 	{"owner-unrelated", StageAction, "nor one of its pods"},
 	{"delete-bound-volume", StageAction, "only a released volume is deleted"},
 	{"named-secret", StageAction, "names a Secret"},
-	{"finalizer-flood", StageCall, "actions"},
+	{"finalizer-flood", StageCall, "output holds 9000 actions, more than the limit of"},
 }
 
 // Guests builds the corpus's Go guests with the Go toolchain goBin (stock Go,

@@ -7,7 +7,7 @@ import (
 
 func init() {
 	sdk.Register(sdk.Module{
-		Name:         "invalid-utf8-manifest",
+		Name:         "invalid-utf8-version",
 		Version:      "0.1.\xff\xfe",
 		Subject:      abi.SubjectStatefulSet,
 		Description:  "Declares a version that is invalid UTF-8.",

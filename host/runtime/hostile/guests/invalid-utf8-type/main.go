@@ -7,7 +7,7 @@ import (
 
 func init() {
 	sdk.Register(sdk.Module{
-		Name:         "invalid-utf8",
+		Name:         "invalid-utf8-type",
 		Version:      "0.1.0",
 		Subject:      abi.SubjectStatefulSet,
 		Description:  "Returns an action whose type is invalid UTF-8.",
