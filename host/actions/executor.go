@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -69,6 +70,10 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 			r.Outcome, r.Write, r.Err = e.execute(ctx, i, m, req, a, states)
 		}
 		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
+		if a.Type == abi.ActionDeleteVolume && a.Volume != nil && a.Volume.Secrets != nil {
+			log.Warn("deleteVolume names a Secret, which the host ignores: it resolves the deletion secret from the volume and its StorageClass, as external-provisioner does",
+				append(attrs, "secret", a.Volume.Secrets.Namespace+"/"+a.Volume.Secrets.Name)...)
+		}
 		switch r.Outcome {
 		case Refused:
 			// The rest is skipped too: the module ordered its actions, and
@@ -102,9 +107,22 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	if err != nil {
 		return Refused, "", err
 	}
-	if a.Type == abi.ActionDeleteVolume && (e.Volumes == nil || !e.Volumes.Configured(a.Volume.Driver)) {
-		return Refused, "", fmt.Errorf("%w: %s on %s: CSI driver %q is not configured on this host; add it to the host's CSI drivers or leave the volume to its external provisioner",
-			ErrRefused, a.Type, t, a.Volume.Driver)
+	if a.Type == abi.ActionDeleteVolume {
+		// The rules are checked on the module's view here, so that shadow
+		// mode reports what the live host would refuse, and again on the
+		// API server's before the driver is called.
+		configured := func(string) bool { return false }
+		if e.Volumes != nil {
+			configured = e.Volumes.Configured
+		}
+		v := inputVolume(t)
+		why := deletionRefusal(v, a.Volume, configured)
+		if why == "" {
+			why = inputClaimRefusal(req, v)
+		}
+		if why != "" {
+			return Refused, "", refusal(a, t, why)
+		}
 	}
 	st := states.of(t)
 	// Events do not write the object, so they may follow its deletion.
@@ -135,6 +153,9 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		if done {
 			return Unchanged, w.desc, nil
 		}
+	}
+	if errors.Is(err, ErrRefused) {
+		return Refused, w.desc, err
 	}
 	if err != nil {
 		if w.kind == writePatch || w.kind == writeDelete || w.kind == writeDeleteVolume {
@@ -270,19 +291,18 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 	case writeDelete:
 		return e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv)
 	case writeDeleteVolume:
-		// A backing volume deleted on a stale view is data lost, and the
-		// driver takes no precondition: check that the volume object is
-		// still exactly the one the module saw.
-		cur, err := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
+		// The driver takes no precondition, and a backing volume deleted
+		// wrongly is data lost: the host's rules are checked again on the
+		// volume and claim as the API server has them now.
+		cur, err := e.checkVolumeDeletion(ctx, a, t, st)
 		if err != nil {
 			return err
 		}
-		if cur.UID != t.UID || cur.ResourceVersion != st.rv {
-			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
-				fmt.Errorf("%s is now uid=%s resourceVersion=%s, the module saw uid=%s resourceVersion=%s: not deleting its volume",
-					t, cur.UID, cur.ResourceVersion, t.UID, st.rv))
+		secrets, err := e.deletionSecret(ctx, cur, t.Name)
+		if err != nil {
+			return err
 		}
-		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets); err != nil {
+		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, secrets); err != nil {
 			return err
 		}
 		st.volumeDeleted = true

@@ -111,10 +111,10 @@ func TestExecuteWrites(t *testing.T) {
 			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"observedGeneration":3,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
 			"status"),
 	}, {
-		name:    "volume deleted",
+		name:    "volume deleted, without the secret the module names",
 		req:     volumeRequest(),
 		action:  abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: secrets}},
-		volumes: []call{{Op: "deleteVolume", Name: driver + "/" + handle, Secrets: secrets}},
+		volumes: []call{{Op: "deleteVolume", Name: driver + "/" + handle}},
 	}, {
 		name:   "event recorded",
 		req:    volumeRequest(),

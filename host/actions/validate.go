@@ -237,8 +237,5 @@ func checkVolumeDelete(v *abi.VolumeDelete, t Target) string {
 	if v.Driver != csi.Driver || v.VolumeHandle != csi.VolumeHandle {
 		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", v.Driver, v.VolumeHandle, csi.Driver, csi.VolumeHandle)
 	}
-	if s := v.Secrets; s != nil && (s.Namespace == "" || s.Name == "") {
-		return "volume.secrets needs namespace and name"
-	}
 	return ""
 }

@@ -87,7 +87,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"volume delete of a hostPath volume", everything(), hostPath, abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}, `not a CSI volume (its source is "hostPath")`},
 		{"volume delete of another driver's volume", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: "other.csi", VolumeHandle: handle}}, "is not the PersistentVolume's"},
 		{"volume delete of another handle", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: "vol-2"}}, "is not the PersistentVolume's"},
-		{"volume delete with half a secret", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: &abi.SecretReference{Name: "s"}}}, "secrets needs namespace and name"},
 
 		{"event missing", everything(), setRequest(), abi.Action{Type: abi.ActionEvent, Target: set}, "event is missing"},
 		{"event type", everything(), setRequest(), abi.Action{Type: abi.ActionEvent, Target: set, Event: &abi.Event{Type: "Error", Reason: "R"}}, `event type "Error"`},
