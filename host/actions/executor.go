@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -31,11 +31,20 @@ type Executor struct {
 
 // Execute carries out res, the answer of the module with manifest m to req,
 // action by action in order:
-//   - an action that Validate refuses, or a deleteVolume for a driver
-//     Volumes is not configured for, is not executed: it is reported as
-//     Refused, logged, and recorded as a Warning event (reason
-//     ActionRefused) on the subject; the rest are Skipped, and Execute
-//     returns an error wrapping ErrRefused;
+//   - an action that Validate refuses, or that breaks one of the host's
+//     own rules, is not executed: it is reported as Refused, logged, and
+//     recorded as a Warning event (reason ActionRefused) on the subject;
+//     the rest are Skipped, and Execute returns an error wrapping
+//     ErrRefused. The host's rules, whatever the module asks: a backing
+//     volume is deleted only when the host's own read of the PV and its
+//     claim from the API server finds what external-provisioner's
+//     shouldDelete requires (Released, reclaim policy Delete, a configured
+//     driver that provisioned it, the action's driver and handle, not under
+//     deletion unless it carries FinalizerExternalProvisioner) and the
+//     claim gone or replaced, and it is deleted with the secret the host
+//     resolves, never the module's; an owner reference is added only to the
+//     subject StatefulSet or one of its pods, never to an owner being
+//     deleted with orphan propagation;
 //   - an action that needs no write, because the object already is as it
 //     asks, is Unchanged and sends nothing;
 //   - every write carries the UID and resourceVersion the module saw as
@@ -185,30 +194,26 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 }
 
 // checkNewOwners reads, from the API server, each owner that add
-// references and the object does not reference yet, and refuses the write
-// (as a conflict: reconcile again) unless the owner exists with that UID and
-// is not being deleted. The informer caches are not in step with each other:
-// a module can see a claim that the garbage collector just orphaned from a
-// StatefulSet deleted with propagationPolicy Orphan, next to a cached set
-// that does not show its deletion yet. Putting the set's reference back then
-// would have the collector delete the claim with the set, which is the one
-// thing an orphaning deletion promises not to do. Upstream's StatefulSet
-// controller rechecks the deletion timestamp from the API server before it
-// adopts, for the same reason.
-func (e *Executor) checkNewOwners(ctx context.Context, add []abi.OwnerReference, t Target, st *objectState) error {
-	for _, r := range add {
+// references and the object does not reference yet. It refuses the write
+// (ErrRefused) when an owner is being deleted with orphan propagation: the
+// informer caches are not in step with each other, so a module can see a
+// claim that the garbage collector just orphaned from a StatefulSet deleted
+// with `kubectl delete --cascade=orphan`, next to a cached set that does not
+// show its deletion yet, and putting the set's reference back would have
+// the collector delete the claim with the set, the one thing an orphaning
+// deletion promises not to do. An owner gone or replaced (another UID) is a
+// conflict: reconcile again. An owner that is merely terminating is a valid
+// owner, as upstream's StatefulSet controller has it: a condemned pod that
+// is already terminating gets its claim under whenScaled: Delete, so that
+// the collector removes the claim after the pod.
+func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, st *objectState) error {
+	for _, r := range a.OwnerReferences.Add {
 		if slices.ContainsFunc(st.ownerRefs, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
 			continue
 		}
-		info, ok := abi.Kinds[r.Kind]
-		if !ok || info.APIVersion != r.APIVersion {
-			return fmt.Errorf("owner %s %s (%s): the host cannot check that it exists; reference a StatefulSet or a Pod", r.Kind, r.Name, r.APIVersion)
-		}
-		ns := t.Namespace
-		if !info.Namespaced {
-			ns = ""
-		}
-		cur, err := e.Cluster.Current(ctx, r.Kind, ns, r.Name)
+		// Validate admits only the subject set and its pods, which live in
+		// the dependent's namespace.
+		cur, err := e.Cluster.Current(ctx, r.Kind, t.Namespace, r.Name)
 		var why string
 		switch {
 		case apierrors.IsNotFound(err):
@@ -217,12 +222,12 @@ func (e *Executor) checkNewOwners(ctx context.Context, add []abi.OwnerReference,
 			return fmt.Errorf("check owner %s %s: %w", r.Kind, r.Name, err)
 		case cur.UID != r.UID:
 			why = "has another UID (" + cur.UID + ")"
-		case cur.Deleting:
-			why = "is being deleted"
+		case cur.Deleting && slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents):
+			return refusal(a, t, fmt.Sprintf("owner %s %s (uid %s) is being deleted with orphan propagation (finalizer %q): its dependents are to be kept, so no reference to it is added",
+				r.Kind, r.Name, r.UID, metav1.FinalizerOrphanDependents))
 		}
 		if why != "" {
-			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
-				fmt.Errorf("owner %s %s (uid %s) %s: not adding a reference to it", r.Kind, r.Name, r.UID, why))
+			return conflict(t, fmt.Errorf("owner %s %s (uid %s) %s: not adding a reference to it", r.Kind, r.Name, r.UID, why))
 		}
 	}
 	return nil
@@ -274,7 +279,7 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 	switch w.kind {
 	case writePatch:
 		if a.Type == abi.ActionUpdateOwnerReferences {
-			if err := e.checkNewOwners(ctx, a.OwnerReferences.Add, t, st); err != nil {
+			if err := e.checkNewOwners(ctx, a, t, st); err != nil {
 				return err
 			}
 		}

@@ -488,7 +488,8 @@ func TestExecuteChecksNewOwners(t *testing.T) {
 		reads   int
 	}{
 		{"owner live", map[string]actions.Meta{"web": {UID: "set-uid"}}, actions.Executed, 1},
-		{"owner being deleted", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true}}, actions.Conflict, 1},
+		{"owner terminating", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true, Finalizers: []string{"foregroundDeletion"}}}, actions.Executed, 1},
+		{"owner being deleted with orphan propagation", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true, Finalizers: []string{"orphan"}}}, actions.Refused, 1},
 		{"owner gone", map[string]actions.Meta{}, actions.Conflict, 1},
 		{"owner recreated with another uid", map[string]actions.Meta{"web": {UID: "new-uid"}}, actions.Conflict, 1},
 	}
@@ -512,11 +513,18 @@ func TestExecuteChecksNewOwners(t *testing.T) {
 		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep), "reference rewritten in place")
 		require.Zero(t, c.reads)
 	})
-	t.Run("an owner of a kind the host cannot read is not referenced", func(t *testing.T) {
-		c := &fakeCluster{}
-		other := abi.OwnerReference{APIVersion: "example.com/v1", Kind: "Database", Name: "db", UID: "db-uid"}
-		rep, _ := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{add(1, other)}})
-		require.Equal(t, []actions.Outcome{actions.Failed}, outcomes(rep))
-		require.Empty(t, c.writes())
+	// Upstream gives a condemned pod that is already terminating its claim
+	// under whenScaled: Delete, so that the collector removes the claim
+	// after the pod; refusing would leave the claim behind for good.
+	t.Run("a terminating pod is given its claim", func(t *testing.T) {
+		c := &fakeCluster{current: map[string]actions.Meta{"web-1": {UID: "pod-1", Deleting: true}}}
+		req := setRequest()
+		req.StatefulSet.Pods[1].Metadata.DeletionTimestamp = "2026-01-01T00:00:00Z"
+		pod := abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "web-1", UID: "pod-1", Controller: true, BlockOwnerDeletion: true}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), req, &abi.Result{Actions: []abi.Action{add(1, pod)}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep))
+		require.Len(t, c.writes(), 1)
 	})
+
 }
