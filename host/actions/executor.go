@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,13 +72,33 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 		log = log.With("key", req.Key)
 	}
 
-	states := objectStates{}
+	b := &batch{e: e, ctx: ctx, m: m, req: req, actions: res.Actions, states: objectStates{}, reports: make([]ActionReport, len(res.Actions))}
+	for i, a := range res.Actions {
+		b.reports[i] = ActionReport{Index: i, Type: a.Type, Target: a.Target, Outcome: Skipped}
+	}
+	for i, a := range res.Actions {
+		if b.stopped {
+			break
+		}
+		if coalesced(a.Type) {
+			b.queue(i)
+			continue
+		}
+		// The batch is written first: the module ordered its actions, and
+		// what follows may depend on it (a finalizer removed before its
+		// object is deleted, a claim given to its pod before the pod goes).
+		b.flush()
+		if b.stopped {
+			break
+		}
+		o, w, err := e.execute(ctx, i, m, req, a, b.states)
+		b.set(i, o, w, err)
+	}
+	b.flush()
+
 	var stop error
 	for i, a := range res.Actions {
-		r := ActionReport{Index: i, Type: a.Type, Target: a.Target, Outcome: Skipped}
-		if stop == nil {
-			r.Outcome, r.Write, r.Err = e.execute(ctx, i, m, req, a, states)
-		}
+		r := b.reports[i]
 		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
 		if a.Type == abi.ActionDeleteVolume && a.Volume != nil && a.Volume.Secrets != nil {
 			log.Warn("deleteVolume names a Secret, which the host ignores: it resolves the deletion secret from the volume and its StorageClass, as external-provisioner does",
@@ -88,11 +109,11 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 			// The rest is skipped too: the module ordered its actions, and
 			// running what follows a refused deleteVolume (the finalizer's
 			// removal) would leak the volume it protects.
-			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
 			log.Warn("refused action; skipping the rest", append(attrs, "err", r.Err)...)
 			e.recordRefusal(ctx, log, req, r)
 		case Conflict, Failed:
-			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
 			log.Warn("action did not complete; skipping the rest", append(attrs, "outcome", r.Outcome, "err", r.Err)...)
 		case Executed:
 			log.Info("executed action", append(attrs, "write", r.Write)...)
@@ -156,23 +177,12 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		return Shadow, w.desc, nil
 	}
 	err = e.call(ctx, a, t, st, w)
-	if err != nil && apierrors.IsConflict(err) && a.Type == abi.ActionRemoveFinalizer && st.volumeDeleted {
-		var done bool
-		w, done, err = e.finishVolumeDeletion(ctx, a, t, st, w, err)
-		if done {
-			return Unchanged, w.desc, nil
-		}
-	}
-	if errors.Is(err, ErrRefused) {
-		return Refused, w.desc, err
-	}
 	if err != nil {
-		if w.kind == writePatch || w.kind == writeDelete || w.kind == writeDeleteVolume {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return Conflict, w.desc, fmt.Errorf("%w: %w", ErrConflict, err)
-			}
+		if w.kind == writeEvent && !errors.Is(err, ErrRefused) {
+			return Failed, w.desc, err
 		}
-		return Failed, w.desc, err
+		o, err := classify(err)
+		return o, w.desc, err
 	}
 	if w.commit != nil {
 		w.commit(st)
@@ -193,8 +203,8 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	return Executed, w.desc, nil
 }
 
-// checkNewOwners reads, from the API server, each owner that add
-// references and the object does not reference yet. It refuses the write
+// checkNewOwners reads, from the API server, each owner that a adds and
+// referenced does not hold yet. It refuses the write
 // (ErrRefused) when an owner is being deleted with orphan propagation: the
 // informer caches are not in step with each other, so a module can see a
 // claim that the garbage collector just orphaned from a StatefulSet deleted
@@ -206,9 +216,9 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 // owner, as upstream's StatefulSet controller has it: a condemned pod that
 // is already terminating gets its claim under whenScaled: Delete, so that
 // the collector removes the claim after the pod.
-func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, st *objectState) error {
+func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, referenced []abi.OwnerReference) error {
 	for _, r := range a.OwnerReferences.Add {
-		if slices.ContainsFunc(st.ownerRefs, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
+		if slices.ContainsFunc(referenced, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
 			continue
 		}
 		// Validate admits only the subject set and its pods, which live in
@@ -233,56 +243,11 @@ func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, s
 	return nil
 }
 
-// finishVolumeDeletion retries the removal of a finalizer that conflicted
-// after this Result deleted the object's backing volume. Other controllers
-// write a volume at the moment it is released (the binder its status,
-// pv-protection its own finalizer), so the removal often races them; and
-// once the driver has deleted the volume, keeping the finalizer protects
-// nothing and would only make the next reconcile call DeleteVolume again.
-// So the removal is planned again on the object as the API server has it
-// now, with that resourceVersion as precondition, as long as it is still the
-// same object (same UID). done reports that nothing is left to do: the
-// object is gone or no longer carries the finalizer.
-// err is the conflict that started it, returned if the object is no longer
-// the same.
-func (e *Executor) finishVolumeDeletion(ctx context.Context, a abi.Action, t Target, st *objectState, w *write, err error) (_ *write, done bool, _ error) {
-	const attempts = 3
-	for range attempts {
-		cur, gerr := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
-		switch {
-		case apierrors.IsNotFound(gerr):
-			return w, true, nil
-		case gerr != nil:
-			return w, false, gerr
-		case cur.UID != t.UID:
-			return w, false, err
-		}
-		st.rv, st.finalizers = cur.ResourceVersion, cur.Finalizers
-		next, perr := plan(a, t, st)
-		if perr != nil {
-			return w, false, perr
-		}
-		if next == nil {
-			return w, true, nil
-		}
-		w = next
-		if err = e.call(ctx, a, t, st, w); err == nil || !apierrors.IsConflict(err) {
-			return w, false, err
-		}
-	}
-	return w, false, err
-}
-
 // call makes the API or CSI call of w, recording a patch's new
 // resourceVersion in st.
 func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {
 	switch w.kind {
 	case writePatch:
-		if a.Type == abi.ActionUpdateOwnerReferences {
-			if err := e.checkNewOwners(ctx, a, t, st); err != nil {
-				return err
-			}
-		}
 		var sub []string
 		if w.subresource != "" {
 			sub = []string{w.subresource}

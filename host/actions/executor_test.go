@@ -189,12 +189,12 @@ func TestExecuteChainsResourceVersions(t *testing.T) {
 	require.Equal(t, map[actions.Outcome]int{actions.Executed: 5}, rep.Counts)
 	require.Len(t, v.calls, 1)
 	require.Equal(t, []call{
-		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":["kubernetes.io/pv-protection"]}}`),
+		// Both removals on the volume are one patch.
+		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`),
 		// Another object keeps its own resourceVersion.
 		mergePatch("PersistentVolumeClaim", "default", "data-web-0", `{"metadata":{"uid":"claim-0","resourceVersion":"20","finalizers":["kubeplug.dev/x"]}}`),
-		// The first patch returned 101, and its list is the base of this one.
-		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"101","finalizers":null}}`),
-		{Op: "delete", Kind: "PersistentVolume", Name: "pv-1", UID: "pv-uid", RV: "103"},
+		// The patch returned 101.
+		{Op: "delete", Kind: "PersistentVolume", Name: "pv-1", UID: "pv-uid", RV: "101"},
 	}, c.calls)
 }
 
@@ -280,7 +280,7 @@ func TestExecuteUnknownResourceVersionStops(t *testing.T) {
 	c := &fakeCluster{noRV: true}
 	res := &abi.Result{Actions: []abi.Action{
 		{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
-		{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"},
+		{Type: abi.ActionDeleteObject, Target: claimRef(0)},
 	}}
 	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), res)
 	require.ErrorIs(t, err, actions.ErrConflict)
@@ -358,8 +358,9 @@ func TestExecuteShadowExecutesNothing(t *testing.T) {
 		actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow,
 		actions.Refused, actions.Skipped,
 	}, outcomes(rep))
-	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[2].Write,
-		"planned on the state the earlier shadow action would have left")
+	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[1].Write,
+		"both removals planned as one write")
+	require.Equal(t, "coalesced into the write of action 1", rep.Actions[2].Write)
 	require.Equal(t, "delete with preconditions uid=pv-uid resourceVersion=5", rep.Actions[3].Write)
 }
 

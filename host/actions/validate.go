@@ -157,15 +157,8 @@ func checkOwnerReferences(req *abi.ReconcileRequest, c *abi.OwnerReferencesChang
 			return fmt.Sprintf("ownerReferences.add lists uid %q twice", r.UID)
 		}
 	}
-	controllers := 0
-	for _, r := range changeOwnerReferences(t.OwnerReferences, c) {
-		if r.Controller {
-			controllers++
-		}
-	}
-	if controllers > 1 {
-		return "the resulting owner references would name more than one controller"
-	}
+	// That the result names at most one controller is checked by the
+	// Executor, on the list the earlier actions of the Result leave.
 	return ""
 }
 

@@ -56,7 +56,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"owner reference incomplete", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{Kind: "Pod", Name: "web-0", UID: "pod-0"}}}}, "add[0] needs apiVersion"},
 		{"owner reference twice", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner, setOwner}}}, "lists uid \"set-uid\" twice"},
 		{"empty uid removed", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{""}}}, "empty uid"},
-		{"second controller", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-0", Controller: true}}}}, "more than one controller"},
 
 		{"owner reference to another set's pod", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "db-0", UID: "db-pod-0"}), "neither the subject StatefulSet nor one of its pods"},
 		{"owner reference to a StorageClass", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "fast", UID: "class-uid"}), "neither the subject StatefulSet nor one of its pods"},

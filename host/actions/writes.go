@@ -38,33 +38,10 @@ type write struct {
 
 // plan returns the call that carries out a on t, whose current state is st,
 // or nil when the object already is as a asks. a has passed Validate.
+// Owner reference and finalizer actions are planned by batch, one write per
+// object.
 func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 	switch a.Type {
-	case abi.ActionUpdateOwnerReferences:
-		next := changeOwnerReferences(st.ownerRefs, a.OwnerReferences)
-		if sameOwnerReferences(st.ownerRefs, next) {
-			return nil, nil
-		}
-		if len(next) == 0 {
-			next = nil // a JSON null removes the field
-		}
-		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, OwnerReferences: &next}, nil, nil, func(st *objectState) {
-			st.ownerRefs = next
-		})
-	case abi.ActionAddFinalizer, abi.ActionRemoveFinalizer:
-		next, changed := withFinalizer(st.finalizers, a.Finalizer)
-		if a.Type == abi.ActionRemoveFinalizer {
-			next, changed = withoutFinalizer(st.finalizers, a.Finalizer)
-		}
-		if !changed {
-			return nil, nil
-		}
-		if len(next) == 0 {
-			next = nil
-		}
-		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, Finalizers: &next}, nil, nil, func(st *objectState) {
-			st.finalizers = next
-		})
 	case abi.ActionDeleteObject:
 		if st.deleting {
 			return nil, nil
