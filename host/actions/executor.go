@@ -278,7 +278,7 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 		st.volumeDeleted = true
 		return nil
 	case writeEvent:
-		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, a.Event.Message, e.Module)
+		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, truncate(a.Event.Message, MaxEventMessage), e.Module)
 	}
 	return fmt.Errorf("unknown write kind %d", w.kind)
 }
@@ -294,7 +294,7 @@ func (e *Executor) recordRefusal(ctx context.Context, log *slog.Logger, req *abi
 	if !ok {
 		return
 	}
-	msg := fmt.Sprintf("module %s, action %d: %v", e.Module, r.Index, r.Err)
+	msg := truncate(fmt.Sprintf("module %s, action %d: %v", e.Module, r.Index, r.Err), MaxEventMessage)
 	if err := e.Cluster.RecordEvent(ctx, subject, abi.EventWarning, ReasonActionRefused, msg, e.Module); err != nil {
 		log.Warn("record refusal event", "action", r.Index, "err", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -54,6 +55,9 @@ func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, 
 	}
 	return t, nil
 }
+
+// maxEventReason is the API server's limit on an event's reason.
+const maxEventReason = 128
 
 func allows(m abi.Manifest, action, resource string) bool {
 	for _, c := range m.Capabilities {
@@ -120,8 +124,10 @@ func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 			return fmt.Sprintf("event type %q is neither %s nor %s", e.Type, abi.EventNormal, abi.EventWarning)
 		case e.Reason == "":
 			return "event reason is empty"
-		case len(e.Reason) > 128:
-			return "event reason is longer than 128 bytes"
+		case len(e.Reason) > maxEventReason:
+			return fmt.Sprintf("event reason is longer than %d bytes", maxEventReason)
+		case !utf8.ValidString(e.Reason) || !utf8.ValidString(e.Message):
+			return "event reason or message is not valid UTF-8"
 		}
 	}
 	return ""
