@@ -298,11 +298,10 @@ func (b *batch) finishVolumeDeletion(p *pendingObject, err error) (_ *write, don
 		p.st.rv, p.st.finalizers = cur.ResourceVersion, cur.Finalizers
 		p.finalizers = slices.Clone(cur.Finalizers)
 		for _, i := range p.indexes {
-			a := b.actions[i]
-			if a.Type == abi.ActionAddFinalizer && !slices.Contains(p.finalizers, a.Finalizer) {
-				p.finalizers = append(p.finalizers, a.Finalizer)
-			} else if a.Type == abi.ActionRemoveFinalizer {
-				p.finalizers = slices.DeleteFunc(p.finalizers, func(f string) bool { return f == a.Finalizer })
+			if a := b.actions[i]; a.Type == abi.ActionAddFinalizer {
+				p.finalizers, _ = withFinalizer(p.finalizers, a.Finalizer)
+			} else {
+				p.finalizers, _ = withoutFinalizer(p.finalizers, a.Finalizer)
 			}
 		}
 		next, perr := b.plan(p)

@@ -1,7 +1,9 @@
 package actions_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -227,4 +229,19 @@ func TestExecuteDeletionSecret(t *testing.T) {
 			require.Equal(t, tt.secret, got)
 		})
 	}
+}
+
+// A module that names a secret is told, in the log, that it is ignored.
+func TestExecuteWarnsOfAModuleNamedSecret(t *testing.T) {
+	var logs bytes.Buffer
+	c, v := &fakeCluster{}, &fakeVolumes{drivers: []string{driver}}
+	e := executor(c, v)
+	e.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	named := &abi.SecretReference{Namespace: "kube-system", Name: "admin"}
+	res := &abi.Result{Actions: []abi.Action{{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: named}}}}
+	_, err := e.Execute(context.Background(), everything(), volumeRequest(), res)
+	require.NoError(t, err)
+	require.Contains(t, logs.String(), `level=WARN msg="deleteVolume names a Secret, which the host ignores`)
+	require.Contains(t, logs.String(), "secret=kube-system/admin")
+	require.Nil(t, v.calls[0].Secrets)
 }
