@@ -48,6 +48,10 @@ type Executor struct {
 //     deleted with orphan propagation;
 //   - an action that needs no write, because the object already is as it
 //     asks, is Unchanged and sends nothing;
+//   - consecutive updateOwnerReferences, addFinalizer, removeFinalizer and
+//     event actions are gathered, and each object they change is written
+//     once, where its first such action stands (see batch); each action
+//     keeps its own outcome;
 //   - every write carries the UID and resourceVersion the module saw as
 //     preconditions, the resourceVersion being the one returned by this
 //     Result's previous write on the same object, if any;
