@@ -7,6 +7,8 @@ package abi
 const (
 	// ActionUpdateOwnerReferences removes owner references (by UID) from the
 	// target, then adds OwnerReferences.Add, replacing any with the same UID.
+	// An added reference may name only the request's StatefulSet or one of
+	// its pods.
 	ActionUpdateOwnerReferences = "updateOwnerReferences"
 	// ActionAddFinalizer adds Finalizer to the target if it lacks it.
 	ActionAddFinalizer = "addFinalizer"
@@ -22,7 +24,9 @@ const (
 	// ActionUpdateClaimUpdateStatus replaces a VolumeClaimUpdate's status.
 	ActionUpdateClaimUpdateStatus = "updateClaimUpdateStatus"
 	// ActionDeleteVolume deletes the backing volume of the target
-	// PersistentVolume through its CSI driver's DeleteVolume.
+	// PersistentVolume through its CSI driver's DeleteVolume. The host does
+	// so only when its own read of the volume and its claim says
+	// external-provisioner would (SPEC.md), with the secret it resolves.
 	ActionDeleteVolume = "deleteVolume"
 	// ActionEvent records a Kubernetes Event on the target.
 	ActionEvent = "event"
@@ -109,8 +113,12 @@ type ClaimApply struct {
 type VolumeDelete struct {
 	Driver       string `json:"driver"`
 	VolumeHandle string `json:"volumeHandle"`
-	// Secrets names the Secret whose data the host passes as DeleteVolume's
-	// secrets (the StorageClass's provisioner secret), if any.
+	// Secrets is ignored by the host, which logs a Warning when it is set.
+	//
+	// Deprecated: the host resolves the deletion secret itself, as
+	// external-provisioner does, from the PV's deletion-secret annotations
+	// or its StorageClass's provisioner-secret parameters: a module naming
+	// the Secret handed to a storage driver could hand it any Secret.
 	Secrets *SecretReference `json:"secrets,omitempty"`
 }
 

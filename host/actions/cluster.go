@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -26,11 +27,19 @@ type Cluster interface {
 	// preconditions (either may be empty to skip it).
 	Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error
 	// Current reads the named object from the API server itself, not from a
-	// cache. The executor calls it before a call that the API server cannot
-	// precondition (a CSI DeleteVolume), to act only on the object version
-	// the module saw; to finish a volume's deletion; and to check that an
-	// owner it is about to reference is not being deleted (see Executor).
+	// cache. The executor calls it to finish a volume's deletion, to check
+	// that a volume's claim is gone before it deletes the volume, and to
+	// check that an owner it is about to reference exists and is not being
+	// deleted with orphan propagation (see Executor).
 	Current(ctx context.Context, kind, namespace, name string) (Meta, error)
+	// CurrentVolume reads the named PersistentVolume from the API server
+	// itself. The executor calls it before a CSI DeleteVolume, which the API
+	// server cannot precondition: the volume is deleted only if this read,
+	// not the module's input, says it may be (see Executor).
+	CurrentVolume(ctx context.Context, name string) (PersistentVolume, error)
+	// CurrentClassParameters reads the parameters of the named StorageClass
+	// from the API server itself, to resolve the secrets of a DeleteVolume.
+	CurrentClassParameters(ctx context.Context, name string) (map[string]string, error)
 	// RecordEvent records an Event on target on behalf of module.
 	RecordEvent(ctx context.Context, target abi.ObjectRef, eventType, reason, message, module string) error
 }
@@ -44,13 +53,72 @@ type Meta struct {
 	Deleting bool
 }
 
+// PersistentVolume is what CurrentVolume reads of a PersistentVolume: the
+// fields external-provisioner reads before it deletes a backing volume.
+type PersistentVolume struct {
+	Meta
+	Annotations map[string]string
+	// Phase is status.phase, e.g. "Released".
+	Phase string
+	// ReclaimPolicy is spec.persistentVolumeReclaimPolicy.
+	ReclaimPolicy string
+	// ClaimRef is spec.claimRef; nil when unset.
+	ClaimRef *abi.ObjectReference
+	// CSI is spec.csi's driver and handle; nil for a volume that is not CSI.
+	CSI *abi.CSIVolumeSource
+	// StorageClassName is spec.storageClassName.
+	StorageClassName string
+}
+
 // VolumeDeleter deletes backing volumes through CSI. The live host calls a
 // driver's controller service; memcluster records the calls.
 type VolumeDeleter interface {
 	// Configured reports whether the host may act for driver.
 	Configured(driver string) bool
 	// DeleteVolume calls the driver's DeleteVolume for handle, passing the
-	// data of the named Secret (if any) as secrets. Deleting a volume that is
-	// already gone succeeds.
+	// data of the named Secret (if any) as secrets. The executor resolves
+	// secrets itself from the volume and its StorageClass, never from the
+	// module. Deleting a volume that is already gone succeeds.
 	DeleteVolume(ctx context.Context, driver, handle string, secrets *abi.SecretReference) error
+}
+
+// VolumeFromObject reads a PersistentVolume's fields from obj, the object as
+// the API server serves it in JSON (an unstructured object), for the
+// implementations of CurrentVolume.
+func VolumeFromObject(obj map[string]any) PersistentVolume {
+	u := unstructured.Unstructured{Object: obj}
+	v := PersistentVolume{
+		Meta: Meta{
+			UID:             string(u.GetUID()),
+			ResourceVersion: u.GetResourceVersion(),
+			Finalizers:      u.GetFinalizers(),
+			Deleting:        u.GetDeletionTimestamp() != nil,
+		},
+		Annotations: u.GetAnnotations(),
+	}
+	v.Phase, _, _ = unstructured.NestedString(obj, "status", "phase")
+	v.ReclaimPolicy, _, _ = unstructured.NestedString(obj, "spec", "persistentVolumeReclaimPolicy")
+	v.StorageClassName, _, _ = unstructured.NestedString(obj, "spec", "storageClassName")
+	if ref, ok, _ := unstructured.NestedMap(obj, "spec", "claimRef"); ok {
+		v.ClaimRef = &abi.ObjectReference{}
+		v.ClaimRef.APIVersion, _, _ = unstructured.NestedString(ref, "apiVersion")
+		v.ClaimRef.Kind, _, _ = unstructured.NestedString(ref, "kind")
+		v.ClaimRef.Namespace, _, _ = unstructured.NestedString(ref, "namespace")
+		v.ClaimRef.Name, _, _ = unstructured.NestedString(ref, "name")
+		v.ClaimRef.UID, _, _ = unstructured.NestedString(ref, "uid")
+	}
+	if csi, ok, _ := unstructured.NestedMap(obj, "spec", "csi"); ok {
+		v.CSI = &abi.CSIVolumeSource{}
+		v.CSI.Driver, _, _ = unstructured.NestedString(csi, "driver")
+		v.CSI.VolumeHandle, _, _ = unstructured.NestedString(csi, "volumeHandle")
+	}
+	return v
+}
+
+// ClassParametersFromObject reads a StorageClass's parameters from obj, the
+// object as the API server serves it in JSON, for the implementations of
+// CurrentClassParameters.
+func ClassParametersFromObject(obj map[string]any) map[string]string {
+	p, _, _ := unstructured.NestedStringMap(obj, "parameters")
+	return p
 }

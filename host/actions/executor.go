@@ -1,13 +1,15 @@
 package actions
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -30,13 +32,26 @@ type Executor struct {
 
 // Execute carries out res, the answer of the module with manifest m to req,
 // action by action in order:
-//   - an action that Validate refuses, or a deleteVolume for a driver
-//     Volumes is not configured for, is not executed: it is reported as
-//     Refused, logged, and recorded as a Warning event (reason
-//     ActionRefused) on the subject; the rest are Skipped, and Execute
-//     returns an error wrapping ErrRefused;
+//   - an action that Validate refuses, or that breaks one of the host's
+//     own rules, is not executed: it is reported as Refused, logged, and
+//     recorded as a Warning event (reason ActionRefused) on the subject;
+//     the rest are Skipped, and Execute returns an error wrapping
+//     ErrRefused. The host's rules, whatever the module asks: a backing
+//     volume is deleted only when the host's own read of the PV and its
+//     claim from the API server finds what external-provisioner's
+//     shouldDelete requires (Released, reclaim policy Delete, a configured
+//     driver that provisioned it, the action's driver and handle, not under
+//     deletion unless it carries FinalizerExternalProvisioner) and the
+//     claim gone or replaced, and it is deleted with the secret the host
+//     resolves, never the module's; an owner reference is added only to the
+//     subject StatefulSet or one of its pods, never to an owner being
+//     deleted with orphan propagation;
 //   - an action that needs no write, because the object already is as it
 //     asks, is Unchanged and sends nothing;
+//   - consecutive updateOwnerReferences, addFinalizer, removeFinalizer and
+//     event actions are gathered, and each object they change is written
+//     once, where its first such action stands (see batch); each action
+//     keeps its own outcome;
 //   - every write carries the UID and resourceVersion the module saw as
 //     preconditions, the resourceVersion being the one returned by this
 //     Result's previous write on the same object, if any;
@@ -61,24 +76,48 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 		log = log.With("key", req.Key)
 	}
 
-	states := objectStates{}
+	b := &batch{e: e, ctx: ctx, m: m, req: req, actions: res.Actions, states: objectStates{}, reports: make([]ActionReport, len(res.Actions))}
+	for i, a := range res.Actions {
+		b.reports[i] = ActionReport{Index: i, Type: a.Type, Target: a.Target, Outcome: Skipped}
+	}
+	for i, a := range res.Actions {
+		if b.stopped {
+			break
+		}
+		if coalesced(a.Type) {
+			b.queue(i)
+			continue
+		}
+		// The batch is written first: the module ordered its actions, and
+		// what follows may depend on it (a finalizer removed before its
+		// object is deleted, a claim given to its pod before the pod goes).
+		b.flush()
+		if b.stopped {
+			break
+		}
+		o, w, err := e.execute(ctx, i, m, req, a, b.states)
+		b.set(i, o, w, err)
+	}
+	b.flush()
+
 	var stop error
 	for i, a := range res.Actions {
-		r := ActionReport{Index: i, Type: a.Type, Target: a.Target, Outcome: Skipped}
-		if stop == nil {
-			r.Outcome, r.Write, r.Err = e.execute(ctx, i, m, req, a, states)
-		}
+		r := b.reports[i]
 		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
+		if a.Type == abi.ActionDeleteVolume && a.Volume != nil && a.Volume.Secrets != nil {
+			log.Warn("deleteVolume names a Secret, which the host ignores: it resolves the deletion secret from the volume and its StorageClass, as external-provisioner does",
+				append(attrs, "secret", a.Volume.Secrets.Namespace+"/"+a.Volume.Secrets.Name)...)
+		}
 		switch r.Outcome {
 		case Refused:
 			// The rest is skipped too: the module ordered its actions, and
 			// running what follows a refused deleteVolume (the finalizer's
 			// removal) would leak the volume it protects.
-			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
 			log.Warn("refused action; skipping the rest", append(attrs, "err", r.Err)...)
 			e.recordRefusal(ctx, log, req, r)
 		case Conflict, Failed:
-			stop = fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err)
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
 			log.Warn("action did not complete; skipping the rest", append(attrs, "outcome", r.Outcome, "err", r.Err)...)
 		case Executed:
 			log.Info("executed action", append(attrs, "write", r.Write)...)
@@ -102,9 +141,22 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	if err != nil {
 		return Refused, "", err
 	}
-	if a.Type == abi.ActionDeleteVolume && (e.Volumes == nil || !e.Volumes.Configured(a.Volume.Driver)) {
-		return Refused, "", fmt.Errorf("%w: %s on %s: CSI driver %q is not configured on this host; add it to the host's CSI drivers or leave the volume to its external provisioner",
-			ErrRefused, a.Type, t, a.Volume.Driver)
+	if a.Type == abi.ActionDeleteVolume {
+		// The rules are checked on the module's view here, so that shadow
+		// mode reports what the live host would refuse, and again on the
+		// API server's before the driver is called.
+		configured := func(string) bool { return false }
+		if e.Volumes != nil {
+			configured = e.Volumes.Configured
+		}
+		v := inputVolume(t)
+		why := deletionRefusal(v, a.Volume, configured)
+		if why == "" {
+			why = inputClaimRefusal(req, v)
+		}
+		if why != "" {
+			return Refused, "", refusal(a, t, why)
+		}
 	}
 	st := states.of(t)
 	// Events do not write the object, so they may follow its deletion.
@@ -129,20 +181,12 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		return Shadow, w.desc, nil
 	}
 	err = e.call(ctx, a, t, st, w)
-	if err != nil && apierrors.IsConflict(err) && a.Type == abi.ActionRemoveFinalizer && st.volumeDeleted {
-		var done bool
-		w, done, err = e.finishVolumeDeletion(ctx, a, t, st, w, err)
-		if done {
-			return Unchanged, w.desc, nil
-		}
-	}
 	if err != nil {
-		if w.kind == writePatch || w.kind == writeDelete || w.kind == writeDeleteVolume {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return Conflict, w.desc, fmt.Errorf("%w: %w", ErrConflict, err)
-			}
+		if w.kind == writeEvent && !errors.Is(err, ErrRefused) {
+			return Failed, w.desc, err
 		}
-		return Failed, w.desc, err
+		o, err := classify(err)
+		return o, w.desc, err
 	}
 	if w.commit != nil {
 		w.commit(st)
@@ -163,31 +207,27 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	return Executed, w.desc, nil
 }
 
-// checkNewOwners reads, from the API server, each owner that add
-// references and the object does not reference yet, and refuses the write
-// (as a conflict: reconcile again) unless the owner exists with that UID and
-// is not being deleted. The informer caches are not in step with each other:
-// a module can see a claim that the garbage collector just orphaned from a
-// StatefulSet deleted with propagationPolicy Orphan, next to a cached set
-// that does not show its deletion yet. Putting the set's reference back then
-// would have the collector delete the claim with the set, which is the one
-// thing an orphaning deletion promises not to do. Upstream's StatefulSet
-// controller rechecks the deletion timestamp from the API server before it
-// adopts, for the same reason.
-func (e *Executor) checkNewOwners(ctx context.Context, add []abi.OwnerReference, t Target, st *objectState) error {
-	for _, r := range add {
-		if slices.ContainsFunc(st.ownerRefs, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
+// checkNewOwners reads, from the API server, each owner that a adds and
+// referenced does not hold yet. It refuses the write
+// (ErrRefused) when an owner is being deleted with orphan propagation: the
+// informer caches are not in step with each other, so a module can see a
+// claim that the garbage collector just orphaned from a StatefulSet deleted
+// with `kubectl delete --cascade=orphan`, next to a cached set that does not
+// show its deletion yet, and putting the set's reference back would have
+// the collector delete the claim with the set, the one thing an orphaning
+// deletion promises not to do. An owner gone or replaced (another UID) is a
+// conflict: reconcile again. An owner that is merely terminating is a valid
+// owner, as upstream's StatefulSet controller has it: a condemned pod that
+// is already terminating gets its claim under whenScaled: Delete, so that
+// the collector removes the claim after the pod.
+func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, referenced []abi.OwnerReference) error {
+	for _, r := range a.OwnerReferences.Add {
+		if slices.ContainsFunc(referenced, func(o abi.OwnerReference) bool { return o.UID == r.UID }) {
 			continue
 		}
-		info, ok := abi.Kinds[r.Kind]
-		if !ok || info.APIVersion != r.APIVersion {
-			return fmt.Errorf("owner %s %s (%s): the host cannot check that it exists; reference a StatefulSet or a Pod", r.Kind, r.Name, r.APIVersion)
-		}
-		ns := t.Namespace
-		if !info.Namespaced {
-			ns = ""
-		}
-		cur, err := e.Cluster.Current(ctx, r.Kind, ns, r.Name)
+		// Validate admits only the subject set and its pods, which live in
+		// the dependent's namespace.
+		cur, err := e.Cluster.Current(ctx, r.Kind, t.Namespace, r.Name)
 		var why string
 		switch {
 		case apierrors.IsNotFound(err):
@@ -196,55 +236,15 @@ func (e *Executor) checkNewOwners(ctx context.Context, add []abi.OwnerReference,
 			return fmt.Errorf("check owner %s %s: %w", r.Kind, r.Name, err)
 		case cur.UID != r.UID:
 			why = "has another UID (" + cur.UID + ")"
-		case cur.Deleting:
-			why = "is being deleted"
+		case cur.Deleting && slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents):
+			return refusal(a, t, fmt.Sprintf("owner %s %s (uid %s) is being deleted with orphan propagation (finalizer %q): its dependents are to be kept, so no reference to it is added",
+				r.Kind, r.Name, r.UID, metav1.FinalizerOrphanDependents))
 		}
 		if why != "" {
-			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
-				fmt.Errorf("owner %s %s (uid %s) %s: not adding a reference to it", r.Kind, r.Name, r.UID, why))
+			return conflict(t, fmt.Errorf("owner %s %s (uid %s) %s: not adding a reference to it", r.Kind, r.Name, r.UID, why))
 		}
 	}
 	return nil
-}
-
-// finishVolumeDeletion retries the removal of a finalizer that conflicted
-// after this Result deleted the object's backing volume. Other controllers
-// write a volume at the moment it is released (the binder its status,
-// pv-protection its own finalizer), so the removal often races them; and
-// once the driver has deleted the volume, keeping the finalizer protects
-// nothing and would only make the next reconcile call DeleteVolume again.
-// So the removal is planned again on the object as the API server has it
-// now, with that resourceVersion as precondition, as long as it is still the
-// same object (same UID). done reports that nothing is left to do: the
-// object is gone or no longer carries the finalizer.
-// err is the conflict that started it, returned if the object is no longer
-// the same.
-func (e *Executor) finishVolumeDeletion(ctx context.Context, a abi.Action, t Target, st *objectState, w *write, err error) (_ *write, done bool, _ error) {
-	const attempts = 3
-	for range attempts {
-		cur, gerr := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
-		switch {
-		case apierrors.IsNotFound(gerr):
-			return w, true, nil
-		case gerr != nil:
-			return w, false, gerr
-		case cur.UID != t.UID:
-			return w, false, err
-		}
-		st.rv, st.finalizers = cur.ResourceVersion, cur.Finalizers
-		next, perr := plan(a, t, st)
-		if perr != nil {
-			return w, false, perr
-		}
-		if next == nil {
-			return w, true, nil
-		}
-		w = next
-		if err = e.call(ctx, a, t, st, w); err == nil || !apierrors.IsConflict(err) {
-			return w, false, err
-		}
-	}
-	return w, false, err
 }
 
 // call makes the API or CSI call of w, recording a patch's new
@@ -252,11 +252,6 @@ func (e *Executor) finishVolumeDeletion(ctx context.Context, a abi.Action, t Tar
 func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {
 	switch w.kind {
 	case writePatch:
-		if a.Type == abi.ActionUpdateOwnerReferences {
-			if err := e.checkNewOwners(ctx, a.OwnerReferences.Add, t, st); err != nil {
-				return err
-			}
-		}
 		var sub []string
 		if w.subresource != "" {
 			sub = []string{w.subresource}
@@ -270,25 +265,24 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 	case writeDelete:
 		return e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv)
 	case writeDeleteVolume:
-		// A backing volume deleted on a stale view is data lost, and the
-		// driver takes no precondition: check that the volume object is
-		// still exactly the one the module saw.
-		cur, err := e.Cluster.Current(ctx, t.Kind, t.Namespace, t.Name)
+		// The driver takes no precondition, and a backing volume deleted
+		// wrongly is data lost: the host's rules are checked again on the
+		// volume and claim as the API server has them now.
+		cur, err := e.checkVolumeDeletion(ctx, a, t, st)
 		if err != nil {
 			return err
 		}
-		if cur.UID != t.UID || cur.ResourceVersion != st.rv {
-			return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name,
-				fmt.Errorf("%s is now uid=%s resourceVersion=%s, the module saw uid=%s resourceVersion=%s: not deleting its volume",
-					t, cur.UID, cur.ResourceVersion, t.UID, st.rv))
+		secrets, err := e.deletionSecret(ctx, cur, t.Name)
+		if err != nil {
+			return err
 		}
-		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, a.Volume.Secrets); err != nil {
+		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, secrets); err != nil {
 			return err
 		}
 		st.volumeDeleted = true
 		return nil
 	case writeEvent:
-		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, a.Event.Message, e.Module)
+		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, truncate(a.Event.Message, MaxEventMessage), e.Module)
 	}
 	return fmt.Errorf("unknown write kind %d", w.kind)
 }
@@ -304,7 +298,7 @@ func (e *Executor) recordRefusal(ctx context.Context, log *slog.Logger, req *abi
 	if !ok {
 		return
 	}
-	msg := fmt.Sprintf("module %s, action %d: %v", e.Module, r.Index, r.Err)
+	msg := truncate(fmt.Sprintf("module %s, action %d: %v", e.Module, r.Index, r.Err), MaxEventMessage)
 	if err := e.Cluster.RecordEvent(ctx, subject, abi.EventWarning, ReasonActionRefused, msg, e.Module); err != nil {
 		log.Warn("record refusal event", "action", r.Index, "err", err)
 	}

@@ -111,10 +111,10 @@ func TestExecuteWrites(t *testing.T) {
 			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"observedGeneration":3,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
 			"status"),
 	}, {
-		name:    "volume deleted",
+		name:    "volume deleted, without the secret the module names",
 		req:     volumeRequest(),
 		action:  abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: secrets}},
-		volumes: []call{{Op: "deleteVolume", Name: driver + "/" + handle, Secrets: secrets}},
+		volumes: []call{{Op: "deleteVolume", Name: driver + "/" + handle}},
 	}, {
 		name:   "event recorded",
 		req:    volumeRequest(),
@@ -189,12 +189,12 @@ func TestExecuteChainsResourceVersions(t *testing.T) {
 	require.Equal(t, map[actions.Outcome]int{actions.Executed: 5}, rep.Counts)
 	require.Len(t, v.calls, 1)
 	require.Equal(t, []call{
-		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":["kubernetes.io/pv-protection"]}}`),
+		// Both removals on the volume are one patch.
+		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`),
 		// Another object keeps its own resourceVersion.
 		mergePatch("PersistentVolumeClaim", "default", "data-web-0", `{"metadata":{"uid":"claim-0","resourceVersion":"20","finalizers":["kubeplug.dev/x"]}}`),
-		// The first patch returned 101, and its list is the base of this one.
-		mergePatch("PersistentVolume", "", "pv-1", `{"metadata":{"uid":"pv-uid","resourceVersion":"101","finalizers":null}}`),
-		{Op: "delete", Kind: "PersistentVolume", Name: "pv-1", UID: "pv-uid", RV: "103"},
+		// The patch returned 101.
+		{Op: "delete", Kind: "PersistentVolume", Name: "pv-1", UID: "pv-uid", RV: "101"},
 	}, c.calls)
 }
 
@@ -280,7 +280,7 @@ func TestExecuteUnknownResourceVersionStops(t *testing.T) {
 	c := &fakeCluster{noRV: true}
 	res := &abi.Result{Actions: []abi.Action{
 		{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubeplug.dev/x"},
-		{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"},
+		{Type: abi.ActionDeleteObject, Target: claimRef(0)},
 	}}
 	rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), res)
 	require.ErrorIs(t, err, actions.ErrConflict)
@@ -358,8 +358,9 @@ func TestExecuteShadowExecutesNothing(t *testing.T) {
 		actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow, actions.Shadow,
 		actions.Refused, actions.Skipped,
 	}, outcomes(rep))
-	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[2].Write,
-		"planned on the state the earlier shadow action would have left")
+	require.Equal(t, `merge patch {"metadata":{"uid":"pv-uid","resourceVersion":"5","finalizers":null}}`, rep.Actions[1].Write,
+		"both removals planned as one write")
+	require.Equal(t, "coalesced into the write of action 1", rep.Actions[2].Write)
 	require.Equal(t, "delete with preconditions uid=pv-uid resourceVersion=5", rep.Actions[3].Write)
 }
 
@@ -488,7 +489,8 @@ func TestExecuteChecksNewOwners(t *testing.T) {
 		reads   int
 	}{
 		{"owner live", map[string]actions.Meta{"web": {UID: "set-uid"}}, actions.Executed, 1},
-		{"owner being deleted", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true}}, actions.Conflict, 1},
+		{"owner terminating", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true, Finalizers: []string{"foregroundDeletion"}}}, actions.Executed, 1},
+		{"owner being deleted with orphan propagation", map[string]actions.Meta{"web": {UID: "set-uid", Deleting: true, Finalizers: []string{"orphan"}}}, actions.Refused, 1},
 		{"owner gone", map[string]actions.Meta{}, actions.Conflict, 1},
 		{"owner recreated with another uid", map[string]actions.Meta{"web": {UID: "new-uid"}}, actions.Conflict, 1},
 	}
@@ -512,11 +514,18 @@ func TestExecuteChecksNewOwners(t *testing.T) {
 		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep), "reference rewritten in place")
 		require.Zero(t, c.reads)
 	})
-	t.Run("an owner of a kind the host cannot read is not referenced", func(t *testing.T) {
-		c := &fakeCluster{}
-		other := abi.OwnerReference{APIVersion: "example.com/v1", Kind: "Database", Name: "db", UID: "db-uid"}
-		rep, _ := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{add(1, other)}})
-		require.Equal(t, []actions.Outcome{actions.Failed}, outcomes(rep))
-		require.Empty(t, c.writes())
+	// Upstream gives a condemned pod that is already terminating its claim
+	// under whenScaled: Delete, so that the collector removes the claim
+	// after the pod; refusing would leave the claim behind for good.
+	t.Run("a terminating pod is given its claim", func(t *testing.T) {
+		c := &fakeCluster{current: map[string]actions.Meta{"web-1": {UID: "pod-1", Deleting: true}}}
+		req := setRequest()
+		req.StatefulSet.Pods[1].Metadata.DeletionTimestamp = "2026-01-01T00:00:00Z"
+		pod := abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "web-1", UID: "pod-1", Controller: true, BlockOwnerDeletion: true}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), req, &abi.Result{Actions: []abi.Action{add(1, pod)}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep))
+		require.Len(t, c.writes(), 1)
 	})
+
 }

@@ -43,6 +43,12 @@ type fakeCluster struct {
 	reads int
 	// onRead, when set, runs after each Current call.
 	onRead func()
+	// volume, when set, answers CurrentVolume; otherwise it answers with
+	// releasedVolume's spec and status and the Meta Current gives pv-1.
+	volume *actions.PersistentVolume
+	// classes answers CurrentClassParameters by name; a missing name is
+	// NotFound.
+	classes map[string]map[string]string
 }
 
 var _ actions.Cluster = (*fakeCluster)(nil)
@@ -93,6 +99,27 @@ func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (actions.
 		return actions.Meta{}, apierrors.NewNotFound(schema.GroupResource{Resource: abi.Kinds[kind].Resource}, name)
 	}
 	return v, nil
+}
+
+func (f *fakeCluster) CurrentVolume(ctx context.Context, name string) (actions.PersistentVolume, error) {
+	m, err := f.Current(ctx, abi.KindPersistentVolume, "", name)
+	if f.volume != nil {
+		return *f.volume, nil
+	}
+	if err != nil {
+		return actions.PersistentVolume{}, err
+	}
+	v := releasedVolume()
+	v.Meta = m
+	return v, nil
+}
+
+func (f *fakeCluster) CurrentClassParameters(_ context.Context, name string) (map[string]string, error) {
+	p, ok := f.classes[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, name)
+	}
+	return p, nil
 }
 
 func (f *fakeCluster) RecordEvent(_ context.Context, target abi.ObjectRef, eventType, reason, message, module string) error {

@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
 )
 
 const (
@@ -87,12 +88,18 @@ func claimUpdateRef() abi.ObjectRef {
 }
 
 // volumeRequest is a persistentvolume input: CSI volume pv-1 with two
-// finalizers, its claim and class.
+// finalizers, released by its claim data-web-9 (gone), with class fast and
+// an unrelated claim data-web-0 to act on. Its backing volume may be
+// deleted.
 func volumeRequest() *abi.ReconcileRequest {
 	pv := &abi.PersistentVolume{Metadata: meta("", "pv-1", "pv-uid", "5")}
 	pv.Metadata.Finalizers = []string{"external-provisioner.volume.kubernetes.io/finalizer", "kubernetes.io/pv-protection"}
 	pv.Spec.Source = "csi"
 	pv.Spec.CSI = &abi.CSIVolumeSource{Driver: driver, VolumeHandle: handle}
+	pv.Spec.PersistentVolumeReclaimPolicy = "Delete"
+	pv.Spec.StorageClassName = "fast"
+	pv.Spec.ClaimRef = &abi.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-9", UID: "claim-9"}
+	pv.Status.Phase = "Released"
 	return &abi.ReconcileRequest{
 		Subject: abi.SubjectPersistentVolume,
 		Key:     "pv-1",
@@ -107,4 +114,17 @@ func volumeRequest() *abi.ReconcileRequest {
 
 func volumeRef() abi.ObjectRef {
 	return abi.ObjectRef{Kind: abi.KindPersistentVolume, Name: "pv-1", UID: "pv-uid"}
+}
+
+// releasedVolume is pv-1 of volumeRequest as the API server has it.
+func releasedVolume() actions.PersistentVolume {
+	pv := volumeRequest().PersistentVolume.Volume
+	return actions.PersistentVolume{
+		Meta:             actions.Meta{UID: pv.Metadata.UID, ResourceVersion: pv.Metadata.ResourceVersion, Finalizers: pv.Metadata.Finalizers},
+		Phase:            pv.Status.Phase,
+		ReclaimPolicy:    pv.Spec.PersistentVolumeReclaimPolicy,
+		ClaimRef:         pv.Spec.ClaimRef,
+		CSI:              pv.Spec.CSI,
+		StorageClassName: pv.Spec.StorageClassName,
+	}
 }

@@ -11,8 +11,8 @@ const (
 	Executed Outcome = "executed"
 	// Unchanged: the object already was as the action asks; nothing was sent.
 	Unchanged Outcome = "unchanged"
-	// Refused: the action failed validation or names a CSI driver the host
-	// is not configured for; nothing was sent, later actions still ran.
+	// Refused: the action failed validation or broke one of the host's own
+	// rules; nothing was sent for it, and later actions were skipped.
 	Refused Outcome = "refused"
 	// Conflict: the object is no longer the one the module saw; later
 	// actions were skipped and the subject must be reconciled again.

@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -47,11 +50,14 @@ func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, 
 	if !ok {
 		return refuse("not an object of the reconcile input (kind, namespace, name and uid %q must match one)", a.Target.UID)
 	}
-	if why := checkPayload(a, t); why != "" {
+	if why := checkPayload(req, a, t); why != "" {
 		return refuse("%s", why)
 	}
 	return t, nil
 }
+
+// maxEventReason is the API server's limit on an event's reason.
+const maxEventReason = 128
 
 func allows(m abi.Manifest, action, resource string) bool {
 	for _, c := range m.Capabilities {
@@ -62,11 +68,12 @@ func allows(m abi.Manifest, action, resource string) bool {
 	return false
 }
 
-// checkPayload returns why a's payload is unusable on t, or "".
-func checkPayload(a abi.Action, t Target) string {
+// checkPayload returns why a's payload is unusable on t, an object of req,
+// or "".
+func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 	switch a.Type {
 	case abi.ActionUpdateOwnerReferences:
-		return checkOwnerReferences(a.OwnerReferences, t)
+		return checkOwnerReferences(req, a.OwnerReferences, t)
 	case abi.ActionAddFinalizer:
 		if a.Finalizer == "" {
 			return "finalizer is empty"
@@ -117,14 +124,21 @@ func checkPayload(a abi.Action, t Target) string {
 			return fmt.Sprintf("event type %q is neither %s nor %s", e.Type, abi.EventNormal, abi.EventWarning)
 		case e.Reason == "":
 			return "event reason is empty"
-		case len(e.Reason) > 128:
-			return "event reason is longer than 128 bytes"
+		case len(e.Reason) > maxEventReason:
+			return fmt.Sprintf("event reason is longer than %d bytes", maxEventReason)
+		case !utf8.ValidString(e.Reason) || !utf8.ValidString(e.Message):
+			return "event reason or message is not valid UTF-8"
 		}
 	}
 	return ""
 }
 
-func checkOwnerReferences(c *abi.OwnerReferencesChange, t Target) string {
+// checkOwnerReferences refuses a change that adds a reference to anything
+// but the subject StatefulSet or one of its pods, as the module's input
+// shows them: the garbage collector deletes a dependent when its owners are
+// gone, so a reference to another set's pod, a StorageClass or a volume
+// would have a claim deleted by events the subject's policy never decided.
+func checkOwnerReferences(req *abi.ReconcileRequest, c *abi.OwnerReferencesChange, t Target) string {
 	if c == nil {
 		return "ownerReferences is missing"
 	}
@@ -138,19 +152,19 @@ func checkOwnerReferences(c *abi.OwnerReferencesChange, t Target) string {
 		if r.APIVersion == "" || r.Kind == "" || r.Name == "" || r.UID == "" {
 			return fmt.Sprintf("ownerReferences.add[%d] needs apiVersion, kind, name and uid", i)
 		}
+		if why := ownerReferenceFields(r); why != "" {
+			return fmt.Sprintf("ownerReferences.add[%d]: %s", i, why)
+		}
+		if !subjectOrOwnPod(req, r, t.Namespace) {
+			return fmt.Sprintf("ownerReferences.add[%d] (%s %s, %s, uid %s) is neither the subject StatefulSet nor one of its pods in the input, in the object's namespace; the host adds references to those only",
+				i, r.Kind, r.Name, r.APIVersion, r.UID)
+		}
 		if slices.ContainsFunc(c.Add[:i], func(x abi.OwnerReference) bool { return x.UID == r.UID }) {
 			return fmt.Sprintf("ownerReferences.add lists uid %q twice", r.UID)
 		}
 	}
-	controllers := 0
-	for _, r := range changeOwnerReferences(t.OwnerReferences, c) {
-		if r.Controller {
-			controllers++
-		}
-	}
-	if controllers > 1 {
-		return "the resulting owner references would name more than one controller"
-	}
+	// That the result names at most one controller is checked by the
+	// Executor, on the list the earlier actions of the Result leave.
 	return ""
 }
 
@@ -237,8 +251,44 @@ func checkVolumeDelete(v *abi.VolumeDelete, t Target) string {
 	if v.Driver != csi.Driver || v.VolumeHandle != csi.VolumeHandle {
 		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", v.Driver, v.VolumeHandle, csi.Driver, csi.VolumeHandle)
 	}
-	if s := v.Secrets; s != nil && (s.Namespace == "" || s.Name == "") {
-		return "volume.secrets needs namespace and name"
+	return ""
+}
+
+// eventKind is the one kind the API server bans as an owner.
+var eventKind = schema.GroupVersionKind{Version: "v1", Kind: "Event"}
+
+// ownerReferenceFields checks r's fields as the API server's
+// ValidateOwnerReferences does (plus a
+// name that can be a path segment, as every object's name is), so that a malformed reference is refused
+// with its reason rather than failing the write.
+func ownerReferenceFields(r abi.OwnerReference) string {
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	switch {
+	case err != nil || gv.Version == "":
+		return fmt.Sprintf("apiVersion %q is not group/version", r.APIVersion)
+	case gv.WithKind(r.Kind) == eventKind:
+		return "an Event cannot own objects"
+	}
+	if errs := path.IsValidPathSegmentName(r.Name); len(errs) > 0 {
+		return fmt.Sprintf("name %q: %s", r.Name, strings.Join(errs, "; "))
 	}
 	return ""
+}
+
+// subjectOrOwnPod reports whether r names, by apiVersion, kind, name and
+// UID, the subject StatefulSet of req or one of its pods, and they are in
+// namespace, the dependent's: owner references are namespace-local, and one
+// the collector cannot resolve counts as a missing owner.
+func subjectOrOwnPod(req *abi.ReconcileRequest, r abi.OwnerReference, namespace string) bool {
+	if req == nil || req.StatefulSet == nil || req.StatefulSet.Set == nil {
+		return false
+	}
+	is := func(kind string, m abi.ObjectMeta) bool {
+		return r.Kind == kind && r.APIVersion == abi.Kinds[kind].APIVersion && r.Name == m.Name && r.UID == m.UID && m.Namespace == namespace
+	}
+	s := req.StatefulSet
+	if is(abi.KindStatefulSet, s.Set.Metadata) {
+		return true
+	}
+	return slices.ContainsFunc(s.Pods, func(p abi.Pod) bool { return is(abi.KindPod, p.Metadata) })
 }

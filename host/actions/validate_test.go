@@ -56,7 +56,17 @@ func TestValidateRefuses(t *testing.T) {
 		{"owner reference incomplete", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{Kind: "Pod", Name: "web-0", UID: "pod-0"}}}}, "add[0] needs apiVersion"},
 		{"owner reference twice", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner, setOwner}}}, "lists uid \"set-uid\" twice"},
 		{"empty uid removed", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{""}}}, "empty uid"},
-		{"second controller", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-0", Controller: true}}}}, "more than one controller"},
+
+		{"owner reference to another set's pod", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "db-0", UID: "db-pod-0"}), "neither the subject StatefulSet nor one of its pods"},
+		{"owner reference to a StorageClass", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass", Name: "fast", UID: "class-uid"}), "neither the subject StatefulSet nor one of its pods"},
+		{"owner reference to a claim", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data-web-0", UID: "claim-0"}), "neither the subject"},
+		{"owner reference to the set under another apiVersion", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "apps/v1beta1", Kind: "StatefulSet", Name: "web", UID: "set-uid"}), "neither the subject"},
+		{"owner reference to the set's uid under another name", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "set-uid"}), "neither the subject"},
+		{"owner reference in a volume's input", everything(), volumeRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: volumeRef(), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner}}}, "neither the subject"},
+		{"owner reference on a cluster-scoped object", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: classRef(), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner}}}, "in the object's namespace"},
+		{"owner reference with a bad apiVersion", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "a/b/c", Kind: "StatefulSet", Name: "web", UID: "set-uid"}), `apiVersion "a/b/c" is not group/version`},
+		{"owner reference with a bad name", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "..", UID: "set-uid"}), `name ".."`},
+		{"owner reference to an Event", everything(), setRequest(), ownerAdd(abi.OwnerReference{APIVersion: "v1", Kind: "Event", Name: "e", UID: "e"}), "an Event cannot own"},
 
 		{"finalizer empty", everything(), setRequest(), abi.Action{Type: abi.ActionAddFinalizer, Target: claimRef(0)}, "finalizer is empty"},
 		{"finalizer malformed", everything(), setRequest(), abi.Action{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "not a/valid/name"}, "not a qualified name"},
@@ -87,7 +97,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"volume delete of a hostPath volume", everything(), hostPath, abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}, `not a CSI volume (its source is "hostPath")`},
 		{"volume delete of another driver's volume", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: "other.csi", VolumeHandle: handle}}, "is not the PersistentVolume's"},
 		{"volume delete of another handle", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: "vol-2"}}, "is not the PersistentVolume's"},
-		{"volume delete with half a secret", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle, Secrets: &abi.SecretReference{Name: "s"}}}, "secrets needs namespace and name"},
 
 		{"event missing", everything(), setRequest(), abi.Action{Type: abi.ActionEvent, Target: set}, "event is missing"},
 		{"event type", everything(), setRequest(), abi.Action{Type: abi.ActionEvent, Target: set, Event: &abi.Event{Type: "Error", Reason: "R"}}, `event type "Error"`},
@@ -149,4 +158,9 @@ func TestValidateCapabilities(t *testing.T) {
 	require.NoError(t, err, "deleteVolume needs the type only")
 	_, err = actions.Validate(m, volumeRequest(), abi.Action{Type: abi.ActionRemoveFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"})
 	require.ErrorIs(t, err, actions.ErrRefused)
+}
+
+// ownerAdd adds refs to claim data-web-1.
+func ownerAdd(refs ...abi.OwnerReference) abi.Action {
+	return abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1), OwnerReferences: &abi.OwnerReferencesChange{Add: refs}}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,33 +39,10 @@ type write struct {
 
 // plan returns the call that carries out a on t, whose current state is st,
 // or nil when the object already is as a asks. a has passed Validate.
+// Owner reference and finalizer actions are planned by batch, one write per
+// object.
 func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 	switch a.Type {
-	case abi.ActionUpdateOwnerReferences:
-		next := changeOwnerReferences(st.ownerRefs, a.OwnerReferences)
-		if sameOwnerReferences(st.ownerRefs, next) {
-			return nil, nil
-		}
-		if len(next) == 0 {
-			next = nil // a JSON null removes the field
-		}
-		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, OwnerReferences: &next}, nil, nil, func(st *objectState) {
-			st.ownerRefs = next
-		})
-	case abi.ActionAddFinalizer, abi.ActionRemoveFinalizer:
-		next, changed := withFinalizer(st.finalizers, a.Finalizer)
-		if a.Type == abi.ActionRemoveFinalizer {
-			next, changed = withoutFinalizer(st.finalizers, a.Finalizer)
-		}
-		if !changed {
-			return nil, nil
-		}
-		if len(next) == 0 {
-			next = nil
-		}
-		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, Finalizers: &next}, nil, nil, func(st *objectState) {
-			st.finalizers = next
-		})
 	case abi.ActionDeleteObject:
 		if st.deleting {
 			return nil, nil
@@ -87,7 +65,7 @@ func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 		v := a.Volume
 		return &write{kind: writeDeleteVolume, desc: fmt.Sprintf("CSI DeleteVolume driver=%s volumeHandle=%s", v.Driver, v.VolumeHandle)}, nil
 	case abi.ActionEvent:
-		return &write{kind: writeEvent, desc: fmt.Sprintf("event %s %s: %s", a.Event.Type, a.Event.Reason, a.Event.Message)}, nil
+		return &write{kind: writeEvent, desc: fmt.Sprintf("event %s %s: %s", a.Event.Type, a.Event.Reason, truncate(a.Event.Message, MaxEventMessage))}, nil
 	}
 	return nil, fmt.Errorf("no write for action type %q", a.Type)
 }
@@ -283,4 +261,22 @@ func sameStatus(a, b abi.VolumeClaimUpdateStatus) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// MaxEventMessage is the length in bytes an event's message is cut to, the
+// limit events.k8s.io/v1 sets on an event's note. A longer message is
+// truncated, not refused: a message says what happened, and refusing it
+// would stop the actions after it for a string no one may read whole.
+const MaxEventMessage = 1024
+
+// truncate cuts s to at most n bytes, at a rune boundary, so that the cut
+// leaves valid UTF-8.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -68,8 +68,9 @@ func (c *Client) Drivers() []string {
 }
 
 // DeleteVolume deletes the volume with handle through driver's controller,
-// passing the data of the Secret ref names (if ref is not nil). A volume that
-// is already gone counts as deleted. Errors from the driver wrap ErrCall and
+// passing the data of the Secret ref names (if ref is not nil; none if it
+// cannot be read, as external-provisioner does). A volume that is already
+// gone counts as deleted. Errors from the driver wrap ErrCall and
 // the gRPC status, so status.Code(err) gives the driver's code.
 func (c *Client) DeleteVolume(ctx context.Context, driver, handle string, ref *abi.SecretReference) error {
 	d := c.drivers[driver]
@@ -84,10 +85,14 @@ func (c *Client) DeleteVolume(ctx context.Context, driver, handle string, ref *a
 	if ref != nil {
 		s, err := c.secrets(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			return fmt.Errorf("delete volume %q through CSI driver %q: %w %s/%s: %w; check that the Secret exists and that the host may get it",
-				handle, driver, ErrSecret, ref.Namespace, ref.Name, err)
+			// As external-provisioner does: the Secret may have been
+			// deleted since the volume was provisioned, and a driver that
+			// needs it refuses the call, which then fails and is retried.
+			d.log.Error("cannot read the deletion secret; deleting without secrets, as external-provisioner does. Check that the Secret exists and that the host may get it",
+				"volumeHandle", handle, "secret", ref.Namespace+"/"+ref.Name, "err", err)
+		} else {
+			secrets = s
 		}
-		secrets = s
 	}
 	if err := d.deleteVolume(ctx, handle, secrets); err != nil {
 		return fmt.Errorf("delete volume %q through CSI driver %q: %w", handle, driver, err)

@@ -13,8 +13,10 @@
 // already gone counts as deleted, as the CSI specification makes DeleteVolume
 // idempotent.
 //
-// Secrets named by the action (the StorageClass's provisioner secret) are
-// read through a SecretGetter, so this package needs no Kubernetes client.
+// The deletion secret, which the executor resolves from the volume and its
+// StorageClass, is read through a SecretGetter, so this package needs no
+// Kubernetes client. One that cannot be read is not passed, and the call
+// goes ahead, as external-provisioner's does.
 //
 // It imports the standard library, the CSI spec's Go bindings, gRPC, abi and
 // host/config (for CSIDriver). It must not import client-go or any other host

@@ -24,9 +24,6 @@ var (
 	// ErrEmptyHandle: the action carries no volume handle.
 	ErrEmptyHandle = errors.New("empty volume handle")
 
-	// ErrSecret: the Secret the action names could not be read.
-	ErrSecret = errors.New("cannot read secret")
-
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("csi client closed")
 )

@@ -113,3 +113,30 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 		Deleting:        obj.GetDeletionTimestamp() != nil,
 	}, nil
 }
+
+// CurrentVolume implements actions.Cluster with a GET from the API server.
+func (c *Cluster) CurrentVolume(ctx context.Context, name string) (actions.PersistentVolume, error) {
+	ri, err := c.resource(abi.KindPersistentVolume, "")
+	if err != nil {
+		return actions.PersistentVolume{}, err
+	}
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return actions.PersistentVolume{}, err
+	}
+	return actions.VolumeFromObject(obj.Object), nil
+}
+
+// CurrentClassParameters implements actions.Cluster with a GET from the API
+// server.
+func (c *Cluster) CurrentClassParameters(ctx context.Context, name string) (map[string]string, error) {
+	ri, err := c.resource(abi.KindStorageClass, "")
+	if err != nil {
+		return nil, err
+	}
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return actions.ClassParametersFromObject(obj.Object), nil
+}

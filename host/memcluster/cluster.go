@@ -274,3 +274,35 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 	}
 	return m, nil
 }
+
+// CurrentVolume implements actions.Cluster: the named PersistentVolume as
+// stored, or a NotFound error.
+func (c *Cluster) CurrentVolume(ctx context.Context, name string) (actions.PersistentVolume, error) {
+	obj, err := c.current(ctx, abi.KindPersistentVolume, name)
+	if err != nil {
+		return actions.PersistentVolume{}, err
+	}
+	return actions.VolumeFromObject(obj), nil
+}
+
+// CurrentClassParameters implements actions.Cluster: the parameters of the
+// named StorageClass as stored, or a NotFound error.
+func (c *Cluster) CurrentClassParameters(ctx context.Context, name string) (map[string]string, error) {
+	obj, err := c.current(ctx, abi.KindStorageClass, name)
+	if err != nil {
+		return nil, err
+	}
+	return actions.ClassParametersFromObject(obj), nil
+}
+
+// current returns a deep copy of the cluster-scoped object kind name.
+func (c *Cluster) current(ctx context.Context, kind, name string) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	obj, ok := c.Get(kind, "", name)
+	if !ok {
+		return nil, apierrors.NewNotFound(groupResource(kind), name)
+	}
+	return obj, nil
+}

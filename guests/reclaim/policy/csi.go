@@ -84,15 +84,18 @@ func shouldDelete(v *volume, hasExternal bool) bool {
 func reclaimVolume(v *volume, p *plan, hasExternal bool) {
 	p.requeue = RetryAfter
 	csi := v.pv.Spec.CSI
-	secrets, err := deletionSecret(v)
-	if err != nil {
+	// The host resolves the secret itself and ignores one a module names;
+	// the module only checks that the class names it resolvably, so that a
+	// misconfigured class is reported here, as external-provisioner
+	// reports it, instead of asking for a deletion the host must fail.
+	if err := checkDeletionSecret(v); err != nil {
 		p.add(sdk.Warning(p.target, ReasonVolumeFailedDelete,
 			fmt.Sprintf("cannot delete volume %s of CSI driver %s: %v; the PersistentVolume keeps its finalizer and the deletion is retried",
 				csi.VolumeHandle, csi.Driver, err)),
 			"D5: deletion secret unresolvable")
 		return
 	}
-	p.add(sdk.DeleteVolume(p.target, abi.VolumeDelete{Driver: csi.Driver, VolumeHandle: csi.VolumeHandle, Secrets: secrets}),
+	p.add(sdk.DeleteVolume(p.target, abi.VolumeDelete{Driver: csi.Driver, VolumeHandle: csi.VolumeHandle}),
 		"D6: released, reclaim policy Delete, claim gone: delete the backing volume (shouldDelete, deleteVolumeOperation)")
 	if hasExternal {
 		p.removeFinalizer(FinalizerExternal, "D6: the driver deleted the volume")

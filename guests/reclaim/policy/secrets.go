@@ -43,9 +43,11 @@ var (
 	defaultSecretKeys = secretKeys{what: "default", name: ParamDefaultSecretName, namespace: ParamDefaultSecretNamespace}
 )
 
-// deletionSecret returns the secret the host passes to DeleteVolume for v,
-// nil for none, as external-provisioner's handleSecretsForDeletion chooses
-// it:
+// checkDeletionSecret fails when the secret external-provisioner's
+// handleSecretsForDeletion would choose for v cannot be resolved. The host
+// makes the same choice when it deletes the volume, and passes the secret
+// it chose (never one a module names); this check only lets the module
+// report a misconfigured class (rule D5) before asking. The choice:
 //   - both deletion-secret annotations on the PV: the secret they name, or
 //     none when either is empty;
 //   - otherwise, when the PV's StorageClass exists and claimRef is set: the
@@ -54,8 +56,14 @@ var (
 //   - otherwise none: the deletion goes ahead without secrets, because the
 //     class may have been deleted since the volume was provisioned.
 //
-// It fails, and the module does not ask for the deletion, when the class
-// names the secret inconsistently or in a way that cannot be resolved.
+// It fails when the class names the secret inconsistently or in a way that
+// cannot be resolved.
+func checkDeletionSecret(v *volume) error {
+	_, err := deletionSecret(v)
+	return err
+}
+
+// deletionSecret returns the secret chosen for v, nil for none.
 func deletionSecret(v *volume) (*abi.SecretReference, error) {
 	ann := v.pv.Metadata.Annotations
 	name, hasName := ann[AnnDeletionSecretName]

@@ -9,9 +9,11 @@ import (
 	"github.com/kubeplug/kubeplug/sdk/sdktest"
 )
 
-// TestDeletionSecrets checks the secret passed to DeleteVolume, resolved as
-// external-provisioner resolves it, through the whole module: a secret
-// reference in deleteVolume, or a Warning event and no deletion.
+// TestDeletionSecrets checks the deletion secret as external-provisioner
+// resolves it: through the whole module, a deleteVolume that names no
+// secret (the host resolves it and ignores a module's) or a Warning event
+// and no deletion; and the secret the module's check resolves, which is
+// the one the host will pass.
 func TestDeletionSecrets(t *testing.T) {
 	h := sdktest.New(t)
 	params := func(kv ...string) *abi.StorageClass {
@@ -88,9 +90,21 @@ func TestDeletionSecrets(t *testing.T) {
 			if len(res.Actions) == 0 || res.Actions[0].Type != abi.ActionDeleteVolume {
 				t.Fatalf("actions = %v, want a deleteVolume first", describe(res.Actions))
 			}
-			got := noneOK
 			if s := res.Actions[0].Volume.Secrets; s != nil {
-				got = s.Namespace + "/" + s.Name
+				t.Errorf("deleteVolume names secret %s/%s; the host resolves it, the module must not name one", s.Namespace, s.Name)
+			}
+			v := newVolume(tt.pv, nil, drivers)
+			v.class = tt.class
+			if v.className() != "fast" {
+				v.class = nil
+			}
+			ref, err := deletionSecret(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := noneOK
+			if ref != nil {
+				got = ref.Namespace + "/" + ref.Name
 			}
 			if got != tt.secret {
 				t.Errorf("secret = %q, want %q", got, tt.secret)
