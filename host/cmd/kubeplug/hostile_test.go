@@ -135,7 +135,7 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 	err = cmd.Wait()
 	close(done)
 	wall := time.Since(start)
-	t.Logf("class %s (stage %s, %s): wall %v, peak RSS %.1f MiB", m.Class, m.Stage, cmp.Or(r.name, "default"), wall.Round(time.Millisecond), float64(<-rss)/1024)
+	t.Logf("class %s (%s, stage %s): wall %v, peak RSS %.1f MiB", m.Class, cmp.Or(r.name, "default"), stageOf(m, r), wall.Round(time.Millisecond), float64(<-rss)/1024)
 	require.NoError(t, ctx.Err(), "kubeplug test did not end within %v: the module was not stopped\n%s", hostileTimeout, tail(out.String()))
 
 	code := 0
@@ -149,7 +149,7 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 	if code != 0 {
 		t.Logf("output: %s", head(text))
 	}
-	want := wantExit(m, r)
+	want := wantExit(stageOf(m, r), r)
 	require.Equal(t, want, code, "exit status of kubeplug test %s\n%s", strings.Join(args[2:], " "), tail(text))
 	switch want {
 	case 0:
@@ -168,17 +168,21 @@ func runHostile(t *testing.T, bin, cacheDir string, m hostile.Module, r hostileR
 	}
 }
 
-// wantExit is the exit status of kubeplug test for m run as r: 2 for a module
-// refused at load, 1 for a call the host stops (the case fails), 0 when the
+// stageOf is where the host stops m run as r.
+func stageOf(m hostile.Module, r hostileRun) hostile.Stage {
+	if r.stage != 0 {
+		return r.stage
+	}
+	return m.Stage
+}
+
+// wantExit is the exit status of kubeplug test for a module stopped at stage
+// and run as r: 2 for a module refused at load, 1 for a call the host stops (the case fails), 0 when the
 // host refuses or bounds the module's actions and the case, which says that
 // nothing was harmed, passes.
-func wantExit(m hostile.Module, r hostileRun) int {
+func wantExit(stage hostile.Stage, r hostileRun) int {
 	if strings.Contains(r.hostYAML, "mode: shadow") {
 		return 0
-	}
-	stage := m.Stage
-	if r.stage != 0 {
-		stage = r.stage
 	}
 	switch stage {
 	case hostile.StageLoad:

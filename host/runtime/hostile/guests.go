@@ -23,14 +23,13 @@ type guest struct {
 // guests are the action-level classes, written in Go against the SDK (or,
 // where the SDK cannot express the attack, against abi alone): modules that
 // load and return, and ask for what the host must refuse or bound. Stage and
-// want are for the default limits. An empty want is a bound the host applies
-// without an error to report (an event message cut to length).
+// want are for the default limits.
 var guests = []guest{
 	{"invalid-utf8-type", StageCall, "actions[0].type: invalid UTF-8"},
 	{"invalid-utf8-version", StageLoad, "version: invalid UTF-8"},
 	{"unknown-types", StageCall, "output holds 40000 actions, more than the limit of"},
 	{"empty-actions", StageCall, "output holds 100000 actions, more than the limit of"},
-	{"event-flood", StageAction, ""},
+	{"event-flood", StageCall, "event.message: a string of 1000000 bytes, more than the limit of"},
 	{"requeue-1ms", StageAction, "requeue delay clamped"},
 	{"requeue-huge", StageAction, "requeue delay clamped"},
 	{"beyond-allow", StageLoad, "deleteObject"},
