@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -54,10 +55,18 @@ type Module struct {
 	Workers int
 	// Limits bound the module's sandbox; zero fields take runtime's defaults.
 	Limits runtime.Limits
+	// Allow is what the operator allows the module to do, in the
+	// manifest's capability syntax; Grant checks the manifest against it.
+	// nil when the entry has no allow: (the module may then run only in
+	// shadow mode); empty, and granting nothing, for allow: [].
+	Allow []abi.Capability
 
 	// pinnedAt says where SHA256 was set (file:line), so that a digest
 	// mismatch can say where to fix it.
 	pinnedAt string
+	// definedAt says where the entry is (file:line and field), so that a
+	// refused capability can say where to allow it.
+	definedAt string
 }
 
 // InNamespace reports whether the module reconciles subjects in namespace ns.
