@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/csi"
@@ -187,19 +186,11 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
 		}
 		man := rm.Manifest()
-		if c.Subject != "" && c.Subject != man.Subject {
-			return nil, fmt.Errorf("%w: %s: module %s: the configuration says subject %q but %s declares %q: fix the subject or the path",
-				ErrConfig, file.Path, c.Name, c.Subject, c.Path, man.Subject)
-		}
-		if man.Subject != abi.SubjectStatefulSet && len(c.Namespaces) > 0 {
-			return nil, fmt.Errorf("%w: %s: module %s: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
-				ErrConfig, file.Path, c.Name, c.Path, man.Subject)
-		}
-		sum := sha256.Sum256(wasm)
-		allowed, err := c.Grant(man)
+		allowed, err := c.Accept(man)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
+		sum := sha256.Sum256(wasm)
 		// The version is the module's to choose: as a label it must be
 		// valid UTF-8, or client_golang panics.
 		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), hex.EncodeToString(sum[:])).Set(1)

@@ -74,6 +74,22 @@ func (m *Module) InNamespace(ns string) bool {
 	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
+// Accept checks the manifest of the module loaded from m.Path against its
+// entry, as the host does before it runs the module: the subject, the
+// namespaces (which a cluster-scoped subject cannot have) and the
+// capabilities (see Grant, whose result it returns).
+func (m *Module) Accept(man abi.Manifest) ([]abi.Capability, error) {
+	if m.Subject != "" && m.Subject != man.Subject {
+		return nil, fmt.Errorf("module %q: the configuration says subject %q but %s declares %q: fix the subject or the path",
+			m.Name, m.Subject, m.Path, man.Subject)
+	}
+	if man.Subject != abi.SubjectStatefulSet && len(m.Namespaces) > 0 {
+		return nil, fmt.Errorf("module %q: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
+			m.Name, m.Path, man.Subject)
+	}
+	return m.Grant(man)
+}
+
 // Read returns the module file's bytes. When SHA256 is set and the file's
 // digest differs, the error wraps ErrDigest.
 func (m *Module) Read() ([]byte, error) {

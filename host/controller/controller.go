@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -413,7 +414,7 @@ func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 		switch {
 		case a.Outcome == actions.Executed && a.Type != abi.ActionEvent:
 			eventType, reason = abi.EventNormal, actionReason(a.Type)
-			msg = fmt.Sprintf("kubeplug module %s: %s: %s", c.mod.Name, a.Type, a.Write)
+			msg = fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.mod.Name, a.Type, a.Write)
 		case a.Outcome == actions.Failed:
 			eventType, reason = abi.EventWarning, failureReason(a.Type)
 			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.mod.Name, a.Type, a.Err)
@@ -424,6 +425,18 @@ func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 			c.log.Warn("record action event", "target", a.Target, "err", err)
 		}
 	}
+}
+
+// writeRecordPrefix starts the message of the Normal event recorded for
+// each write.
+const writeRecordPrefix = "kubeplug module "
+
+// IsWriteRecord reports whether an event of eventType with message is one the
+// controller records for a write it carried out (as opposed to one a module
+// emitted, or a Warning about a refused or failed action): `kubeplug test`
+// leaves these out of a case's events, as they repeat the writes it checks.
+func IsWriteRecord(eventType, message string) bool {
+	return eventType == abi.EventNormal && strings.HasPrefix(message, writeRecordPrefix)
 }
 
 // failureReason is the reason of the Warning event recording a failed
