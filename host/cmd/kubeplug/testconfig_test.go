@@ -93,6 +93,17 @@ current-context: c
 	}
 }
 
+// TestRunRefusesUnsafeLeaseTimings: a renew deadline not shorter than the
+// lease duration leaves no time in which a write started by a leader that
+// is about to lose the Lease is sure to end; refused before connecting.
+func TestRunRefusesUnsafeLeaseTimings(t *testing.T) {
+	cfg := writeConfig(t, "modules:\n- path: "+warnretain(t)+"\n"+warnretainAllow)
+	_, errOut, code := kubeplug(t, "", "run", "--config", cfg, "--kubeconfig", "/nonexistent", "--metrics-addr", "",
+		"--leader-elect", "--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "10s")
+	require.Equal(t, exitInput, code, errOut)
+	require.Contains(t, errOut, "renew deadline (10s) must be shorter than its lease duration (10s)")
+}
+
 func TestInspectPrintsAllowBlock(t *testing.T) {
 	out, errOut, code := kubeplug(t, "", "inspect", warnretain(t))
 	require.Equal(t, exitOK, code, errOut)
