@@ -142,16 +142,6 @@ func TestActionLabelsAreFixed(t *testing.T) {
 	require.Equal(t, 0.0, testutil.ToFloat64(m.Panics.WithLabelValues("fake")))
 }
 
-func TestLabel(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"1.2.3", "1.2.3"},
-		{"1.0\xff", "1.0\uFFFD"},
-		{string(make([]byte, 300)), string(make([]byte, 128))},
-	} {
-		require.Equal(t, tc.want, metrics.Label(tc.in))
-	}
-}
-
 // TestAllowedNarrowsTheManifest: the executor grants the capabilities the
 // controller is given, not those the module's manifest declares.
 func TestAllowedNarrowsTheManifest(t *testing.T) {
