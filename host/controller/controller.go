@@ -174,7 +174,7 @@ func (c *Controller) inScope(key string) bool {
 // Run runs the workers until ctx is done, then stops taking new keys, lets
 // the reconciles in flight finish (each within Deps.ReconcileTimeout), and
 // returns.
-func (c *Controller) Run(ctx context.Context) { c.RunWhile(ctx, context.Background()) }
+func (c *Controller) Run(ctx context.Context) { c.RunWhile(ctx, context.WithoutCancel(ctx)) }
 
 // RunWhile is Run for a host that may write only while writes is live, the
 // context of its leadership: when writes ends, the reconciles in flight are
