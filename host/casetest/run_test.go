@@ -201,7 +201,7 @@ func TestRunPersistentVolume(t *testing.T) {
 			return &abi.Result{Actions: []abi.Action{
 				{Type: abi.ActionEvent, Target: target, Event: &abi.Event{Type: abi.EventNormal, Reason: "VolumeDeleted", Message: "deleted " + pv.Spec.CSI.VolumeHandle}},
 				{Type: abi.ActionDeleteVolume, Target: target, Volume: &abi.VolumeDelete{Driver: pv.Spec.CSI.Driver, VolumeHandle: pv.Spec.CSI.VolumeHandle}},
-				{Type: abi.ActionRemoveFinalizer, Target: target, Finalizer: "kubeplug.dev/reclaim"},
+				{Type: abi.ActionRemoveFinalizer, Target: target, Finalizer: "external-provisioner.volume.kubernetes.io/finalizer"},
 			}}, nil
 		},
 	}
@@ -209,8 +209,12 @@ func TestRunPersistentVolume(t *testing.T) {
 objects:
 - apiVersion: v1
   kind: PersistentVolume
-  metadata: {name: pv-1, finalizers: [kubeplug.dev/reclaim], deletionTimestamp: "2025-12-31T00:00:00Z"}
-  spec: {csi: {driver: csi.example.com, volumeHandle: vol-1}}
+  metadata: {name: pv-1, finalizers: [external-provisioner.volume.kubernetes.io/finalizer], deletionTimestamp: "2025-12-31T00:00:00Z"}
+  spec:
+    csi: {driver: csi.example.com, volumeHandle: vol-1}
+    persistentVolumeReclaimPolicy: Delete
+    claimRef: {namespace: default, name: data-0, uid: claim-0}
+  status: {phase: Released}
 - apiVersion: v1
   kind: PersistentVolume
   metadata: {name: pv-2}
