@@ -149,6 +149,14 @@ func missingModules(need, have []string) []string {
 	return out
 }
 
+// allow is what the demo allows each module: what its manifest asks.
+var allow = map[string]string{
+	"retention": "{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}",
+	"reclaim": "{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
+		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}",
+	"warnretain": "{action: event, resources: [statefulsets]}",
+}
+
 // hostConfig is the host configuration the demo runs with.
 func hostConfig(mods []string, guests, socket string) (string, error) {
 	var b strings.Builder
@@ -158,7 +166,7 @@ func hostConfig(mods []string, guests, socket string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "- name: %s\n  path: %s\n", m, p)
+		fmt.Fprintf(&b, "- name: %s\n  path: %s\n  allow: [%s]\n", m, p, allow[m])
 		if m == "warnretain" {
 			b.WriteString("  namespaces: [demo]\n")
 		}

@@ -30,7 +30,7 @@ func TestSigtermDrainsReconcilesInFlight(t *testing.T) {
 			}
 			h := testenv.StartHost(t, testenv.HostOptions{
 				Kubeconfig: cp.Kubeconfig,
-				Config: "modules:\n" + moduleYAML(guest(t, "e2e/guests/protect"), "protect", ns, spinForSeconds) +
+				Config: "reconcileTimeout: 5m\nmodules:\n" + moduleYAML(guest(t, "e2e/guests/protect"), "protect", ns, spinForSeconds) +
 					"  limits: {timeout: 5m}\n",
 				Args: args,
 			})

@@ -69,7 +69,7 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&modules, "- path: %s\n  name: %s\n", wasm, filepath.Base(dir))
+		fmt.Fprintf(&modules, "- path: %s\n  name: %s\n%s", wasm, filepath.Base(dir), testenv.Allow[dir])
 	}
 	h := testenv.StartHost(t, testenv.HostOptions{
 		Name: "in-cluster",

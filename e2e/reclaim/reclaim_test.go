@@ -38,8 +38,8 @@ func startHost(t *testing.T, name string, d *csiDriver) *testenv.Host {
 	h := testenv.StartHost(t, testenv.HostOptions{
 		Name:       name,
 		Kubeconfig: cp.Kubeconfig,
-		Config: fmt.Sprintf("modules:\n- path: %s\n  name: reclaim\ncsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
-			wasm, driverName, d.socket),
+		Config: fmt.Sprintf("modules:\n- path: %s\n  name: reclaim\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
+			wasm, testenv.Allow["guests/reclaim"], driverName, d.socket),
 	})
 	h.WaitReady(t)
 	return h

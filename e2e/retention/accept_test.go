@@ -56,8 +56,8 @@ func TestHostAcceptsWhatKCMWrote(t *testing.T) {
 
 	h := testenv.StartHost(t, testenv.HostOptions{
 		Kubeconfig: cp.Kubeconfig,
-		Config: fmt.Sprintf("resync: 1s\nmodules:\n- path: %s\n  name: retention\n  namespaces: [%s]\n",
-			wasm, strings.Join(namespaces, ", ")),
+		Config: fmt.Sprintf("resync: 1s\nmodules:\n- path: %s\n  name: retention\n  namespaces: [%s]\n%s",
+			wasm, strings.Join(namespaces, ", "), testenv.Allow["guests/retention"]),
 	})
 	h.WaitReady(t)
 	const rounds = 3

@@ -17,7 +17,11 @@ import (
 // lead runs run while this host holds the Lease. It returns nil when ctx is
 // done (after releasing the Lease, so that another host takes over at once)
 // and ErrLostLease when the Lease was lost while ctx was live.
-func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, run func(context.Context), log *slog.Logger) error {
+//
+// run is given two contexts: the first ends on shutdown or on losing the
+// Lease, and the controllers drain; the second, the leadership itself, ends
+// only on losing the Lease, and cancels the reconciles in flight.
+func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, run func(ctx, writes context.Context), log *slog.Logger) error {
 	if le.Identity == "" {
 		host, _ := os.Hostname()
 		le.Identity = host + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -37,8 +41,8 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 	drained := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   orDefault(le.LeaseDuration, 15*time.Second),
-		RenewDeadline:   orDefault(le.RenewDeadline, 10*time.Second),
+		LeaseDuration:   le.leaseDuration(),
+		RenewDeadline:   le.renewDeadline(),
 		RetryPeriod:     orDefault(le.RetryPeriod, 2*time.Second),
 		ReleaseOnCancel: true,
 		Name:            le.Name,
@@ -53,7 +57,9 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 				defer cancel()
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
-				run(runCtx)
+				// lctx ends only when the Lease is lost: the elector's
+				// own context lives until the controllers have drained.
+				run(runCtx, lctx)
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
@@ -92,6 +98,13 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 		}
 		return ErrLostLease
 	}
+}
+
+func (le LeaderElection) leaseDuration() time.Duration {
+	return orDefault(le.LeaseDuration, 15*time.Second)
+}
+func (le LeaderElection) renewDeadline() time.Duration {
+	return orDefault(le.RenewDeadline, 10*time.Second)
 }
 
 func orDefault(d, def time.Duration) time.Duration {

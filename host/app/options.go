@@ -46,6 +46,25 @@ type LeaderElection struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
+// callTimeout returns the bound of each API request a reconcile makes. Under
+// leader election it is the lease duration minus the renew deadline: the
+// leader stops starting writes at the latest when its renew deadline passes
+// since it last renewed, so a write started before then ends before the
+// Lease could expire and another host take it. Otherwise it is the
+// reconcile's own bound.
+func (o *Options) callTimeout(reconcile time.Duration) (time.Duration, error) {
+	le := o.LeaderElection
+	if le == nil {
+		return reconcile, nil
+	}
+	lease, renew := le.leaseDuration(), le.renewDeadline()
+	if renew >= lease {
+		return 0, fmt.Errorf("%w: the leader election's renew deadline (%s) must be shorter than its lease duration (%s), "+
+			"so that a write started before the leader gives up ends before the Lease expires; e.g. 15s and 10s", ErrConfig, renew, lease)
+	}
+	return min(lease-renew, reconcile), nil
+}
+
 // restConfig returns the configuration to reach the API server with.
 func (o *Options) restConfig() (*rest.Config, error) {
 	if o.RESTConfig != nil {

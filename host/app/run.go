@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
-	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/csi"
@@ -42,6 +42,10 @@ func Run(ctx context.Context, opts Options) error {
 	file, err := config.Load(opts.ConfigPath)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	callTimeout, err := opts.callTimeout(file.ReconcileTimeout)
+	if err != nil {
+		return err
 	}
 	m := metrics.New()
 	ready := metrics.NewReadiness("loading modules")
@@ -95,6 +99,15 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
+	// Reconciles write through a client whose every request is bounded
+	// (client-go sends the bound to the API server as well): the watches
+	// of the informers must not be.
+	wrc := rest.CopyConfig(rc)
+	wrc.Timeout = callTimeout
+	writes, err := dynamic.NewForConfig(wrc)
+	if err != nil {
+		return fmt.Errorf("api client: %w", err)
+	}
 
 	ready.NotReady("caches syncing")
 	cache, err := kube.NewCache(client, dyn, "", file.Resync)
@@ -105,9 +118,11 @@ func Run(ctx context.Context, opts Options) error {
 	defer events.Shutdown()
 	deps := controller.Deps{
 		Lister:  cache,
-		Cluster: &kube.Cluster{Dynamic: dyn, Events: events},
+		Cluster: &kube.Cluster{Dynamic: writes, Events: events},
 		Metrics: m,
 		Logger:  log,
+
+		ReconcileTimeout: file.ReconcileTimeout,
 	}
 	if len(file.CSIDrivers) > 0 {
 		volumes, err := csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
@@ -137,17 +152,19 @@ func Run(ctx context.Context, opts Options) error {
 	ready.Ready()
 	log.Info("caches synced; host ready", "modules", len(ctrls))
 
-	run := func(ctx context.Context) {
+	// run runs the controllers until ctx ends (they drain), or at once
+	// when writes ends (the leadership is lost).
+	run := func(ctx, writes context.Context) {
 		m.Leader.Set(1)
 		defer m.Leader.Set(0)
 		var wg sync.WaitGroup
 		for _, c := range ctrls {
-			wg.Go(func() { c.Run(ctx) })
+			wg.Go(func() { c.RunWhile(ctx, writes) })
 		}
 		wg.Wait()
 	}
 	if opts.LeaderElection == nil {
-		run(ctx)
+		run(ctx, context.WithoutCancel(ctx))
 		log.Info("stopped: reconciles in flight finished")
 		return nil
 	}
@@ -169,16 +186,14 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
 		}
 		man := rm.Manifest()
-		if c.Subject != "" && c.Subject != man.Subject {
-			return nil, fmt.Errorf("%w: %s: module %s: the configuration says subject %q but %s declares %q: fix the subject or the path",
-				ErrConfig, file.Path, c.Name, c.Subject, c.Path, man.Subject)
-		}
-		if man.Subject != abi.SubjectStatefulSet && len(c.Namespaces) > 0 {
-			return nil, fmt.Errorf("%w: %s: module %s: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
-				ErrConfig, file.Path, c.Name, c.Path, man.Subject)
+		allowed, err := c.Accept(man)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
 		sum := sha256.Sum256(wasm)
-		m.ModuleInfo.WithLabelValues(c.Name, man.Version, man.Subject, string(c.Mode), hex.EncodeToString(sum[:])).Set(1)
+		// The version is the module's to choose: as a label it must be
+		// valid UTF-8, or client_golang panics.
+		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), hex.EncodeToString(sum[:])).Set(1)
 		log.Info("loaded module", "module", c.Name, "path", c.Path, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
 		mods = append(mods, controller.Module{
 			Runtime:    rm,
@@ -188,6 +203,7 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 			Config:     c.Config,
 			Shadow:     c.Mode == config.ModeShadow,
 			Workers:    c.Workers,
+			Allowed:    allowed,
 		})
 	}
 	return mods, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/memcluster"
 )
 
@@ -46,6 +47,9 @@ func check(e Expect, c *memcluster.Cluster, acted bool, rounds []Round) error {
 	if e.Events != nil {
 		var got []any
 		for _, ev := range c.Events() {
+			if controller.IsWriteRecord(ev.Type, ev.Message) {
+				continue
+			}
 			got = append(got, map[string]any{
 				"type":    ev.Type,
 				"reason":  ev.Reason,

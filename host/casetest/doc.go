@@ -25,8 +25,9 @@
 //
 // Run loads a case's objects into a fresh memcluster whose CSI drivers are
 // those the case's PersistentVolumes name, then reconciles every object of
-// the module's subject kind, in key order, through snapshot.Builder, the
-// module and actions.Executor, round after round until a round changes
+// the module's subject kind, in key order, through controller.Reconcile (the
+// reconcile of the live host: namespaces, selector, snapshot, module,
+// executor, events and metrics), round after round until a round changes
 // nothing (no object written, no volume deleted, no new event, no conflict
 // to retry), at most MaxRounds rounds. Then it checks the expectations:
 //
@@ -38,7 +39,8 @@
 //   - an expected empty list or map matches a missing field, and null
 //     matches only a missing or null field.
 //
-// casetest imports the host's memcluster, snapshot and actions packages and
-// abi. It must not import the wasm runtime (a Reconciler is given to Run) nor
-// anything that talks to a real cluster.
+// casetest imports the host's controller, memcluster, metrics and actions
+// packages and abi: it runs the live host's pipeline on an in-memory cluster.
+// It must not load modules itself (a controller.Guest is given to Run) nor
+// import anything that talks to a real cluster.
 package casetest

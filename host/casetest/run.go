@@ -2,25 +2,17 @@ package casetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/memcluster"
-	"github.com/kubeplug/kubeplug/host/snapshot"
+	"github.com/kubeplug/kubeplug/host/metrics"
 )
-
-// Reconciler is a module as Run needs it. runtime.Module implements it; tests
-// use fakes.
-type Reconciler interface {
-	Manifest() abi.Manifest
-	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
-}
 
 // Outcome is the result of running one case.
 type Outcome struct {
@@ -54,11 +46,15 @@ type Reconcile struct {
 	Err error
 }
 
-// Run runs c against r on a fresh in-memory cluster, as the package
-// documentation describes, and checks its expectations.
-func Run(ctx context.Context, r Reconciler, c Case) Outcome {
+// Run runs c against mod on a fresh in-memory cluster, as the package
+// documentation describes, and checks its expectations. Each subject is
+// reconciled by the controller the live host runs (controller.Reconcile):
+// the module's namespaces, selector, mode, allowed capabilities and
+// configuration apply as they would there. The case's config, when it has
+// one, replaces mod.Config; mod.Name defaults to the manifest's name.
+func Run(ctx context.Context, mod controller.Module, c Case) Outcome {
 	o := Outcome{File: c.File, Name: c.Name}
-	if err := o.run(ctx, r, c); err != nil {
+	if err := o.run(ctx, mod, c); err != nil {
 		o.Failure = err.Error()
 		return o
 	}
@@ -66,11 +62,17 @@ func Run(ctx context.Context, r Reconciler, c Case) Outcome {
 	return o
 }
 
-func (o *Outcome) run(ctx context.Context, r Reconciler, c Case) error {
-	m := r.Manifest()
+func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case) error {
+	m := mod.Runtime.Manifest()
 	kind, ok := subjectKinds[m.Subject]
 	if !ok {
 		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
+	}
+	if mod.Name == "" {
+		mod.Name = m.Name
+	}
+	if c.Config != nil {
+		mod.Config = c.Config
 	}
 	now := c.Now
 	if now.IsZero() {
@@ -82,17 +84,21 @@ func (o *Outcome) run(ctx context.Context, r Reconciler, c Case) error {
 	if err := cluster.Load(c.Objects...); err != nil {
 		return fmt.Errorf("load objects: %w", err)
 	}
-	builder := &snapshot.Builder{Lister: cluster, Drivers: func() []string { return drivers }, Now: clock}
-	executor := &actions.Executor{
+	ctrl := controller.New(mod, controller.Deps{
+		Lister:  cluster,
 		Cluster: cluster,
 		Volumes: cluster,
-		Module:  m.Name,
-		Logger:  slog.New(slog.DiscardHandler),
-	}
+		Drivers: func() []string { return drivers },
+		// A registry of its own per case: the metrics take the same path
+		// as on the live host, so that a label a module could break them
+		// with breaks the case too.
+		Metrics: metrics.New(),
+		Now:     clock,
+	})
 
 	acted := false
 	for n := 1; ; n++ {
-		round, err := runRound(ctx, n, r, m, kind, c.Config, cluster, builder, executor)
+		round, err := runRound(ctx, n, ctrl, kind, cluster)
 		o.Rounds = append(o.Rounds, round)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", n, err)
@@ -112,8 +118,7 @@ func (o *Outcome) run(ctx context.Context, r Reconciler, c Case) error {
 
 // runRound reconciles every subject object once, in key order, and reports
 // whether anything changed.
-func runRound(ctx context.Context, n int, r Reconciler, m abi.Manifest, kind string, config []byte,
-	cluster *memcluster.Cluster, builder *snapshot.Builder, executor *actions.Executor) (Round, error) {
+func runRound(ctx context.Context, n int, ctrl *controller.Controller, kind string, cluster *memcluster.Cluster) (Round, error) {
 	round := Round{Number: n}
 	writes, deletes, events := cluster.WriteCount(), len(cluster.VolumeDeletes()), len(cluster.Events())
 	for _, k := range cluster.Keys(kind) {
@@ -121,35 +126,26 @@ func runRound(ctx context.Context, n int, r Reconciler, m abi.Manifest, kind str
 		if k.Namespace != "" {
 			key = k.Namespace + "/" + k.Name
 		}
-		req, err := builder.Build(m.Subject, key, config)
-		if err != nil {
-			return round, fmt.Errorf("build the input of %s: %w", k, err)
-		}
-		if req == nil {
-			continue // removed earlier in this round
-		}
-		res, err := r.Reconcile(ctx, req)
-		if err != nil {
-			return round, err
-		}
-		if res == nil {
-			res = &abi.Result{}
-		}
-		rec := Reconcile{Key: key, Actions: res.Actions}
-		rec.Report, rec.Err = executor.Execute(ctx, m, req, res)
+		out := ctrl.Reconcile(ctx, key)
+		rec := Reconcile{Key: key, Actions: out.Actions, Report: out.Report, Err: out.Err}
 		round.Reconciles = append(round.Reconciles, rec)
-		switch {
-		case rec.Err == nil:
-		case errors.Is(rec.Err, actions.ErrConflict):
+		switch out.Result {
+		case "conflict":
 			// As on a live cluster: the subject is reconciled again,
 			// on the state that caused the conflict.
 			round.Changed = true
-		case errors.Is(rec.Err, actions.ErrRefused):
+		case "refused":
 			// The refusal is recorded as a Warning event (ActionRefused)
 			// that the case's expectations can check; the actions after it
 			// were not run, as on a live cluster.
-		default:
-			return round, fmt.Errorf("execute the actions for %s: %w", k, rec.Err)
+		case "error":
+			// The live host would retry with backoff; a case is a fixed
+			// state, so the retry would fail the same way. A failed call
+			// already names the module and key.
+			if out.Actions == nil {
+				return round, out.Err
+			}
+			return round, fmt.Errorf("execute the actions for %s: %w", k, out.Err)
 		}
 	}
 	round.Changed = round.Changed || cluster.WriteCount() != writes ||

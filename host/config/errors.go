@@ -13,6 +13,11 @@ var (
 	// ErrDigest: Module.Read found a module file whose sha256 is not the one
 	// the configuration pins.
 	ErrDigest = errors.New("module digest mismatch")
+
+	// ErrNotAllowed: Module.Grant found a manifest that asks for more than
+	// the entry's allow: list grants, or an enforce-mode entry with no
+	// allow: list.
+	ErrNotAllowed = errors.New("capabilities not allowed")
 )
 
 // problem is one thing wrong in a configuration file. Its message reads

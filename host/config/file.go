@@ -21,6 +21,10 @@ const (
 	DefaultResync     = 10 * time.Minute
 	DefaultWorkers    = 2
 	DefaultCSITimeout = 60 * time.Second
+	// DefaultReconcileTimeout is far above a reconcile's usual
+	// milliseconds, and below the 60s a pod's default termination grace
+	// period leaves a drain.
+	DefaultReconcileTimeout = 30 * time.Second
 )
 
 // File is a host configuration, validated.
@@ -34,6 +38,10 @@ type File struct {
 	// Resync is the informers' resync period; 0 disables resyncs. Default
 	// 10m.
 	Resync time.Duration
+	// ReconcileTimeout bounds one reconcile of any module, every API and
+	// CSI call it makes included, so that a drain ends within it however
+	// slow the API server or a driver is. Default 30s.
+	ReconcileTimeout time.Duration
 	// Path is the file read, made absolute; empty when Parse was given no
 	// path.
 	Path string
@@ -76,11 +84,11 @@ func Parse(data []byte, path string) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"modules", "csiDrivers", "resync"}
+var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout"}
 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
-	f := &File{Resync: DefaultResync}
+	f := &File{Resync: DefaultResync, ReconcileTimeout: DefaultReconcileTimeout}
 	root, ok := p.document(data)
 	if !ok {
 		return f
@@ -89,7 +97,7 @@ func (p *parser) parseFile(data []byte) *File {
 		p.addf(nil, "", "names no modules; add at least one under modules:, e.g. - path: guests/retention.wasm")
 		return f
 	}
-	vals, ok := p.fields(root, "", "a mapping with the fields modules, csiDrivers and resync", topFields...)
+	vals, ok := p.fields(root, "", "a mapping with the fields modules, csiDrivers, resync and reconcileTimeout", topFields...)
 	if !ok {
 		return f
 	}
@@ -109,6 +117,11 @@ func (p *parser) parseFile(data []byte) *File {
 	if n, ok := vals["resync"]; ok {
 		if d, ok := p.duration(n, "resync", true, "10m, or 0 to disable"); ok {
 			f.Resync = d
+		}
+	}
+	if n, ok := vals["reconcileTimeout"]; ok {
+		if d, ok := p.duration(n, "reconcileTimeout", false, "30s"); ok {
+			f.ReconcileTimeout = d
 		}
 	}
 	return f

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -54,15 +55,39 @@ type Module struct {
 	Workers int
 	// Limits bound the module's sandbox; zero fields take runtime's defaults.
 	Limits runtime.Limits
+	// Allow is what the operator allows the module to do, in the
+	// manifest's capability syntax; Grant checks the manifest against it.
+	// nil when the entry has no allow: (the module may then run only in
+	// shadow mode); empty, and granting nothing, for allow: [].
+	Allow []abi.Capability
 
 	// pinnedAt says where SHA256 was set (file:line), so that a digest
 	// mismatch can say where to fix it.
 	pinnedAt string
+	// definedAt says where the entry is (file:line and field), so that a
+	// refused capability can say where to allow it.
+	definedAt string
 }
 
 // InNamespace reports whether the module reconciles subjects in namespace ns.
 func (m *Module) InNamespace(ns string) bool {
 	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
+}
+
+// Accept checks the manifest of the module loaded from m.Path against its
+// entry, as the host does before it runs the module: the subject, the
+// namespaces (which a cluster-scoped subject cannot have) and the
+// capabilities (see Grant, whose result it returns).
+func (m *Module) Accept(man abi.Manifest) ([]abi.Capability, error) {
+	if m.Subject != "" && m.Subject != man.Subject {
+		return nil, fmt.Errorf("module %q: the configuration says subject %q but %s declares %q: fix the subject or the path",
+			m.Name, m.Subject, m.Path, man.Subject)
+	}
+	if man.Subject != abi.SubjectStatefulSet && len(m.Namespaces) > 0 {
+		return nil, fmt.Errorf("module %q: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
+			m.Name, m.Path, man.Subject)
+	}
+	return m.Grant(man)
 }
 
 // Read returns the module file's bytes. When SHA256 is set and the file's

@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits"}
+	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow"}
 	limitFields  = []string{"memory", "timeout", "instances", "maxOutput"}
 )
 
@@ -132,6 +132,10 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	if v, ok := vals["limits"]; ok {
 		p.limits(v, join(field, "limits"), &m)
 	}
+	if v, ok := vals["allow"]; ok {
+		m.Allow = p.allow(v, join(field, "allow"))
+	}
+	m.definedAt = fmt.Sprintf("%s:%d (%s)", p.file, n.Line, field)
 	return m, nameAt
 }
 

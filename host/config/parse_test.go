@@ -39,10 +39,12 @@ csiDrivers:
 - name: other.csi.example.com
   endpoint: /var/lib/kubelet/plugins/other/csi.sock
 resync: 0
+reconcileTimeout: 45s
 `)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "host.yaml"), f.Path)
 	require.Equal(t, time.Duration(0), f.Resync)
+	require.Equal(t, 45*time.Second, f.ReconcileTimeout)
 	require.Equal(t, []config.CSIDriver{
 		{Name: "hostpath.csi.k8s.io", Endpoint: "/run/csi/hostpath.sock", Timeout: 30 * time.Second},
 		{Name: "other.csi.example.com", Endpoint: "/var/lib/kubelet/plugins/other/csi.sock", Timeout: config.DefaultCSITimeout},
@@ -79,6 +81,7 @@ resync: 0
 func TestLoadDefaults(t *testing.T) {
 	f := mustLoad(t, "modules:\n- path: guests/m.wasm\n")
 	require.Equal(t, config.DefaultResync, f.Resync)
+	require.Equal(t, config.DefaultReconcileTimeout, f.ReconcileTimeout)
 	require.Empty(t, f.CSIDrivers)
 	m := f.Modules[0]
 	require.Equal(t, "m", m.Name)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,10 +21,19 @@ import (
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
+// Guest is a loaded module as the controller calls it. *runtime.Module
+// implements it; tests use fakes.
+type Guest interface {
+	Manifest() abi.Manifest
+	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
+}
+
+var _ Guest = (*runtime.Module)(nil)
+
 // Module is a loaded module and how the host configuration runs it.
 type Module struct {
 	// Runtime is the loaded module.
-	Runtime *runtime.Module
+	Runtime Guest
 	// Name names the module in metrics, logs and events.
 	Name string
 	// Namespaces limits the subjects to these namespaces; empty is all.
@@ -36,6 +48,11 @@ type Module struct {
 	Shadow bool
 	// Workers is the number of concurrent reconciles; default 2.
 	Workers int
+	// Allowed are the capabilities the executor grants the module: what
+	// config.Module.Grant returned, the manifest's each checked within the
+	// operator's allow: list. nil takes the manifest's as they are, for
+	// callers that hold no host configuration.
+	Allowed []abi.Capability
 }
 
 // Deps are what every controller of a host shares.
@@ -50,17 +67,36 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Now is the clock given to modules; nil is time.Now.
 	Now func() time.Time
+	// ReconcileTimeout bounds one whole reconcile, every API and CSI call
+	// it makes included, so that a drain ends however slow the API server
+	// or a driver is; default DefaultReconcileTimeout.
+	ReconcileTimeout time.Duration
 }
+
+// DefaultReconcileTimeout is Deps.ReconcileTimeout's default: far above a
+// reconcile's usual milliseconds, and below the 60s a pod's default
+// termination grace period leaves a drain.
+const DefaultReconcileTimeout = 30 * time.Second
+
+// The range of requeue delays a module may ask for. A shorter delay would
+// let a module spin the host (a requeue of 1ms is a busy loop); a longer one
+// overflows time.Duration or means "never", which a module says by not
+// asking. A delay outside is clamped to the nearest bound and logged.
+const (
+	MinRequeue = time.Second
+	MaxRequeue = 24 * time.Hour
+)
 
 // Controller reconciles the subjects of one module.
 type Controller struct {
-	mod     Module
-	subject string
-	deps    Deps
-	builder *snapshot.Builder
-	exec    *actions.Executor
-	queue   workqueue.TypedRateLimitingInterface[string]
-	log     *slog.Logger
+	mod      Module
+	manifest abi.Manifest // the module's, with the capabilities it is allowed
+	subject  string
+	deps     Deps
+	builder  *snapshot.Builder
+	exec     *actions.Executor
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      *slog.Logger
 }
 
 // New returns the controller of mod. Nothing runs until Run.
@@ -74,15 +110,23 @@ func New(mod Module, deps Deps) *Controller {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
+	if deps.ReconcileTimeout <= 0 {
+		deps.ReconcileTimeout = DefaultReconcileTimeout
+	}
+	man := mod.Runtime.Manifest()
+	if mod.Allowed != nil {
+		man.Capabilities = mod.Allowed
+	}
 	log := deps.Logger.With("module", mod.Name)
 	if deps.Metrics != nil {
-		initSeries(deps.Metrics, mod)
+		initSeries(deps.Metrics, mod.Name, man.Capabilities)
 	}
 	return &Controller{
-		mod:     mod,
-		subject: mod.Runtime.Manifest().Subject,
-		deps:    deps,
-		builder: &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
+		mod:      mod,
+		manifest: man,
+		subject:  man.Subject,
+		deps:     deps,
+		builder:  &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
 		exec: &actions.Executor{
 			Cluster: deps.Cluster,
 			Volumes: deps.Volumes,
@@ -128,12 +172,19 @@ func (c *Controller) inScope(key string) bool {
 }
 
 // Run runs the workers until ctx is done, then stops taking new keys, lets
-// the reconciles in flight finish, and returns.
-func (c *Controller) Run(ctx context.Context) {
+// the reconciles in flight finish (each within Deps.ReconcileTimeout), and
+// returns.
+func (c *Controller) Run(ctx context.Context) { c.RunWhile(ctx, context.WithoutCancel(ctx)) }
+
+// RunWhile is Run for a host that may write only while writes is live, the
+// context of its leadership: when writes ends, the reconciles in flight are
+// cancelled at once, so that none writes after another host could have
+// taken the lease. ctx ending is a drain: they finish.
+func (c *Controller) RunWhile(ctx, writes context.Context) {
 	var wg sync.WaitGroup
 	for range c.mod.Workers {
 		wg.Go(func() {
-			for c.next(ctx) {
+			for c.next(ctx, writes) {
 			}
 		})
 	}
@@ -161,7 +212,7 @@ func (c *Controller) reportDepth(ctx context.Context) {
 }
 
 // next takes one key and reconciles it; false once the queue is shut down.
-func (c *Controller) next(ctx context.Context) bool {
+func (c *Controller) next(ctx, writes context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
@@ -174,8 +225,11 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	// A reconcile started before shutdown finishes: its writes are
 	// preconditioned, but stopping it halfway would leave a result half
-	// carried out until the next start.
-	out := c.Reconcile(context.WithoutCancel(ctx), key)
+	// carried out until the next start. It is bounded all the same, and
+	// ends when the leadership its writes rely on ends.
+	rctx, cancel := context.WithTimeout(writes, c.deps.ReconcileTimeout)
+	defer cancel()
+	out := c.Reconcile(rctx, key)
 	switch {
 	case out.Err != nil && out.Retry:
 		c.queue.AddRateLimited(key)
@@ -196,21 +250,39 @@ type Outcome struct {
 	// Report lists what became of each action; empty when the module was
 	// not called or failed.
 	Report actions.Report
-	// RequeueAfter is the module's request for another reconcile.
+	// RequeueAfter is the module's request for another reconcile, within
+	// MinRequeue and MaxRequeue.
 	RequeueAfter time.Duration
+	// Actions are the actions the module returned, as it returned them.
+	Actions []abi.Action
 	// Retry asks for the key again with backoff.
 	Retry bool
 	// Err says what went wrong, if anything.
 	Err error
 }
 
-// Reconcile reconciles key once: build the input from the caches, call the
-// module, execute its result. A conflict or failure asks for a retry with
-// backoff; a refusal does not, as the module would only ask again for the
-// same thing: the next change to the subject reconciles it again.
+// Reconcile reconciles key once: check that the subject is in the module's
+// namespaces and matches its selector, build the input from the caches, call
+// the module, execute its result. A conflict or failure asks for a retry
+// with backoff; a refusal does not, as the module would only ask again for
+// the same thing: the next change to the subject reconciles it again.
+//
+// It is the one reconcile pipeline: the workers of Run call it, and so does
+// `kubeplug test` for every subject of every round. A panic on the way (in
+// the host's code, whatever the module returned) is recovered here, as
+// controller-runtime does at its worker boundary: logged with the module and
+// key, counted, and retried with backoff, so that the host keeps serving
+// every other key and module.
 func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	start := time.Now()
 	defer func() {
+		if v := recover(); v != nil {
+			out = Outcome{Result: "error", Retry: true, Err: fmt.Errorf("%w: %v", ErrPanic, v)}
+			c.log.Error("reconcile panicked", "key", key, "panic", v, "stack", string(debug.Stack()))
+			if m := c.deps.Metrics; m != nil {
+				m.Panics.WithLabelValues(c.mod.Name).Inc()
+			}
+		}
 		if m := c.deps.Metrics; m != nil {
 			m.Reconciles.WithLabelValues(c.mod.Name, out.Result).Inc()
 			m.ReconcileSeconds.WithLabelValues(c.mod.Name).Observe(time.Since(start).Seconds())
@@ -223,6 +295,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		}
 	}()
 
+	if !c.inScope(key) {
+		return Outcome{Result: "success"}
+	}
 	req, err := c.builder.Build(c.subject, key, c.mod.Config)
 	if err != nil {
 		return Outcome{Result: "error", Retry: true, Err: fmt.Errorf("build input: %w", err)}
@@ -248,12 +323,15 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		return Outcome{Result: "error", Retry: true, Err: err}
 	}
 
-	rep, err := c.exec.Execute(ctx, c.mod.Runtime.Manifest(), req, res)
+	if res == nil {
+		res = &abi.Result{}
+	}
+	rep, err := c.exec.Execute(ctx, c.manifest, req, res)
 	c.countActions(rep)
 	c.recordExecuted(ctx, rep)
-	out = Outcome{Report: rep, Result: "success"}
+	out = Outcome{Report: rep, Result: "success", Actions: res.Actions}
 	if res.RequeueAfterMillis > 0 {
-		out.RequeueAfter = time.Duration(res.RequeueAfterMillis) * time.Millisecond
+		out.RequeueAfter = c.requeueAfter(key, res.RequeueAfterMillis)
 		out.Result = "requeue"
 	}
 	switch {
@@ -284,14 +362,46 @@ func (c *Controller) selected(req *abi.ReconcileRequest) bool {
 	return c.mod.Selector.Matches(labels.Set(l))
 }
 
+// requeueAfter returns the delay a module asked for, clamped to MinRequeue
+// and MaxRequeue. It compares milliseconds before converting, as 2^62 ms
+// overflows a time.Duration.
+func (c *Controller) requeueAfter(key string, ms int64) time.Duration {
+	switch {
+	case ms < MinRequeue.Milliseconds():
+		c.log.Warn("requeue delay clamped", "key", key, "askedMillis", ms, "delay", MinRequeue)
+		return MinRequeue
+	case ms > MaxRequeue.Milliseconds():
+		c.log.Warn("requeue delay clamped", "key", key, "askedMillis", ms, "delay", MaxRequeue)
+		return MaxRequeue
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// countActions counts each action under its type, or under UnknownAction
+// for a type the host does not know: the type is the module's to choose, and
+// as a label value it could mint one series per string, or crash the host
+// with invalid UTF-8.
 func (c *Controller) countActions(rep actions.Report) {
 	m := c.deps.Metrics
 	if m == nil {
 		return
 	}
 	for _, a := range rep.Actions {
-		m.Actions.WithLabelValues(c.mod.Name, a.Type, string(a.Outcome)).Inc()
+		m.Actions.WithLabelValues(c.mod.Name, ActionLabel(a.Type), string(a.Outcome)).Inc()
 	}
+}
+
+// UnknownAction is the type label of actions whose type the host does not
+// know.
+const UnknownAction = "unknown"
+
+// ActionLabel returns t when it is an action type of abi.ActionTypes, else
+// UnknownAction.
+func ActionLabel(t string) string {
+	if slices.Contains(abi.ActionTypes, t) {
+		return t
+	}
+	return UnknownAction
 }
 
 // recordExecuted records a Normal event on each object an action wrote, so
@@ -304,7 +414,7 @@ func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 		switch {
 		case a.Outcome == actions.Executed && a.Type != abi.ActionEvent:
 			eventType, reason = abi.EventNormal, actionReason(a.Type)
-			msg = fmt.Sprintf("kubeplug module %s: %s: %s", c.mod.Name, a.Type, a.Write)
+			msg = fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.mod.Name, a.Type, a.Write)
 		case a.Outcome == actions.Failed:
 			eventType, reason = abi.EventWarning, failureReason(a.Type)
 			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.mod.Name, a.Type, a.Err)
@@ -315,6 +425,18 @@ func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 			c.log.Warn("record action event", "target", a.Target, "err", err)
 		}
 	}
+}
+
+// writeRecordPrefix starts the message of the Normal event recorded for
+// each write.
+const writeRecordPrefix = "kubeplug module "
+
+// IsWriteRecord reports whether an event of eventType with message is one the
+// controller records for a write it carried out (as opposed to one a module
+// emitted, or a Warning about a refused or failed action): `kubeplug test`
+// leaves these out of a case's events, as they repeat the writes it checks.
+func IsWriteRecord(eventType, message string) bool {
+	return eventType == abi.EventNormal && strings.HasPrefix(message, writeRecordPrefix)
 }
 
 // failureReason is the reason of the Warning event recording a failed
@@ -361,19 +483,20 @@ func cut(key string) (ns, name string, ok bool) {
 
 // initSeries creates the module's series at zero, so that a scrape shows
 // every series from the start and rates work from the first event.
-func initSeries(m *metrics.Metrics, mod Module) {
+func initSeries(m *metrics.Metrics, name string, caps []abi.Capability) {
 	for _, r := range []string{"success", "requeue", "conflict", "refused", "error"} {
-		m.Reconciles.WithLabelValues(mod.Name, r)
+		m.Reconciles.WithLabelValues(name, r)
 	}
-	m.ReconcileSeconds.WithLabelValues(mod.Name)
-	m.GuestCallSeconds.WithLabelValues(mod.Name)
-	m.QueueDepth.WithLabelValues(mod.Name)
+	m.ReconcileSeconds.WithLabelValues(name)
+	m.GuestCallSeconds.WithLabelValues(name)
+	m.QueueDepth.WithLabelValues(name)
+	m.Panics.WithLabelValues(name)
 	for _, k := range runtime.ErrorKinds() {
-		m.GuestErrors.WithLabelValues(mod.Name, k.String())
+		m.GuestErrors.WithLabelValues(name, k.String())
 	}
-	for _, c := range mod.Runtime.Manifest().Capabilities {
+	for _, c := range caps {
 		for _, o := range actions.Outcomes() {
-			m.Actions.WithLabelValues(mod.Name, c.Action, string(o))
+			m.Actions.WithLabelValues(name, ActionLabel(c.Action), string(o))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/lru"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -24,7 +25,11 @@ import (
 // DefaultEventWindow is how long the sink remembers an event it recorded.
 const DefaultEventWindow = time.Hour
 
-// maxRemembered bounds the sink's memory; past it, the oldest entries go.
+// maxRemembered bounds the sink's memory: the events it remembers, and the
+// objects whose limit it tracks. Past it, the least recently used go: an
+// event forgotten early may be recorded once more, an object forgotten gets
+// a new burst, and a module that emits distinct events without end cannot
+// grow the host's memory.
 const maxRemembered = 8192
 
 // The per-object limit on distinct events, client-go's spam filter's
@@ -59,8 +64,8 @@ type EventSink struct {
 
 	mu        sync.Mutex
 	recorders map[string]record.EventRecorder
-	seen      map[eventKey]time.Time
-	limiters  map[objectKey]*rate.Limiter
+	seen      *lru.Cache // eventKey -> time.Time it was recorded
+	limiters  *lru.Cache // objectKey -> *rate.Limiter
 	// recorded counts the events handed to the broadcaster, settled those
 	// the API server stored or rejected; wake is closed and replaced when
 	// settled grows.
@@ -100,8 +105,8 @@ func NewEventSink(ctx context.Context, client kubernetes.Interface, window time.
 		now:          time.Now,
 		flushTimeout: DefaultFlushTimeout,
 		recorders:    map[string]record.EventRecorder{},
-		seen:         map[eventKey]time.Time{},
-		limiters:     map[objectKey]*rate.Limiter{},
+		seen:         lru.New(maxRemembered),
+		limiters:     lru.New(maxRemembered),
 		wake:         make(chan struct{}),
 	}
 	b.StartRecordingToSink(settlingSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, settle: s.settle})
@@ -228,75 +233,24 @@ func (s *EventSink) admit(k eventKey) bool {
 
 // allow takes a token of k's per-object limit. The caller holds mu.
 func (s *EventSink) allow(k objectKey, now time.Time) bool {
-	l, ok := s.limiters[k]
-	if !ok {
-		if len(s.limiters) >= maxRemembered {
-			s.forgetLimiters(now)
-		}
+	var l *rate.Limiter
+	if v, ok := s.limiters.Get(k); ok {
+		l = v.(*rate.Limiter)
+	} else {
 		l = rate.NewLimiter(objectRate, objectBurst)
-		s.limiters[k] = l
+		s.limiters.Add(k, l)
 	}
 	return l.AllowN(now, 1)
-}
-
-// forgetLimiters drops the limiters that are full again, which are the same
-// as new ones, and if none was, all of them: a burst more per object is the
-// price of bounded memory.
-func (s *EventSink) forgetLimiters(now time.Time) {
-	for k, l := range s.limiters {
-		if l.TokensAt(now) >= objectBurst {
-			delete(s.limiters, k)
-		}
-	}
-	if len(s.limiters) >= maxRemembered {
-		clear(s.limiters)
-	}
 }
 
 // fresh reports whether k was not recorded within the window, and marks it
 // recorded now. The caller holds mu.
 func (s *EventSink) fresh(k eventKey, now time.Time) bool {
-	if at, ok := s.seen[k]; ok && now.Sub(at) < s.window {
+	if v, ok := s.seen.Get(k); ok && now.Sub(v.(time.Time)) < s.window {
 		return false
 	}
-	if len(s.seen) >= maxRemembered {
-		s.forget(now)
-	}
-	s.seen[k] = now
+	s.seen.Add(k, now)
 	return true
-}
-
-// forget drops expired entries, and if none had expired, the oldest half.
-func (s *EventSink) forget(now time.Time) {
-	var oldest []time.Time
-	for k, at := range s.seen {
-		if now.Sub(at) >= s.window {
-			delete(s.seen, k)
-		}
-	}
-	if len(s.seen) < maxRemembered {
-		return
-	}
-	for _, at := range s.seen {
-		oldest = append(oldest, at)
-	}
-	cut := meanTime(oldest)
-	for k, at := range s.seen {
-		if !at.After(cut) {
-			delete(s.seen, k)
-		}
-	}
-}
-
-// meanTime returns the mean of ts. Cutting at the mean rather than the
-// median needs no sort and still drops a good share of old entries; this runs
-// at most once per maxRemembered events.
-func meanTime(ts []time.Time) time.Time {
-	var sum int64
-	for _, t := range ts {
-		sum += t.UnixNano() / int64(len(ts))
-	}
-	return time.Unix(0, sum)
 }
 
 func (s *EventSink) recorder(module string) record.EventRecorder {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -94,4 +95,25 @@ func TestRejectedEventsSettle(t *testing.T) {
 	require.NoError(t, s.Record(claim(0), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
 	require.True(t, s.flush(time.Minute), "a rejected event did not settle")
 	s.Shutdown()
+}
+
+// TestRememberedEventsAreBounded: the sink remembers at most maxRemembered
+// events, the least recently used going first, so a module that emits
+// distinct events without end cannot grow the host's memory; the cost is
+// that a forgotten event may be recorded once more.
+func TestRememberedEventsAreBounded(t *testing.T) {
+	s := NewEventSink(context.Background(), fake.NewClientset(), 0)
+	defer s.Shutdown()
+	k := func(i int) eventKey {
+		return eventKey{objectKey{types.UID(fmt.Sprint(i)), abi.KindPod, "default", fmt.Sprint(i), "m"}, corev1.EventTypeWarning, "R", "msg"}
+	}
+	now := time.Now()
+	for i := range maxRemembered + 1 {
+		require.True(t, s.fresh(k(i), now), "event %d is new", i)
+		require.True(t, s.allow(k(i).objectKey, now))
+	}
+	require.Equal(t, maxRemembered, s.seen.Len())
+	require.Equal(t, maxRemembered, s.limiters.Len())
+	require.False(t, s.fresh(k(maxRemembered), now), "the newest is remembered")
+	require.True(t, s.fresh(k(0), now), "the oldest was forgotten")
 }

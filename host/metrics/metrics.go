@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -36,6 +38,9 @@ type Metrics struct {
 	// Leader is 1 while this host holds the leader lease (or runs without
 	// leader election), else 0.
 	Leader prometheus.Gauge
+	// Panics counts reconciles that panicked, by module: each was
+	// recovered, logged with its key, and retried with backoff.
+	Panics *prometheus.CounterVec
 	// ModuleInfo is 1 for each loaded module, labelled with its manifest
 	// version, subject, mode and file digest.
 	ModuleInfo *prometheus.GaugeVec
@@ -80,6 +85,10 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "leader",
 			Help: "1 while this host is the leader (or runs without leader election).",
 		}),
+		Panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reconcile_panics_total",
+			Help: "Reconciles that panicked, by module; each was recovered and retried with backoff.",
+		}, []string{"module"}),
 		ModuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "module_info",
 			Help: "1 for each loaded module, with its version, subject, mode and sha256.",
@@ -89,9 +98,27 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
-		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.ModuleInfo,
+		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.ModuleInfo,
 	)
 	return m
+}
+
+// maxLabel bounds the length of a label value that comes from a module.
+const maxLabel = 128
+
+// Label returns s fit to be a label value when it comes from a module (a
+// manifest's version, say): invalid UTF-8, on which client_golang panics,
+// replaced, and cut to at most 128 bytes.
+func Label(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxLabel {
+		return s
+	}
+	s = s[:maxLabel]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // ObserveRequest counts one API request; it is a kube.RequestObserver.

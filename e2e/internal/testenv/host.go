@@ -160,6 +160,17 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	return h
 }
 
+// Allow holds, for each guest module the tests run (by its directory, as
+// Guest takes it), the allow: line of its host.yaml entry that grants what
+// its manifest asks: the host runs a module in enforce mode only with one.
+var Allow = map[string]string{
+	"guests/retention": "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n",
+	"guests/reclaim": "  allow: [{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
+		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}]\n",
+	"examples/warnretain": "  allow: [{action: event, resources: [statefulsets]}]\n",
+	"e2e/guests/protect":  "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n",
+}
+
 // StartModule builds the guest module in dir (see Guest), starts a host that
 // runs it alone, in every namespace, as name with the given number of
 // workers, and waits until the host is ready.
@@ -171,7 +182,7 @@ func StartModule(t testing.TB, kubeconfig, dir, name string, workers int) *Host 
 	}
 	h := StartHost(t, HostOptions{
 		Kubeconfig: kubeconfig,
-		Config:     fmt.Sprintf("modules:\n- path: %s\n  name: %s\n  workers: %d\n", wasm, name, workers),
+		Config:     fmt.Sprintf("modules:\n- path: %s\n  name: %s\n  workers: %d\n%s", wasm, name, workers, Allow[dir]),
 	})
 	h.WaitReady(t)
 	return h

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeplug/kubeplug/host/harness"
+	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
 func newHarnessCommand(opts *globalOptions, s streams) *cobra.Command {
@@ -21,7 +22,7 @@ standard error.`,
 			if modulePath == "" {
 				return inputErrorf("--module is required")
 			}
-			l, err := loadInputModule(cmd.Context(), opts, s, modulePath)
+			l, err := loadInputModule(cmd.Context(), opts, s, modulePath, runtime.DefaultLimits())
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -33,7 +34,7 @@ cannot be read, with status 2.`,
 				return err
 			}
 			path := args[0]
-			l, err := loadModule(cmd.Context(), opts, log, path)
+			l, err := loadModule(cmd.Context(), opts, log, path, runtime.DefaultLimits())
 			if err != nil {
 				if exitCode(err) == exitInput {
 					return err
@@ -63,6 +64,9 @@ type description struct {
 	SHA256     string       `json:"sha256"`
 	Exports    []function   `json:"exports"`
 	Imports    []function   `json:"imports"`
+	// Allow is the allow: block (YAML) that grants the module what its
+	// manifest asks, to paste under its entry in host.yaml.
+	Allow string `json:"allow"`
 }
 
 type function struct {
@@ -92,6 +96,7 @@ func describe(m abi.Manifest, info runtime.Info) description {
 		SHA256:     info.SHA256,
 		Exports:    functions(info.Exports),
 		Imports:    functions(info.Imports),
+		Allow:      config.AllowBlock(m.Capabilities),
 	}
 	return d
 }
@@ -158,6 +163,11 @@ func (d description) writeText(w io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprintf(w, "\nTo allow what the manifest asks, add under the module's entry in host.yaml:\n")
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(d.Allow, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s", l)
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 

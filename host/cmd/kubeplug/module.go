@@ -23,10 +23,11 @@ func (l *loadedModule) close(ctx context.Context) {
 	}
 }
 
-// loadModule reads and loads the module file at path. A file that cannot be
+// loadModule reads and loads the module file at path, with limits (zero
+// fields take the runtime's defaults). A file that cannot be
 // read is an input error; a load failure is returned as the runtime reports
 // it, for the caller to classify with describeLoadError.
-func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path string) (*loadedModule, error) {
+func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path string, limits runtime.Limits) (*loadedModule, error) {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return nil, inputErrorf("cannot read module: %w", err)
@@ -36,7 +37,7 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 		return nil, inputErrorf("%w: or pass --cache-dir=\"\" to keep compiled modules in memory", err)
 	}
 	l := &loadedModule{engine: engine}
-	l.module, err = engine.Load(ctx, path, wasm, runtime.DefaultLimits())
+	l.module, err = engine.Load(ctx, path, wasm, limits)
 	if err != nil {
 		l.close(ctx)
 		return nil, err
@@ -46,12 +47,12 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 
 // loadInputModule is loadModule for commands whose module is one of their
 // inputs (test, harness): every way it can fail is unusable input.
-func loadInputModule(ctx context.Context, opts *globalOptions, s streams, path string) (*loadedModule, error) {
+func loadInputModule(ctx context.Context, opts *globalOptions, s streams, path string, limits runtime.Limits) (*loadedModule, error) {
 	log, err := opts.logger(s.err)
 	if err != nil {
 		return nil, err
 	}
-	l, err := loadModule(ctx, opts, log, path)
+	l, err := loadModule(ctx, opts, log, path, limits)
 	if err != nil {
 		if exitCode(err) == exitInput {
 			return nil, err

@@ -33,8 +33,15 @@ It serves Prometheus metrics on /metrics and health on /healthz and /readyz
 caches warm and take over when it stops. SIGTERM or SIGINT lets the reconciles
 in flight finish, releases the Lease and exits 0.
 
+The configuration is checked, and every module loaded and checked against its
+entry (subject, namespaces, allow:), before the host connects to the cluster.
+Each reconcile is bounded by the configuration's reconcileTimeout; with
+--leader-elect each API request is also bounded by the lease duration minus the
+renew deadline, and losing the Lease cancels the reconciles in flight.
+
 Exit status: 0 after a clean stop, 1 when the host fails or loses its Lease,
-2 for a bad configuration or module.`,
+2 for a bad configuration or module (a module whose manifest asks for more than
+its allow: list grants included).`,
 		Example: `  kubeplug run --config host.yaml --kubeconfig ~/.kube/config
   kubeplug run --config /etc/kubeplug/host.yaml --leader-elect --leader-elect-namespace kubeplug`,
 		Args: exactArgs(0, "no arguments"),

@@ -8,31 +8,64 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeplug/kubeplug/host/casetest"
+	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
 func newTestCommand(opts *globalOptions, s streams) *cobra.Command {
 	var (
-		modulePath string
-		verbose    bool
+		modulePath, configPath, moduleName string
+		verbose                            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "test --module MODULE.wasm FILE_OR_DIR...",
+		Use:   "test (--module MODULE.wasm | --config host.yaml [--module-name NAME]) FILE_OR_DIR...",
 		Short: "Run case files against a module, without a cluster",
 		Long: `Test runs case files (YAML, one case per document; directories are searched
 for *.yaml and *.yml) against a module: each case's objects are loaded into an
 in-memory cluster, every object of the module's subject kind is reconciled
 through the real runtime, validator and executor until a round changes nothing
-(at most 10 rounds), and the case's expectations are checked.
+(at most 10 rounds), and the case's expectations are checked. Each subject is
+reconciled by the same function as in "kubeplug run".
+
+With --config, the module runs as the host configuration's entry for it says
+(--module-name chooses the entry when there are several): its file (unless
+--module names another), limits, allow, config, labelSelector, namespaces and
+mode. A module whose manifest asks for more than its allow: list grants is
+refused, as "kubeplug run" refuses it. Without --config the module runs with the
+default limits, in enforce mode, allowed what its manifest asks.
 
 It prints one line per case, "PASS <file>: <case>" or "FAIL <file>: <case>:
 <first difference>", then "N passed, M failed". Exit status: 0 when every case
 passes, 1 when one fails, 2 for unusable input (a case file that does not parse,
-an unknown kind or field, a missing or unloadable module, no case files).`,
+an unknown kind or field, a missing or unloadable module, no case files, a bad
+host configuration or a module it does not allow).`,
 		Example: `  kubeplug test --module retention.wasm guests/retention/testdata
-  kubeplug test -v --module reclaim.wasm cases/leak.yaml`,
+  kubeplug test -v --module reclaim.wasm cases/leak.yaml
+  kubeplug test --config host.yaml --module-name retention guests/retention/testdata`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var entry *config.Module
+			if configPath != "" {
+				f, err := config.Load(configPath)
+				if err != nil {
+					return inputError(err)
+				}
+				if entry, err = pickModule(f, moduleName); err != nil {
+					return inputError(err)
+				}
+				if modulePath == "" {
+					// The file the host would run, its sha256 pin
+					// checked.
+					if _, err := entry.Read(); err != nil {
+						return inputError(err)
+					}
+					modulePath = entry.Path
+				}
+			} else if moduleName != "" {
+				return inputErrorf("--module-name %s chooses a module of --config: give the host configuration too", moduleName)
+			}
 			if modulePath == "" {
-				return inputErrorf("--module is required: name the module file (.wasm) to test")
+				return inputErrorf("--module is required without --config: name the module file (.wasm) to test")
 			}
 			if len(args) == 0 {
 				return inputErrorf("no case files: give at least one case file or directory")
@@ -41,16 +74,36 @@ an unknown kind or field, a missing or unloadable module, no case files).`,
 			if err != nil {
 				return inputError(err)
 			}
-			l, err := loadInputModule(cmd.Context(), opts, s, modulePath)
+			limits := runtime.DefaultLimits()
+			if entry != nil {
+				limits = entry.Limits
+			}
+			l, err := loadInputModule(cmd.Context(), opts, s, modulePath, limits)
 			if err != nil {
 				return err
 			}
 			defer l.close(cmd.Context())
+			mod := controller.Module{Runtime: l.module}
+			if entry != nil {
+				allowed, err := entry.Accept(l.module.Manifest())
+				if err != nil {
+					return inputError(fmt.Errorf("%s: %w", configPath, err))
+				}
+				mod = controller.Module{
+					Runtime:    l.module,
+					Name:       entry.Name,
+					Namespaces: entry.Namespaces,
+					Selector:   entry.LabelSelector,
+					Config:     entry.Config,
+					Shadow:     entry.Mode == config.ModeShadow,
+					Allowed:    allowed,
+				}
+			}
 
 			passed, failed := 0, 0
 			for _, f := range files {
 				for _, c := range f.Cases {
-					o := casetest.Run(cmd.Context(), l.module, c)
+					o := casetest.Run(cmd.Context(), mod, c)
 					if o.Passed {
 						passed++
 						fmt.Fprintf(s.out, "PASS %s: %s\n", f.Path, c.Name)
@@ -71,8 +124,29 @@ an unknown kind or field, a missing or unloadable module, no case files).`,
 		},
 	}
 	cmd.Flags().StringVar(&modulePath, "module", "", "the module file (.wasm) to test")
+	cmd.Flags().StringVar(&configPath, "config", "", "run the module as this host configuration (host.yaml) runs it")
+	cmd.Flags().StringVar(&moduleName, "module-name", "", "the module of --config to run, when it has several")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the actions of every round and what became of them")
 	return cmd
+}
+
+// pickModule returns the entry of f named name, or its only entry when name
+// is empty.
+func pickModule(f *config.File, name string) (*config.Module, error) {
+	names := make([]string, len(f.Modules))
+	for i := range f.Modules {
+		if f.Modules[i].Name == name {
+			return &f.Modules[i], nil
+		}
+		names[i] = f.Modules[i].Name
+	}
+	switch {
+	case name != "":
+		return nil, fmt.Errorf("%s has no module named %q; its modules are %s", f.Path, name, strings.Join(names, ", "))
+	case len(f.Modules) > 1:
+		return nil, fmt.Errorf("%s has %d modules: choose one with --module-name (%s)", f.Path, len(f.Modules), strings.Join(names, ", "))
+	}
+	return &f.Modules[0], nil
 }
 
 // writeRounds prints what each round of a case did, one line per action.

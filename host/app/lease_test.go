@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestLostLeaseCancelsWrites: when the Lease can no longer be renewed, the
+// context of the controllers' writes ends (so no reconcile in flight writes
+// after another host could take the Lease), and lead reports the loss.
+// Shutdown, by contrast, ends the controllers' context and leaves writes
+// live until they have drained.
+func TestLostLeaseCancelsWrites(t *testing.T) {
+	le := LeaderElection{Namespace: "kube-system", Name: "kubeplug", Identity: "a",
+		LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	log := slog.New(slog.DiscardHandler)
+
+	t.Run("lost", func(t *testing.T) {
+		client := fake.NewClientset()
+		writesEnded := make(chan struct{})
+		run := func(_, writes context.Context) {
+			// From now on every renewal fails, as when the API server
+			// cannot be reached.
+			client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("renewal refused")
+			})
+			<-writes.Done()
+			close(writesEnded)
+		}
+		err := lead(context.Background(), client, le, run, log)
+		require.ErrorIs(t, err, ErrLostLease)
+		select {
+		case <-writesEnded:
+		default:
+			t.Fatal("lead returned while the controllers' writes were live")
+		}
+	})
+
+	t.Run("shutdown", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		writesLiveAtStop := make(chan bool, 1)
+		run := func(stop, writes context.Context) {
+			cancel()
+			<-stop.Done()
+			writesLiveAtStop <- writes.Err() == nil
+		}
+		require.NoError(t, lead(ctx, fake.NewClientset(), le, run, log))
+		require.True(t, <-writesLiveAtStop, "a drain lets the reconciles in flight write")
+	})
+}

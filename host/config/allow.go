@@ -1,0 +1,214 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Grant returns the capabilities the module whose manifest is man may use:
+// the manifest's own, each one checked to lie within m.Allow, so that
+// neither a greedy manifest nor a bug in one can widen what the operator
+// allowed. The result is never nil.
+//
+// Without allow: the module may run only in shadow mode, where nothing is
+// carried out and the manifest's capabilities only decide what is reported
+// as refused. The error, wrapping ErrNotAllowed, names each capability the
+// manifest asks for beyond m.Allow and prints the allow: block that would
+// grant it.
+func (m *Module) Grant(man abi.Manifest) ([]abi.Capability, error) {
+	granted := append([]abi.Capability{}, man.Capabilities...)
+	if m.Allow == nil {
+		if m.Mode == ModeShadow {
+			return granted, nil
+		}
+		return nil, fmt.Errorf("module %q: %w: %s has no allow: list, and a module runs in enforce mode only with one; "+
+			"add to the entry the capabilities the module may use:\n%sor set mode: shadow to only record what it would do",
+			m.Name, ErrNotAllowed, m.where(), AllowBlock(man.Capabilities))
+	}
+	extra := Beyond(man.Capabilities, m.Allow)
+	if len(extra) == 0 {
+		return granted, nil
+	}
+	names := make([]string, len(extra))
+	for i, c := range extra {
+		names[i] = capabilityYAML(c)
+	}
+	return nil, fmt.Errorf("module %q: %w: its manifest asks for %s, which the allow: list of %s does not grant; "+
+		"if the module may do this, replace that list with:\n%sotherwise do not run this module",
+		m.Name, ErrNotAllowed, strings.Join(names, ", "), m.where(), AllowBlock(man.Capabilities))
+}
+
+// where says where the module's entry is, for messages.
+func (m *Module) where() string {
+	if m.definedAt != "" {
+		return m.definedAt
+	}
+	return "its entry in the host configuration"
+}
+
+// Beyond returns what asked asks for that allow does not grant: for each
+// capability of asked, the resources no capability of allow covers (the
+// whole capability for deleteVolume, which has no resources). A resource
+// "*" is granted only by "*".
+func Beyond(asked, allow []abi.Capability) []abi.Capability {
+	granted := func(action, resource string) bool {
+		return slices.ContainsFunc(allow, func(c abi.Capability) bool { return c.Allows(action, resource) })
+	}
+	var out []abi.Capability
+	for _, c := range asked {
+		if c.Action == abi.ActionDeleteVolume {
+			if !granted(c.Action, "") {
+				out = append(out, abi.Capability{Action: c.Action})
+			}
+			continue
+		}
+		var missing []string
+		for _, r := range c.Resources {
+			if !granted(c.Action, r) {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, abi.Capability{Action: c.Action, Resources: missing})
+		}
+	}
+	return out
+}
+
+// AllowBlock returns caps as an allow: block to paste under a module's
+// entry in host.yaml, one capability per line, ending in a newline.
+func AllowBlock(caps []abi.Capability) string {
+	if len(caps) == 0 {
+		return "allow: []\n"
+	}
+	var b strings.Builder
+	b.WriteString("allow:\n")
+	for _, c := range caps {
+		b.WriteString("- " + capabilityYAML(c) + "\n")
+	}
+	return b.String()
+}
+
+// plainWord matches what YAML reads back unquoted as the same string.
+var plainWord = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.-]*$`)
+
+// capabilityYAML writes c in flow style: {action: A, resources: [R, ...]}.
+func capabilityYAML(c abi.Capability) string {
+	s := "{action: " + yamlString(c.Action)
+	if len(c.Resources) > 0 && c.Action != abi.ActionDeleteVolume {
+		rs := make([]string, len(c.Resources))
+		for i, r := range c.Resources {
+			rs[i] = yamlString(r)
+		}
+		s += ", resources: [" + strings.Join(rs, ", ") + "]"
+	}
+	return s + "}"
+}
+
+// yamlString quotes s unless it reads back as itself ("*" would be an alias,
+// "null" or "true" another type).
+func yamlString(s string) string {
+	switch strings.ToLower(s) {
+	case "null", "true", "false", "yes", "no", "on", "off", "y", "n":
+		return strconv.Quote(s)
+	}
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// allow converts a module's allow: list. An empty list is kept as an empty,
+// non-nil slice: it grants nothing, which differs from no list at all.
+func (p *parser) allow(n *yaml.Node, field string) []abi.Capability {
+	ns, ok := p.list(n, field, "a list of capabilities, e.g. [{action: addFinalizer, resources: [persistentvolumeclaims]}]")
+	if !ok {
+		return []abi.Capability{}
+	}
+	out := make([]abi.Capability, 0, len(ns))
+	for i, e := range ns {
+		if c, ok := p.capability(e, index(field, i)); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var capabilityFields = []string{"action", "resources"}
+
+// capability converts one entry of an allow: list.
+func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
+	var c abi.Capability
+	vals, ok := p.fields(n, field, "a capability: {action: ACTION, resources: [RESOURCE, ...]}", capabilityFields...)
+	if !ok {
+		return c, false
+	}
+	v, ok := vals["action"]
+	if !ok {
+		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.ActionTypes, ", "))
+		return c, false
+	}
+	s, ok := p.scalar(v, join(field, "action"), abi.ActionAddFinalizer)
+	if !ok {
+		return c, false
+	}
+	if !slices.Contains(abi.ActionTypes, s) {
+		p.addf(v, join(field, "action"), "%q is not an action%s; use one of %s", s, didYouMean(s, abi.ActionTypes), strings.Join(abi.ActionTypes, ", "))
+		return c, false
+	}
+	c.Action = s
+	rv, ok := vals["resources"]
+	if !ok {
+		if c.Action != abi.ActionDeleteVolume {
+			p.addf(n, field, "resources is missing; name the resources %s applies to, e.g. resources: [persistentvolumeclaims], or [\"*\"] for all", c.Action)
+			return c, false
+		}
+		return c, true
+	}
+	rs, ok := p.list(rv, join(field, "resources"), "a list of resources, e.g. [persistentvolumeclaims]")
+	if !ok {
+		return c, false
+	}
+	known := resourceNames()
+	for i, e := range rs {
+		f := index(join(field, "resources"), i)
+		r, ok := p.scalar(e, f, "persistentvolumeclaims")
+		if !ok {
+			continue
+		}
+		if r != "*" && !slices.Contains(known, r) {
+			p.addf(e, f, "%q is not a resource%s; use one of %s, or \"*\" for all", r, didYouMean(r, known), strings.Join(known, ", "))
+			continue
+		}
+		if !slices.Contains(c.Resources, r) {
+			c.Resources = append(c.Resources, r)
+		}
+	}
+	return c, true
+}
+
+// didYouMean returns " (did you mean K?)" for the known name K that s is
+// likely a typo of, or "".
+func didYouMean(s string, known []string) string {
+	if k := suggest(s, known); k != "" {
+		return " (did you mean " + k + "?)"
+	}
+	return ""
+}
+
+// resourceNames lists the resources actions can target, sorted.
+func resourceNames() []string {
+	var out []string
+	for _, k := range abi.Kinds {
+		out = append(out, k.Resource)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,154 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/config"
+)
+
+var (
+	ownerRefs   = abi.Capability{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}}
+	setEvents   = abi.Capability{Action: abi.ActionEvent, Resources: []string{"statefulsets"}}
+	deleteVol   = abi.Capability{Action: abi.ActionDeleteVolume}
+	everything  = abi.Capability{Action: abi.ActionDeleteObject, Resources: []string{"*"}}
+	retentionOK = abi.Manifest{Name: "retention", Capabilities: []abi.Capability{ownerRefs, setEvents}}
+)
+
+func TestAllowParses(t *testing.T) {
+	f := mustLoad(t, `modules:
+- path: guests/m.wasm
+  allow:
+  - {action: updateOwnerReferences, resources: [persistentvolumeclaims, pods]}
+  - {action: deleteVolume}
+  - {action: deleteObject, resources: ["*"]}
+- path: guests/n.wasm
+  allow: []
+- path: guests/retention.wasm
+`)
+	require.Equal(t, []abi.Capability{
+		{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims", "pods"}},
+		deleteVol,
+		everything,
+	}, f.Modules[0].Allow)
+	require.NotNil(t, f.Modules[1].Allow, "allow: [] grants nothing, which is not the same as no allow:")
+	require.Empty(t, f.Modules[1].Allow)
+	require.Nil(t, f.Modules[2].Allow)
+}
+
+func TestAllowRefusesBadEntries(t *testing.T) {
+	for _, tc := range []struct{ name, allow, want string }{
+		{"unknown action", `[{action: addFinaliser, resources: [pods]}]`, `modules[0].allow[0].action: "addFinaliser" is not an action (did you mean addFinalizer?)`},
+		{"unknown resource", `[{action: addFinalizer, resources: [claims]}]`, `modules[0].allow[0].resources[0]: "claims" is not a resource`},
+		{"missing resources", `[{action: addFinalizer}]`, `modules[0].allow[0]: resources is missing`},
+		{"missing action", `[{resources: [pods]}]`, `modules[0].allow[0]: action is missing`},
+		{"not a list", `{action: addFinalizer}`, `modules[0].allow: must be a list of capabilities`},
+		{"unknown field", `[{action: addFinalizer, resource: [pods]}]`, `modules[0].allow[0].resource: unknown field; did you mean resources?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := load(t, "modules:\n- path: guests/m.wasm\n  allow: "+tc.allow+"\n")
+			require.ErrorIs(t, err, config.ErrInvalid)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestGrant(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		entry string
+		man   abi.Manifest
+		want  []abi.Capability // nil: refused
+		msg   []string         // what the refusal must say
+	}{
+		{
+			name:  "exactly allowed",
+			entry: "allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]",
+			man:   retentionOK,
+			want:  []abi.Capability{ownerRefs, setEvents},
+		},
+		{
+			name:  "allow wider than the manifest grants only what the manifest asks",
+			entry: `allow: [{action: updateOwnerReferences, resources: ["*"]}, {action: event, resources: [statefulsets, pods]}, {action: deleteVolume}]`,
+			man:   retentionOK,
+			want:  []abi.Capability{ownerRefs, setEvents},
+		},
+		{
+			name:  "a resource beyond allow",
+			entry: "allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}]",
+			man:   retentionOK,
+			msg:   []string{"{action: event, resources: [statefulsets]}", "does not grant"},
+		},
+		{
+			name:  "a star asked is granted only by a star",
+			entry: "allow: [{action: deleteObject, resources: [pods, persistentvolumeclaims]}]",
+			man:   abi.Manifest{Name: "greedy", Capabilities: []abi.Capability{everything}},
+			msg:   []string{`{action: deleteObject, resources: ["*"]}`},
+		},
+		{
+			name:  "deleteVolume beyond allow",
+			entry: "allow: []",
+			man:   abi.Manifest{Name: "reclaim", Capabilities: []abi.Capability{deleteVol}},
+			msg:   []string{"asks for {action: deleteVolume}"},
+		},
+		{
+			name:  "no allow in enforce mode",
+			entry: "mode: enforce",
+			man:   retentionOK,
+			msg:   []string{"has no allow: list", "or set mode: shadow"},
+		},
+		{
+			name:  "no allow in shadow mode runs with the manifest's capabilities",
+			entry: "mode: shadow",
+			man:   retentionOK,
+			want:  []abi.Capability{ownerRefs, setEvents},
+		},
+		{
+			name:  "shadow mode does not excuse a manifest beyond allow",
+			entry: "mode: shadow\n  allow: []",
+			man:   retentionOK,
+			msg:   []string{"{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustLoad(t, "modules:\n- path: guests/m.wasm\n  "+tc.entry+"\n")
+			got, err := f.Modules[0].Grant(tc.man)
+			if tc.want != nil {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, got)
+				return
+			}
+			require.ErrorIs(t, err, config.ErrNotAllowed)
+			require.ErrorContains(t, err, `module "m"`)
+			require.ErrorContains(t, err, "host.yaml:2 (modules[0])")
+			for _, m := range tc.msg {
+				require.ErrorContains(t, err, m)
+			}
+			// The block the error prints, pasted into the entry, grants
+			// the module.
+			require.Contains(t, err.Error(), config.AllowBlock(tc.man.Capabilities))
+			fixed := mustLoad(t, "modules:\n- path: guests/m.wasm\n"+indent(config.AllowBlock(tc.man.Capabilities)))
+			granted, err := fixed.Modules[0].Grant(tc.man)
+			require.NoError(t, err)
+			require.Equal(t, tc.man.Capabilities, granted)
+		})
+	}
+}
+
+func TestAllowBlockIsYAML(t *testing.T) {
+	caps := []abi.Capability{everything, deleteVol, ownerRefs, {Action: "true", Resources: []string{"a b", "null"}}}
+	var doc struct {
+		Allow []abi.Capability `yaml:"allow"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(config.AllowBlock(caps)), &doc))
+	require.Equal(t, caps, doc.Allow)
+}
+
+// indent puts every line of s two spaces in, as under a module's entry.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
+}
