@@ -193,9 +193,12 @@ func TestCorpusInOneHost(t *testing.T) {
 		}
 		return done
 	})
+	final, _ := h.scrape()
 	for _, e := range loaded {
 		if d, ok := first[e.name]; ok {
-			t.Logf("class %s (module %s, stage %s): first reconcile done %v after the host started", e.mod.Class, e.name, e.mod.Stage, d.Round(time.Millisecond))
+			n, mean := reconcileTimes(final, e.name)
+			t.Logf("class %s (module %s, stage %s): first reconcile done %v after the host started; %v reconciles, %v each on average",
+				e.mod.Class, e.name, e.mod.Stage, d.Round(time.Millisecond), n, mean.Round(time.Millisecond))
 		} else {
 			t.Errorf("module %s (class %s) never finished a reconcile", e.name, e.mod.Class)
 		}
@@ -337,6 +340,24 @@ func TestRefusedAtLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reconcileTimes returns how many reconciles of module m counted, and their
+// mean duration (dequeue to done: snapshot, guest call, execution).
+func reconcileTimes(m testenv.Metrics, module string) (uint64, time.Duration) {
+	f, ok := m["kubeplug_reconcile_duration_seconds"]
+	if !ok {
+		return 0, 0
+	}
+	for _, s := range f.Metric {
+		for _, l := range s.Label {
+			if l.GetName() == "module" && l.GetValue() == module && s.Histogram != nil && s.Histogram.GetSampleCount() > 0 {
+				n := s.Histogram.GetSampleCount()
+				return n, time.Duration(s.Histogram.GetSampleSum() / float64(n) * float64(time.Second))
+			}
+		}
+	}
+	return 0, 0
 }
 
 // logNames reports whether one line of log names module and says want.
