@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/host/runtime/hostile"
+)
+
+// Every runtime-level hostile module is contained: refused at load, or its
+// call ends with an error that names the module, the key and the reason,
+// and a well-behaved module loaded beside it keeps serving. Each class's
+// wall time and the process's peak RSS are logged (recorded, not asserted).
+func TestHostileRaw(t *testing.T) {
+	limits := runtime.Limits{Instances: 1} // the defaults: a 1s deadline, a 128 MiB memory cap
+	eng := newEngine(t, runtime.Options{})
+	good, err := eng.Load(context.Background(), "good.wasm", guest(t, "good"), limits)
+	require.NoError(t, err)
+
+	for _, h := range hostile.Raw() {
+		t.Run(h.Class, func(t *testing.T) {
+			ctx := context.Background()
+			source := h.Class + ".wasm"
+			start := time.Now()
+			defer func() {
+				t.Logf("%s: %v wall, peak RSS %s", h.Class, time.Since(start).Round(time.Millisecond), peakRSS(t))
+			}()
+
+			m, err := eng.Load(ctx, source, h.Wasm, limits)
+			if h.Stage == hostile.StageLoad {
+				require.Error(t, err)
+				require.ErrorContains(t, err, `load module "`+source+`"`)
+				require.ErrorContains(t, err, h.Want)
+				return
+			}
+			require.NoError(t, err)
+			defer m.Close(ctx)
+			_, err = m.Reconcile(ctx, request("default/web"))
+			var ce *runtime.CallError
+			require.True(t, errors.As(err, &ce), "%v", err)
+			require.Equal(t, "hostile", ce.Module)
+			require.Equal(t, "default/web", ce.Key)
+			require.ErrorContains(t, err, h.Want)
+			if strings.Contains(h.Want, "deadline") {
+				// within the deadline and its slack: the checkpoints, not
+				// the guest's own end, stopped it
+				require.ErrorIs(t, err, runtime.KindDeadline)
+			}
+			_, err = good.Reconcile(ctx, request("default/other"))
+			require.NoError(t, err, "another module keeps serving")
+		})
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM).
+func peakRSS(t *testing.T) string {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
