@@ -129,6 +129,9 @@ func (m *Module) readManifest(ctx context.Context, inst *instance) (*abi.Manifes
 	if err != nil {
 		return nil, loadError(m.source, ErrManifest, "%s: %v: encode the manifest with github.com/kubeplug/kubeplug/abi", abi.ExportManifest, err)
 	}
+	if err := ownStrings(man); err != nil {
+		return nil, loadError(m.source, ErrManifest, "%s: %v: fix the manifest the module returns", abi.ExportManifest, err)
+	}
 	return man, nil
 }
 

@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"math"
 
@@ -123,7 +124,37 @@ func Raw() []Module {
 					forever(wb.I32Const(0), wb.I32Const(110<<20), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop})),
 			}.bytes(),
 		},
+		{
+			// 100,000 empty actions: a byte each, about 1 GB decoded.
+			Class: "actions-100k", Stage: StageCall, Want: "output holds 100000 actions, more than the limit of",
+			Wasm: shape{response: emptyActions(100_000)}.bytes(),
+		},
+		{
+			Class: "invalid-utf8-action", Stage: StageCall, Want: "result.actions[1].type: invalid UTF-8",
+			Wasm: shape{response: encode(&abi.Response{Result: &abi.Result{Actions: []abi.Action{
+				{Type: abi.ActionEvent}, {Type: "event\xff\xfe"},
+			}}})}.bytes(),
+		},
+		{
+			Class: "invalid-utf8-manifest", Stage: StageLoad, Want: "version: invalid UTF-8",
+			Wasm: shape{version: "1.0\xff", hook: []byte{wb.OpUnreachable}}.bytes(),
+		},
 	}
+}
+
+// emptyActions is an encoded Response whose result holds n empty actions.
+func emptyActions(n uint32) []byte {
+	b := []byte{0x81, 0xa6, 'r', 'e', 's', 'u', 'l', 't', 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd}
+	b = binary.BigEndian.AppendUint32(b, n)
+	return append(b, bytes.Repeat([]byte{0x80}, int(n))...) // each an empty map
+}
+
+func encode(r *abi.Response) []byte {
+	b, err := r.MarshalMsg(nil)
+	if err != nil {
+		panic(err) // a fixed value: cannot fail
+	}
+	return b
 }
 
 // args16 pushes 16 i64s: the function's own parameters, or zeros.
@@ -166,8 +197,12 @@ func clockSubscription(ns uint64) []byte {
 	return b
 }
 
-// manifestAt is where shape's modules keep their manifest.
-const manifestAt = 1024
+// Where shape's modules keep their manifest and their response: apart from
+// the region kubeplug_malloc lends the host for the input (at 2<<16).
+const (
+	manifestAt = 1024
+	responseAt = 4 << 16
+)
 
 // shape is a kubeplug module around one hostile body. Function indices:
 // the imports first, then the version marker, _initialize, kubeplug_malloc,
@@ -181,18 +216,28 @@ type shape struct {
 	tables     []wb.Table
 	data       []wb.Data
 	extra      []wb.Func
+	// response, when set, is what the hook returns (hook is then ignored).
+	response []byte
+	// version, when set, replaces the manifest's version.
+	version string
 }
 
 func (s shape) bytes() []byte {
 	man, err := (&abi.Manifest{
 		Name:       "hostile",
-		Version:    "0.0.1",
+		Version:    cmp.Or(s.version, "0.0.1"),
 		ABIVersion: abi.Current.String(),
 		Subject:    abi.SubjectStatefulSet,
 		Hooks:      []string{abi.HookReconcile},
 	}).MarshalMsg(nil)
 	if err != nil {
 		panic(err) // a fixed value: cannot fail
+	}
+	hook, data := s.hook, s.data
+	if s.response != nil {
+		hook = wb.I64Const(abi.PackPtrLen(responseAt, uint32(len(s.response))))
+		data = append(data, wb.Data{Offset: responseAt, Bytes: s.response})
+		s.pages = max(s.pages, (responseAt+uint32(len(s.response)))>>16+1)
 	}
 	var locals []wb.Locals
 	if s.hookLocals > 0 {
@@ -203,13 +248,13 @@ func (s shape) bytes() []byte {
 		{Export: abi.ExportInitialize, Body: s.init},
 		{Export: abi.ExportMalloc, Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.I32Const(2 << 16)},
 		{Export: abi.ExportManifest, Results: []byte{wb.I64}, Body: wb.I64Const(abi.PackPtrLen(manifestAt, uint32(len(man))))},
-		{Export: abi.ExportReconcile, Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I64}, Locals: locals, Body: s.hook},
+		{Export: abi.ExportReconcile, Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I64}, Locals: locals, Body: hook},
 	}
 	return wb.Module{
 		Imports:     s.imports,
 		Funcs:       append(funcs, s.extra...),
 		MemoryPages: max(s.pages, 4),
 		Tables:      s.tables,
-		Data:        append([]wb.Data{{Offset: manifestAt, Bytes: man}}, s.data...),
+		Data:        append([]wb.Data{{Offset: manifestAt, Bytes: man}}, data...),
 	}.Bytes()
 }
