@@ -75,3 +75,26 @@ func peakRSS(t *testing.T) string {
 	}
 	return "unknown"
 }
+
+// Closing a module whose drain timeout has passed closes its memory under a
+// call still running in it (here: filling 63 MiB in a loop). The call fails;
+// the host's process must not crash (an unmapped memory under a running
+// guest would be a segmentation fault).
+func TestCloseUnderRunningCallKeepsTheHostUp(t *testing.T) {
+	eng := newEngine(t, runtime.Options{})
+	m, err := eng.Load(context.Background(), "bulk-fill.wasm", rawModule(t, "bulk-fill"), runtime.Limits{Instances: 1, Deadline: 10 * time.Second})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Reconcile(context.Background(), request("default/web"))
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return m.Stats().Busy == 1 }, 10*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // let the guest get into its loop: not an assertion
+	expired, cancel := context.WithCancel(context.Background())
+	cancel() // no drain: close under the call
+	_ = m.Close(expired)
+	err = <-done
+	require.Error(t, err)
+	require.ErrorIs(t, err, runtime.ErrClosed)
+}

@@ -59,7 +59,7 @@ func (m *Module) newInstance(parent context.Context) (inst *instance, kind Error
 		WithStderr(inst.stderr).
 		WithRandSource(newRandSource(inst.ctx))
 
-	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, memoryAllocator), m.limits.Deadline)
+	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, newMemoryAllocator(inst)), m.limits.Deadline)
 	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		kind, err := inst.failed(err, m.limits)

@@ -4,6 +4,6 @@ package runtime
 
 import "github.com/tetratelabs/wazero/experimental"
 
-// memoryAllocator is wazero's own elsewhere than on Linux, where
-// memory_linux.go reserves each memory up front.
-var memoryAllocator experimental.MemoryAllocator
+// newMemoryAllocator is wazero's own allocator elsewhere than on Linux,
+// where memory_linux.go reserves each memory up front.
+func newMemoryAllocator(*instance) experimental.MemoryAllocator { return nil }
