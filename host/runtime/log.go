@@ -18,8 +18,8 @@ const maxLogBytes = 4 << 10
 
 // Each call into a guest (a hook, the manifest, instantiation with
 // _initialize) may log at most maxCallLogRecords records and write at most
-// maxCallLogBytes bytes to its log, stdout and stderr together (SPEC.md,
-// "Logging"). What is over is dropped, and one record after the call says how
+// maxCallLogBytes bytes to its log, stdout and stderr together (SPEC.md:
+// kubeplug_write_log). What is over is dropped, and one record after the call says how
 // much: a guest that floods its output costs the host a bounded amount of
 // work per call, not one record per line.
 const (
@@ -207,13 +207,14 @@ func (w *lineWriter) flush() {
 }
 
 func (w *lineWriter) emit(truncated bool) {
+	// Seen even over the budget: it classifies the call's failure.
+	if w.oom != nil && bytes.Contains(w.buf, []byte("out of memory")) {
+		w.oom.Store(true)
+	}
 	if !w.ctx.log.record() {
 		return
 	}
 	line := strings.ToValidUTF8(string(w.buf), "")
-	if w.oom != nil && strings.Contains(line, "out of memory") {
-		w.oom.Store(true)
-	}
 	attrs := []slog.Attr{slog.String("stream", w.stream)}
 	if truncated {
 		attrs = append(attrs, slog.Bool("truncated", true))
