@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -64,13 +65,9 @@ func own(v reflect.Value) *fieldError {
 			return own(v.Elem())
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range v.NumField() {
-			if !t.Field(i).IsExported() {
-				continue
-			}
-			if err := own(v.Field(i)); err != nil {
-				return err.in(jsonName(t.Field(i)))
+		for _, f := range structPlan(v.Type()) {
+			if err := own(v.Field(f.index)); err != nil {
+				return err.in(f.name)
 			}
 		}
 	case reflect.Slice, reflect.Array:
@@ -113,6 +110,58 @@ func own(v reflect.Value) *fieldError {
 		}
 	}
 	return nil
+}
+
+// field is a struct field the walk visits: one that can hold a string.
+type field struct {
+	index int
+	name  string // on the wire, for errors
+}
+
+// plans caches structPlan: the wire types are few, and looking their fields
+// up on every visit was most of the walk's cost.
+var plans sync.Map // reflect.Type -> []field
+
+// structPlan returns the exported fields of struct type t that can hold a
+// string, skipping numbers and booleans (a status, a partition).
+func structPlan(t reflect.Type) []field {
+	if p, ok := plans.Load(t); ok {
+		return p.([]field)
+	}
+	var p []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.IsExported() && holdsStrings(f.Type, map[reflect.Type]bool{}) {
+			p = append(p, field{index: i, name: jsonName(f)})
+		}
+	}
+	plans.Store(t, p)
+	return p
+}
+
+// holdsStrings reports whether a value of type t can contain a string.
+func holdsStrings(t reflect.Type, seen map[reflect.Type]bool) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		return true
+	case reflect.Slice, reflect.Array:
+		return t.Elem().Kind() != reflect.Uint8 && holdsStrings(t.Elem(), seen)
+	case reflect.Pointer:
+		return holdsStrings(t.Elem(), seen)
+	case reflect.Map:
+		return holdsStrings(t.Key(), seen) || holdsStrings(t.Elem(), seen)
+	case reflect.Struct:
+		if seen[t] {
+			return false // the wire types are not recursive; this ends a loop
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() && holdsStrings(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // jsonName is a field's name on the wire.
