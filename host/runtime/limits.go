@@ -24,6 +24,12 @@ const (
 // elements took 822 MB).
 const tableElementBytes = 8
 
+// callStackBytes is the most stack one call into a guest can make wazero
+// allocate on the host: it doubles the stack until it is longer than
+// 50,000,000 bytes, so at most about 100 MB (a recursion without end
+// reaches it in about half a second, then fails with "stack overflow").
+const callStackBytes = 100 << 20
+
 const (
 	pageSize = 64 << 10
 	// maxMemoryBytes is the most a 32-bit wasm memory can address.
@@ -115,17 +121,18 @@ func (l Limits) withDefaults() Limits {
 // make the host hold at once, with the zero fields of l taken as their
 // defaults:
 //
-//	Instances × (MemoryBytes (whole pages) + MaxTableElements × 8 + MaxOutputBytes)
+//	Instances × (MemoryBytes (whole pages) + MaxTableElements × 8 + MaxOutputBytes + 100 MiB)
 //
-// that is, every instance's linear memory and tables at their caps, and the
-// copy of its output the host decodes. Linear memory is reserved, not
+// that is, every instance's linear memory and tables at their caps, the copy
+// of its output the host decodes, and the call stack wazero grows for a
+// deeply recursing guest (up to about 100 MB). Linear memory is reserved, not
 // committed (see memory_linux.go): the host's resident memory grows with
 // what the guests touch, up to this bound. The compiled code, shared by the
 // instances, and the host's own buffers (the encoded request) are not
 // counted: they do not depend on what the guest does.
 func (l Limits) HostMemoryBound() uint64 {
 	l = l.withDefaults()
-	perInstance := uint64(l.memoryPages())*pageSize + uint64(l.MaxTableElements)*tableElementBytes + uint64(l.MaxOutputBytes)
+	perInstance := uint64(l.memoryPages())*pageSize + uint64(l.MaxTableElements)*tableElementBytes + uint64(l.MaxOutputBytes) + callStackBytes
 	return uint64(l.Instances) * perInstance
 }
 

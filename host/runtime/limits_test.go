@@ -62,17 +62,18 @@ func TestLoadAppliesLimits(t *testing.T) {
 	require.Equal(t, want, m.Limits(), "zero fields take their defaults")
 }
 
-// The bound counts every instance's memory and tables at their caps and its
-// output copy.
+// The bound counts every instance's memory and tables at their caps, its
+// output copy and its call stack.
 func TestHostMemoryBound(t *testing.T) {
+	const stack = 100 << 20
 	for _, tt := range []struct {
 		name   string
 		limits runtime.Limits
 		want   uint64
 	}{
-		{"defaults", runtime.Limits{}, 4 * (128<<20 + 8<<20 + 1<<20)},
-		{"memory rounded up to whole pages", runtime.Limits{Instances: 1, MemoryBytes: 1, MaxTableElements: 1, MaxOutputBytes: 1}, 64<<10 + 8 + 1},
-		{"two small instances", runtime.Limits{Instances: 2, MemoryBytes: 1 << 20, MaxTableElements: 1000, MaxOutputBytes: 1 << 10}, 2 * (1<<20 + 8000 + 1<<10)},
+		{"defaults", runtime.Limits{}, 4 * (128<<20 + 8<<20 + 1<<20 + stack)},
+		{"memory rounded up to whole pages", runtime.Limits{Instances: 1, MemoryBytes: 1, MaxTableElements: 1, MaxOutputBytes: 1}, 64<<10 + 8 + 1 + stack},
+		{"two small instances", runtime.Limits{Instances: 2, MemoryBytes: 1 << 20, MaxTableElements: 1000, MaxOutputBytes: 1 << 10}, 2 * (1<<20 + 8000 + 1<<10 + stack)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, tt.limits.HostMemoryBound())
