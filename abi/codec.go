@@ -126,3 +126,32 @@ func readMapUntil(b []byte, key string) (int, []byte, error) {
 	}
 	return 0, nil, nil
 }
+
+// CountElements returns how many array elements and map entries the one
+// MessagePack value at the start of b holds, nested ones included, without
+// decoding it: a bound on what decoding it allocates beyond its bytes (an
+// empty map, one byte, decodes into a whole struct). The walk is iterative
+// and reads every byte at most once.
+func CountElements(b []byte) (int, error) {
+	total, pending := 0, 1
+	for pending > 0 {
+		pending--
+		var n uint32
+		var err error
+		switch msgp.NextType(b) {
+		case msgp.ArrayType:
+			n, b, err = msgp.ReadArrayHeaderBytes(b)
+			pending += int(n)
+		case msgp.MapType:
+			n, b, err = msgp.ReadMapHeaderBytes(b)
+			pending += 2 * int(n)
+		default:
+			b, err = msgp.Skip(b)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrDecode, err)
+		}
+		total += int(n)
+	}
+	return total, nil
+}

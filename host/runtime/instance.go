@@ -151,16 +151,8 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
-	// Every action takes at least one byte: a shorter output cannot hold
-	// too many, and the common case skips the peek.
-	if len(out) > l.MaxActions {
-		n, err := abi.CountResponseActions(out)
-		if err != nil {
-			return nil, KindOutput, false, fmt.Errorf("output: %w", err)
-		}
-		if n > l.MaxActions {
-			return nil, KindOutput, false, fmt.Errorf("output holds %d actions, more than the limit of %d: raise the module's limits.maxActions if it needs that many in one reconcile, or fix the module", n, l.MaxActions)
-		}
+	if err := checkOutputShape(out, l); err != nil {
+		return nil, KindOutput, false, err
 	}
 	resp, err := abi.DecodeResponse(out)
 	if err != nil {

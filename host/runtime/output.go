@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/kubeplug/kubeplug/abi"
 )
 
 // maxStringBytes caps every string of a module's output and manifest (SPEC.md,
@@ -14,6 +16,39 @@ import (
 // smaller for most (a name 253 bytes, an event message 1 KiB); this is the
 // host's bound on what one string may cost, whatever it ends up in.
 const maxStringBytes = 64 << 10
+
+// elementsPerAction bounds the array elements and map entries of an output
+// (nested ones included) to this many per action Limits.MaxActions allows:
+// an empty map is one byte on the wire and a whole struct decoded (a 1 MB
+// output of empty owner references decoded into 68 MB). The reference
+// modules use a few per action.
+const elementsPerAction = 16
+
+// checkOutputShape refuses, before it is decoded, an output with more
+// actions than l.MaxActions or more array elements and map entries than
+// elementsPerAction times that. Every element takes at least one byte, so a
+// short output (the common case) skips the walks.
+func checkOutputShape(out []byte, l Limits) error {
+	if len(out) > l.MaxActions {
+		n, err := abi.CountResponseActions(out)
+		if err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		if n > l.MaxActions {
+			return fmt.Errorf("output holds %d actions, more than the limit of %d: raise the module's limits.maxActions if it needs that many in one reconcile, or fix the module", n, l.MaxActions)
+		}
+	}
+	if maxElements := elementsPerAction * l.MaxActions; len(out) > maxElements {
+		n, err := abi.CountElements(out)
+		if err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		if n > maxElements {
+			return fmt.Errorf("output holds %d array elements and map entries, more than the limit of %d (%d per action of limits.maxActions): fix the module, or raise limits.maxActions", n, maxElements, elementsPerAction)
+		}
+	}
+	return nil
+}
 
 // ownStrings checks every string reachable from v (a pointer to a decoded
 // wire value) for valid UTF-8 and maxStringBytes, and replaces each with a

@@ -132,6 +132,12 @@ func Raw() []Module {
 			Wasm: shape{response: emptyActions(100_000)}.bytes(),
 		},
 		{
+			// One action whose owner references are 1,000,000 empty maps:
+			// 1 MB that would decode into 68 MB.
+			Class: "nested-elements", Stage: StageCall, Want: "output holds 1000005 array elements and map entries, more than the limit of",
+			Wasm: shape{response: nestedElements(1_000_000)}.bytes(),
+		},
+		{
 			Class: "invalid-utf8-action", Stage: StageCall, Want: "result.actions[1].type: invalid UTF-8",
 			Wasm: shape{response: encode(&abi.Response{Result: &abi.Result{Actions: []abi.Action{
 				{Type: abi.ActionEvent}, {Type: "event\xff\xfe"},
@@ -149,6 +155,15 @@ func emptyActions(n uint32) []byte {
 	b := []byte{0x81, 0xa6, 'r', 'e', 's', 'u', 'l', 't', 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd}
 	b = binary.BigEndian.AppendUint32(b, n)
 	return append(b, bytes.Repeat([]byte{0x80}, int(n))...) // each an empty map
+}
+
+// nestedElements is an encoded Response with one action whose
+// ownerReferences.add holds n empty maps.
+func nestedElements(n uint32) []byte {
+	b := append([]byte{0x81, 0xa6, 'r', 'e', 's', 'u', 'l', 't', 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0x91, 0x81, 0xaf}, "ownerReferences"...)
+	b = append(b, 0x81, 0xa3, 'a', 'd', 'd', 0xdd)
+	b = binary.BigEndian.AppendUint32(b, n)
+	return append(b, bytes.Repeat([]byte{0x80}, int(n))...)
 }
 
 func encode(r *abi.Response) []byte {
