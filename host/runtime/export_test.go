@@ -12,3 +12,6 @@ func (m *Module) StartInstanceForTest(ctx context.Context) error {
 	inst.close()
 	return nil
 }
+
+// OwnStringsForTest is ownStrings, for TestOwnStrings.
+var OwnStringsForTest = ownStrings
