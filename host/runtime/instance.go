@@ -151,15 +151,9 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
-	if err := checkOutputShape(out, l); err != nil {
-		return nil, KindOutput, false, err
-	}
-	resp, err := abi.DecodeResponse(out)
+	resp, err := decodeOutput(out, l)
 	if err != nil {
-		return nil, KindOutput, false, fmt.Errorf("output: %w", err)
-	}
-	if err := ownStrings(resp); err != nil {
-		return nil, KindOutput, false, fmt.Errorf("output: %w", err)
+		return nil, KindOutput, false, err
 	}
 	if err := abi.StatusError(resp.Status, resp.Message); err != nil {
 		return nil, KindStatus, keep && resp.Status != abi.StatusPanic, err

@@ -24,6 +24,23 @@ const maxStringBytes = 64 << 10
 // modules use a few per action.
 const elementsPerAction = 16
 
+// decodeOutput decodes a hook's output as the host must: its shape checked
+// before anything is allocated for it, then decoded, then every string
+// copied and checked (ownStrings).
+func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
+	if err := checkOutputShape(out, l); err != nil {
+		return nil, err
+	}
+	resp, err := abi.DecodeResponse(out)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	if err := ownStrings(resp); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	return resp, nil
+}
+
 // checkOutputShape refuses, before it is decoded, an output with more
 // actions than l.MaxActions or more array elements and map entries than
 // elementsPerAction times that. Every element takes at least one byte, so a
