@@ -10,8 +10,19 @@ GUESTS    := $(foreach d,$(GUEST_SRC),$(GUESTDIR)/$(notdir $(d)).wasm)
 # GUEST_TOOLCHAIN=tinygo builds guests with TinyGo instead of stock Go.
 GUEST_TOOLCHAIN ?= go
 BENCHTIME ?= 2s
+# Each fuzz target runs this long in make test, and FUZZ_LONG in make fuzz.
+FUZZTIME  ?= 8s
+FUZZ_LONG ?= 5m
+# module-dir:package:target for every fuzz target.
+FUZZ_TARGETS := \
+	.:./abi:FuzzDecode \
+	host:./runtime:FuzzDecodeOutput \
+	host:./runtime/internal/checkpoint:FuzzInsert \
+	host:./runtime/internal/checkpoint:FuzzInsertCharges \
+	host:./config:FuzzParse \
+	host:./casetest:FuzzParse
 
-.PHONY: all build guests test test-unit test-guests test-cases e2e bench generate check-generate demo fmt vet clean
+.PHONY: all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -34,7 +45,7 @@ FORCE:
 
 # make test: unit tests of both modules, every guest tested natively and again
 # against its compiled .wasm, and every guest's case files through kubeplug test.
-test: check-generate test-unit test-guests test-cases e2e
+test: check-generate test-unit test-guests test-cases test-fuzz e2e
 
 test-unit:
 	$(GO) vet ./... && $(GO) test ./...
@@ -53,6 +64,20 @@ test-cases: build guests
 			echo "== kubeplug test --module $(GUESTDIR)/$$(basename $$d).wasm $$d/testdata"; \
 			$(KUBEPLUG) test --module $(GUESTDIR)/$$(basename $$d).wasm $$d/testdata; \
 		fi; \
+	done
+
+# Every fuzz target for a short, fixed time (make test), or longer (make fuzz).
+test-fuzz:
+	@$(MAKE) --no-print-directory run-fuzz FUZZFOR=$(FUZZTIME)
+
+fuzz:
+	@$(MAKE) --no-print-directory run-fuzz FUZZFOR=$(FUZZ_LONG)
+
+run-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		dir=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; name=$${rest#*:}; \
+		echo "== fuzz $$name in $$dir/$$pkg for $(FUZZFOR)"; \
+		(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZFOR) -fuzzminimizetime 5s $$pkg); \
 	done
 
 # End-to-end tests on a real control plane started in-process (e2e/ is its

@@ -82,3 +82,76 @@ func DecodeReconcileRequest(b []byte) (*ReconcileRequest, error) {
 	r := new(ReconcileRequest)
 	return r, decode("reconcile request", b, r)
 }
+
+// CountResponseActions returns how many actions an encoded Response holds,
+// read from the array header of result.actions without decoding the
+// actions, so that a host can refuse an output with too many before it
+// allocates for them (900,000 empty actions fit in 900 KB and decode into
+// about 1 GB).
+func CountResponseActions(b []byte) (int, error) {
+	n, rest, err := readMapUntil(b, "result")
+	if err != nil || n == 0 || msgp.IsNil(rest) {
+		return 0, err
+	}
+	n, rest, err = readMapUntil(rest, "actions")
+	if err != nil || n == 0 || msgp.IsNil(rest) {
+		return 0, err
+	}
+	count, _, err := msgp.ReadArrayHeaderBytes(rest)
+	if err != nil {
+		return 0, fmt.Errorf("%w: response: result.actions: %v", ErrDecode, err)
+	}
+	return int(count), nil
+}
+
+// readMapUntil reads the map at the start of b up to the value of key: it
+// returns 1 and the bytes starting at that value, or 0 if the map has no
+// such key.
+func readMapUntil(b []byte, key string) (int, []byte, error) {
+	n, rest, err := msgp.ReadMapHeaderBytes(b)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: response: %v", ErrDecode, err)
+	}
+	for range n {
+		var k []byte
+		if k, rest, err = msgp.ReadMapKeyZC(rest); err != nil {
+			return 0, nil, fmt.Errorf("%w: response: %v", ErrDecode, err)
+		}
+		if string(k) == key {
+			return 1, rest, nil
+		}
+		if rest, err = msgp.Skip(rest); err != nil {
+			return 0, nil, fmt.Errorf("%w: response: %v", ErrDecode, err)
+		}
+	}
+	return 0, nil, nil
+}
+
+// CountElements returns how many array elements and map entries the one
+// MessagePack value at the start of b holds, nested ones included, without
+// decoding it: a bound on what decoding it allocates beyond its bytes (an
+// empty map, one byte, decodes into a whole struct). The walk is iterative
+// and reads every byte at most once.
+func CountElements(b []byte) (int, error) {
+	total, pending := 0, 1
+	for pending > 0 {
+		pending--
+		var n uint32
+		var err error
+		switch msgp.NextType(b) {
+		case msgp.ArrayType:
+			n, b, err = msgp.ReadArrayHeaderBytes(b)
+			pending += int(n)
+		case msgp.MapType:
+			n, b, err = msgp.ReadMapHeaderBytes(b)
+			pending += 2 * int(n)
+		default:
+			b, err = msgp.Skip(b)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrDecode, err)
+		}
+		total += int(n)
+	}
+	return total, nil
+}

@@ -1,6 +1,7 @@
 package abi_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -218,5 +219,67 @@ func TestCapabilityAllows(t *testing.T) {
 	}
 	if !(abi.Capability{Action: abi.ActionDeleteVolume}).Allows(abi.ActionDeleteVolume, "") {
 		t.Error("deleteVolume needs no resource")
+	}
+}
+
+func TestCountResponseActions(t *testing.T) {
+	enc := func(r *abi.Response) []byte {
+		b, err := r.MarshalMsg(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"no result", enc(&abi.Response{Status: abi.StatusOK}), 0},
+		{"no actions", enc(&abi.Response{Result: &abi.Result{Message: "m"}}), 0},
+		{"three", enc(&abi.Response{Result: &abi.Result{Actions: make([]abi.Action, 3), RequeueAfterMillis: 5}}), 3},
+		{"900000 empty actions in a byte each", append([]byte{0x81, 0xa6, 'r', 'e', 's', 'u', 'l', 't', 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0, 0x0d, 0xbb, 0xa0}, bytes.Repeat([]byte{0x80}, 900_000)...), 900_000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := abi.CountResponseActions(tt.b)
+			if err != nil || n != tt.want {
+				t.Fatalf("CountResponseActions = %d, %v; want %d", n, err, tt.want)
+			}
+		})
+	}
+	if _, err := abi.CountResponseActions([]byte{0x81, 0xa6, 'r'}); !errors.Is(err, abi.ErrDecode) {
+		t.Fatalf("truncated: err = %v, want ErrDecode", err)
+	}
+}
+
+func TestCountElements(t *testing.T) {
+	enc := func(r *abi.Response) []byte {
+		b, err := r.MarshalMsg(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// {result: {actions: [{ownerReferences: {add: [{} x 1000]}}]}}
+	nested := append([]byte{0x81, 0xa6, 'r', 'e', 's', 'u', 'l', 't', 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0x91, 0x81, 0xaf}, "ownerReferences"...)
+	nested = append(append(nested, 0x81, 0xa3, 'a', 'd', 'd', 0xdc, 0x03, 0xe8), bytes.Repeat([]byte{0x80}, 1000)...)
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		want int
+	}{
+		{"a scalar", []byte{0x05}, 0},
+		{"status only", enc(&abi.Response{}), 1},                // a map of one: status
+		{"nested empty maps", nested, 1 + 1 + 1 + 1 + 1 + 1000}, // five maps and arrays of one, then the 1000
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := abi.CountElements(tt.b)
+			if err != nil || n != tt.want {
+				t.Fatalf("CountElements = %d, %v; want %d", n, err, tt.want)
+			}
+		})
+	}
+	if _, err := abi.CountElements([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}); !errors.Is(err, abi.ErrDecode) {
+		t.Fatalf("an array header with no elements behind it: err = %v, want ErrDecode", err)
 	}
 }

@@ -18,14 +18,19 @@ import (
 
 var (
 	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow"}
-	limitFields  = []string{"memory", "timeout", "instances", "maxOutput"}
+	limitFields  = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
 )
 
 // Bounds of a module's settings.
 const (
 	maxWorkers   = 64
 	maxInstances = 256
-	maxBytes     = 4 << 30 // what a wasm32 memory can address
+	// maxActions and maxTableElements bound what an operator may allow: a
+	// million actions is more than one reconcile can carry out, and
+	// 100,000,000 table elements cost 800 MB per instance.
+	maxActions       = 1_000_000
+	maxTableElements = 100_000_000
+	maxBytes         = 4 << 30 // what a wasm32 memory can address
 )
 
 // modules converts the entries under modules: and checks that their names
@@ -229,6 +234,16 @@ func (p *parser) limits(n *yaml.Node, field string, m *Module) {
 	if v, ok := vals["maxOutput"]; ok {
 		if b, ok := p.byteSize(v, join(field, "maxOutput"), maxBytes, "1Mi"); ok {
 			m.Limits.MaxOutputBytes = int(b)
+		}
+	}
+	if v, ok := vals["maxActions"]; ok {
+		if i, ok := p.integer(v, join(field, "maxActions"), 1, maxActions); ok {
+			m.Limits.MaxActions = i
+		}
+	}
+	if v, ok := vals["maxTableElements"]; ok {
+		if i, ok := p.integer(v, join(field, "maxTableElements"), 1, maxTableElements); ok {
+			m.Limits.MaxTableElements = uint32(i)
 		}
 	}
 }

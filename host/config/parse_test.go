@@ -30,6 +30,8 @@ func TestLoadEveryField(t *testing.T) {
     timeout: 500ms
     instances: 8
     maxOutput: 2Mi
+    maxActions: 100
+    maxTableElements: 20000
 - path: guests/reclaim.wasm
   subject: persistentvolume
 csiDrivers:
@@ -64,10 +66,12 @@ reconcileTimeout: 45s
 	require.Equal(t, config.ModeShadow, m.Mode)
 	require.Equal(t, 3, m.Workers)
 	require.Equal(t, runtime.Limits{
-		MemoryBytes:    64 << 20,
-		Deadline:       500 * time.Millisecond,
-		Instances:      8,
-		MaxOutputBytes: 2 << 20,
+		MemoryBytes:      64 << 20,
+		Deadline:         500 * time.Millisecond,
+		Instances:        8,
+		MaxOutputBytes:   2 << 20,
+		MaxActions:       100,
+		MaxTableElements: 20000,
 	}, m.Limits)
 	require.NoError(t, m.Limits.Validate())
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -24,12 +25,15 @@ var checkpointImport = checkpoint.Import{Module: "kubeplug:runtime", Name: "chec
 // checkpoints themselves cost nothing measurable.
 const checkpointInterval = 1 << 16
 
-// instrument inserts the checkpoints into wasm.
-func instrument(source string, wasm []byte) ([]byte, error) {
-	out, err := checkpoint.Insert(wasm, checkpointImport, checkpointInterval)
+// instrument inserts the checkpoints into wasm and caps its tables.
+func instrument(source string, wasm []byte, l Limits) ([]byte, error) {
+	out, err := checkpoint.InsertWithLimits(wasm, checkpointImport, checkpointInterval, checkpoint.Limits{TableElements: l.MaxTableElements})
 	switch {
 	case err == nil:
 		return out, nil
+	case errors.Is(err, checkpoint.ErrTableLimit):
+		return nil, loadError(source, ErrLimits, "%s: raise the module's limits.maxTableElements (now %d) if it really needs that many, or fix the module",
+			strings.TrimPrefix(err.Error(), checkpoint.ErrTableLimit.Error()+": "), l.MaxTableElements)
 	case errors.Is(err, checkpoint.ErrReservedImport):
 		return nil, loadError(source, ErrForbiddenImport, "%v: remove the import", err)
 	case errors.Is(err, checkpoint.ErrUnsupported):

@@ -27,6 +27,10 @@ type callContext struct {
 
 	timer      *time.Timer
 	stopParent func() bool
+
+	// log is the call's log budget (log.go), reset by start. Host functions
+	// find it through their context, which is this one.
+	log logBudget
 }
 
 var _ context.Context = (*callContext)(nil)
@@ -42,6 +46,7 @@ func newCallContext() *callContext {
 func (c *callContext) start(parent context.Context, d time.Duration) context.Context {
 	c.parent = parent
 	c.deadline = time.Now().Add(d)
+	c.log.reset()
 	if parent.Done() != nil {
 		c.stopParent = context.AfterFunc(parent, func() { c.interrupt(parent.Err(), true) })
 	}

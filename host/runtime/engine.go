@@ -33,6 +33,10 @@ type Engine struct {
 	cache   wazero.CompilationCache
 	logger  *slog.Logger
 	workers int
+	// validator checks modules as written, before the checkpoint rewrite
+	// (see validate.go); validated remembers the digests it accepted.
+	validator wazero.Runtime
+	validated validatedSet
 
 	mu      sync.Mutex
 	modules map[*Module]struct{}
@@ -60,7 +64,13 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if workers <= 0 {
 		workers = goruntime.GOMAXPROCS(0)
 	}
-	return &Engine{cache: cache, logger: logger, workers: workers, modules: map[*Module]struct{}{}}, nil
+	return &Engine{
+		cache:     cache,
+		logger:    logger,
+		workers:   workers,
+		validator: newValidator(ctx),
+		modules:   map[*Module]struct{}{},
+	}, nil
 }
 
 // Close closes every module the Engine loaded (see Module.Close; ctx bounds
@@ -95,6 +105,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := e.validator.Close(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("close validator: %w", err)
 	}
 	if err := e.cache.Close(ctx); err != nil {
 		return fmt.Errorf("close compilation cache: %w", err)
@@ -136,6 +149,7 @@ func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Li
 		source: source,
 		limits: limits,
 		info:   Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:])},
+		sum:    sum,
 	}
 	m.setLogger(e.logger.With("module", source))
 	if err := m.load(ctx, wasm); err != nil {

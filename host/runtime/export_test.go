@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
 
 // StartInstanceForTest creates an instance (instantiate and _initialize)
 // and closes it, for BenchmarkInstanceStart.
@@ -11,4 +15,12 @@ func (m *Module) StartInstanceForTest(ctx context.Context) error {
 	}
 	inst.close()
 	return nil
+}
+
+// OwnStringsForTest is ownStrings, for TestOwnStrings.
+var OwnStringsForTest = ownStrings
+
+// DecodeOutputForTest is decodeOutput, for FuzzDecodeOutput.
+func DecodeOutputForTest(out []byte, l Limits) (*abi.Response, error) {
+	return decodeOutput(out, l.withDefaults())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -23,6 +24,7 @@ const maxKeptInput = 4 << 20
 // instance is one guest instance with everything a call needs looked up
 // once. It serves one call at a time (the pool guarantees it).
 type instance struct {
+	module    *Module
 	mod       api.Module
 	mem       api.Memory
 	malloc    api.Function
@@ -41,23 +43,28 @@ type instance struct {
 	oom               atomic.Bool // stderr said the guest ran out of memory
 }
 
-// newInstance instantiates the module and runs _initialize, within
-// Limits.Deadline. On failure kind classifies err.
+// newInstance instantiates the module and runs _initialize. Both run under
+// the same rules as a hook call: one Limits.Deadline, enforced by the
+// checkpoints (a start function or _initialize that loops is interrupted),
+// the memory cap and allocator, and the per-call log budget. On failure
+// kind classifies err.
 func (m *Module) newInstance(parent context.Context) (inst *instance, kind ErrorKind, err error) {
-	inst = &instance{ctx: newCallContext()}
-	inst.stdout = newLineWriter(m, "stdout", slog.LevelInfo, nil)
-	inst.stderr = newLineWriter(m, "stderr", slog.LevelWarn, &inst.oom)
+	inst = &instance{module: m, ctx: newCallContext()}
+	inst.stdout = newLineWriter(m, inst.ctx, "stdout", slog.LevelInfo, nil)
+	inst.stderr = newLineWriter(m, inst.ctx, "stderr", slog.LevelWarn, &inst.oom)
 	cfg := wazero.NewModuleConfig().
 		WithName(""). // anonymous, so that one runtime holds many instances
 		WithStartFunctions().
 		WithStdout(inst.stdout).
-		WithStderr(inst.stderr)
+		WithStderr(inst.stderr).
+		WithRandSource(newRandSource(inst.ctx))
 
-	ctx, cancel := context.WithTimeout(parent, m.limits.Deadline)
-	defer cancel()
+	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, newMemoryAllocator(inst)), m.limits.Deadline)
 	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
-		return nil, KindTrap, fmt.Errorf("instantiate: %w", err)
+		kind, err := inst.failed(err, m.limits)
+		inst.close()
+		return nil, kind, fmt.Errorf("instantiate: %w", err)
 	}
 	inst.mod = mod
 	inst.mem = mod.Memory()
@@ -65,15 +72,24 @@ func (m *Module) newInstance(parent context.Context) (inst *instance, kind Error
 	inst.manifest = mod.ExportedFunction(abi.ExportManifest)
 	inst.reconcile = mod.ExportedFunction(abi.ExportReconcile)
 	if err := mod.ExportedFunction(abi.ExportInitialize).CallWithStack(ctx, inst.stack[:]); err != nil {
-		var interrupted *interruptedError
-		if ctx.Err() != nil {
-			interrupted = &interruptedError{after: m.limits.Deadline, byParent: parent.Err() != nil, cause: ctx.Err()}
-		}
-		kind, err := inst.classify(err, m.limits, interrupted)
+		kind, err := inst.failed(err, m.limits)
 		inst.close()
 		return nil, kind, fmt.Errorf("%s: %w", abi.ExportInitialize, err)
 	}
+	if inst.finish() { // the deadline fired as _initialize returned
+		err := inst.ctx.interrupted(m.limits.Deadline)
+		inst.close()
+		return nil, KindDeadline, fmt.Errorf("%s: %w", abi.ExportInitialize, err)
+	}
 	return inst, 0, nil
+}
+
+// finish disarms the call context after a call and reports what the call's
+// log budget dropped. It reports whether the context fired.
+func (inst *instance) finish() bool {
+	fired := inst.ctx.finish()
+	inst.ctx.log.report(inst.module.logger())
+	return fired
 }
 
 // close releases the instance, logging any unfinished output line.
@@ -113,13 +129,13 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 		}
 		inst.region, inst.regionCap = uint32(inst.stack[0]), uint32(size)
 		if inst.region == 0 {
-			inst.ctx.finish()
+			inst.finish()
 			return nil, KindInput, false, fmt.Errorf("%s could not allocate %d bytes for the request", abi.ExportMalloc, size)
 		}
 	}
 	ptr := inst.region
 	if !inst.mem.Write(ptr, in) {
-		inst.ctx.finish()
+		inst.finish()
 		return nil, KindInput, false, fmt.Errorf("%s returned [%#x, +%d), outside the guest's %d-byte memory", abi.ExportMalloc, ptr, len(in), inst.mem.Size())
 	}
 	inst.stack[0], inst.stack[1] = uint64(ptr), uint64(len(in))
@@ -129,13 +145,13 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 	}
 	// A hook that returned just as the context fired has an answer, but its
 	// instance is closed or closing: use the answer, drop the instance.
-	keep = !inst.ctx.finish()
+	keep = !inst.finish()
 
 	out, err := inst.output(inst.stack[0], l)
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
-	resp, err := abi.DecodeResponse(out)
+	resp, err := decodeOutput(out, l)
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
@@ -155,7 +171,7 @@ func (inst *instance) callManifest(parent context.Context, l Limits) (uint64, Er
 		kind, err := inst.failed(err, l)
 		return 0, kind, err
 	}
-	if inst.ctx.finish() {
+	if inst.finish() {
 		return 0, KindDeadline, inst.ctx.interrupted(l.Deadline)
 	}
 	return inst.stack[0], 0, nil
@@ -165,7 +181,7 @@ func (inst *instance) callManifest(parent context.Context, l Limits) (uint64, Er
 // the failure.
 func (inst *instance) failed(err error, l Limits) (ErrorKind, error) {
 	var interrupted *interruptedError
-	if inst.ctx.finish() {
+	if inst.finish() {
 		interrupted = inst.ctx.interrupted(l.Deadline)
 	}
 	return inst.classify(err, l, interrupted)

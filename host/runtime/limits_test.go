@@ -12,10 +12,12 @@ import (
 
 func TestDefaultLimits(t *testing.T) {
 	require.Equal(t, runtime.Limits{
-		MemoryBytes:    128 << 20,
-		Deadline:       time.Second,
-		Instances:      4,
-		MaxOutputBytes: 1 << 20,
+		MemoryBytes:      128 << 20,
+		Deadline:         time.Second,
+		Instances:        4,
+		MaxOutputBytes:   1 << 20,
+		MaxTableElements: 1 << 20,
+		MaxActions:       4096,
 	}, runtime.DefaultLimits())
 	require.NoError(t, runtime.DefaultLimits().Validate())
 }
@@ -32,6 +34,7 @@ func TestLimitsValidate(t *testing.T) {
 		{name: "negative deadline", limits: runtime.Limits{Deadline: -time.Second}, field: "deadline"},
 		{name: "negative instances", limits: runtime.Limits{Instances: -1}, field: "instances"},
 		{name: "negative output", limits: runtime.Limits{MaxOutputBytes: -1}, field: "maxOutputBytes"},
+		{name: "negative actions", limits: runtime.Limits{MaxActions: -1}, field: "maxActions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +60,25 @@ func TestLoadAppliesLimits(t *testing.T) {
 	want := runtime.DefaultLimits()
 	want.Deadline, want.MemoryBytes = 3*time.Second, 100<<20+1
 	require.Equal(t, want, m.Limits(), "zero fields take their defaults")
+}
+
+// The bound counts every instance's memory and tables at their caps, its
+// output copy and its call stack.
+func TestHostMemoryBound(t *testing.T) {
+	const stack = 100 << 20
+	for _, tt := range []struct {
+		name   string
+		limits runtime.Limits
+		want   uint64
+	}{
+		{"defaults", runtime.Limits{}, 4 * (128<<20 + 8<<20 + 1<<20 + stack)},
+		{"memory rounded up to whole pages", runtime.Limits{Instances: 1, MemoryBytes: 1, MaxTableElements: 1, MaxOutputBytes: 1}, 64<<10 + 8 + 1 + stack},
+		{"two small instances", runtime.Limits{Instances: 2, MemoryBytes: 1 << 20, MaxTableElements: 1000, MaxOutputBytes: 1 << 10}, 2 * (1<<20 + 8000 + 1<<10 + stack)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.limits.HostMemoryBound())
+		})
+	}
 }
 
 func TestErrorKindString(t *testing.T) {

@@ -314,3 +314,14 @@ func TestLoadRefusesMemoryTooSmallForModule(t *testing.T) {
 	require.Contains(t, err.Error(), `load module "good.wasm": invalid limits: `)
 	require.Contains(t, err.Error(), "raise the module's memory limit")
 }
+
+// The table limit reaches the rewrite: a stock-Go guest declares about 6,600
+// table elements, so a limit of 100 refuses it, saying what to raise.
+func TestLoadAppliesTableLimit(t *testing.T) {
+	eng := newEngine(t, runtime.Options{})
+	_, err := eng.Load(context.Background(), "good.wasm", guest(t, "good"), runtime.Limits{MaxTableElements: 100})
+	require.ErrorIs(t, err, runtime.ErrLimits)
+	require.Regexp(t, `load module "good.wasm": invalid limits: table of \d+ elements exceeds the limit of 100: raise the module's limits.maxTableElements \(now 100\)`, err.Error())
+	_, err = eng.Load(context.Background(), "good.wasm", guest(t, "good"), runtime.Limits{})
+	require.NoError(t, err, "the default fits")
+}

@@ -16,6 +16,65 @@ import (
 // maxLogBytes caps one guest log record (SPEC.md: kubeplug_write_log).
 const maxLogBytes = 4 << 10
 
+// Each call into a guest (a hook, the manifest, instantiation with
+// _initialize) may log at most maxCallLogRecords records and write at most
+// maxCallLogBytes bytes to its log, stdout and stderr together (SPEC.md:
+// kubeplug_write_log). What is over is dropped, and one record after the call says how
+// much: a guest that floods its output costs the host a bounded amount of
+// work per call, not one record per line.
+const (
+	maxCallLogRecords = 256
+	maxCallLogBytes   = 64 << 10
+)
+
+// logBudget is what is left of one call's log budget.
+type logBudget struct {
+	records, bytes               int
+	droppedRecords, droppedBytes int
+}
+
+func (b *logBudget) reset() { *b = logBudget{records: maxCallLogRecords, bytes: maxCallLogBytes} }
+
+// take returns the part of p within the byte budget and counts the rest as
+// dropped.
+func (b *logBudget) take(p []byte) []byte {
+	k := min(len(p), b.bytes)
+	b.bytes -= k
+	b.droppedBytes += len(p) - k
+	return p[:k]
+}
+
+// record spends one record, or counts it dropped and returns false.
+func (b *logBudget) record() bool {
+	if b.records == 0 {
+		b.droppedRecords++
+		return false
+	}
+	b.records--
+	return true
+}
+
+// report logs, once per call, what the budget dropped.
+func (b *logBudget) report(l *slog.Logger) {
+	if b.droppedBytes == 0 && b.droppedRecords == 0 {
+		return
+	}
+	l.LogAttrs(context.Background(), slog.LevelWarn, "guest output over the per-call budget was dropped",
+		slog.Int("droppedBytes", b.droppedBytes), slog.Int("droppedRecords", b.droppedRecords),
+		slog.Int("budgetBytes", maxCallLogBytes), slog.Int("budgetRecords", maxCallLogRecords))
+	b.droppedBytes, b.droppedRecords = 0, 0
+}
+
+// budgetOf returns the log budget of the call whose context is ctx. Every
+// call into a guest runs under its instance's callContext, which wazero
+// hands to host functions.
+func budgetOf(ctx context.Context) *logBudget {
+	if c, ok := ctx.(*callContext); ok {
+		return &c.log
+	}
+	return &logBudget{} // no budget: nothing is logged
+}
+
 // instantiateHost provides the kubeplug import module to the guest.
 func (m *Module) instantiateHost(ctx context.Context, r wazero.Runtime) error {
 	_, err := r.NewHostModuleBuilder(abi.ImportModule).
@@ -28,12 +87,33 @@ func (m *Module) instantiateHost(ctx context.Context, r wazero.Runtime) error {
 }
 
 // writeLog implements abi.ImportWriteLog.
+//
+// A call whose deadline passed logs nothing more; the guest's next
+// checkpoint ends it.
 func (m *Module) writeLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	budget := budgetOf(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	if budget.bytes == 0 || n == 0 {
+		budget.droppedRecords++
+		budget.droppedBytes += int(n)
+		return
+	}
+	if !budget.record() {
+		budget.droppedBytes += int(n)
+		return
+	}
 	truncated := n > maxLogBytes
 	if truncated {
 		n = maxLogBytes
 	}
+	if left := uint32(budget.bytes); left < n {
+		budget.droppedBytes += int(n - left)
+		n, truncated = left, true
+	}
+	budget.bytes -= int(n)
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
 		m.logger().LogAttrs(ctx, slog.LevelWarn, "guest passed a log message outside its memory",
@@ -65,6 +145,7 @@ func guestLevel(level uint32) slog.Level {
 // Each instance has its own, used only by the goroutine calling it.
 type lineWriter struct {
 	m      *Module
+	ctx    *callContext // the instance's: its deadline and log budget
 	stream string
 	level  slog.Level
 	// oom, if set, records that a line reported an out-of-memory death
@@ -75,12 +156,19 @@ type lineWriter struct {
 	skip bool // the current line was already emitted truncated
 }
 
-func newLineWriter(m *Module, stream string, level slog.Level, oom *atomic.Bool) *lineWriter {
-	return &lineWriter{m: m, stream: stream, level: level, oom: oom}
+func newLineWriter(m *Module, ctx *callContext, stream string, level slog.Level, oom *atomic.Bool) *lineWriter {
+	return &lineWriter{m: m, ctx: ctx, stream: stream, level: level, oom: oom}
 }
 
+// Write logs the lines of p within the call's log budget. Empty lines are
+// not logged. Once the call's deadline passed it fails, and WASI's fd_write
+// returns an error to the guest, whose next checkpoint ends the call.
 func (w *lineWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n := len(p)
+	p = w.ctx.log.take(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
@@ -88,7 +176,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 			break
 		}
 		w.add(p[:i])
-		if !w.skip {
+		if !w.skip && len(w.buf) > 0 {
 			w.emit(false)
 		}
 		w.buf, w.skip = w.buf[:0], false
@@ -119,10 +207,14 @@ func (w *lineWriter) flush() {
 }
 
 func (w *lineWriter) emit(truncated bool) {
-	line := strings.ToValidUTF8(string(w.buf), "")
-	if w.oom != nil && strings.Contains(line, "out of memory") {
+	// Seen even over the budget: it classifies the call's failure.
+	if w.oom != nil && bytes.Contains(w.buf, []byte("out of memory")) {
 		w.oom.Store(true)
 	}
+	if !w.ctx.log.record() {
+		return
+	}
+	line := strings.ToValidUTF8(string(w.buf), "")
 	attrs := []slog.Attr{slog.String("stream", w.stream)}
 	if truncated {
 		attrs = append(attrs, slog.Bool("truncated", true))

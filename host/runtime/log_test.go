@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/host/runtime/hostile"
 )
 
 func TestGuestLogsReachLogger(t *testing.T) {
@@ -42,4 +43,46 @@ func TestGuestSeesNoFilesystemOrEnvironment(t *testing.T) {
 	require.Len(t, res.Actions, 1)
 	// No environment, no arguments, no directory to list, no file to read.
 	require.Equal(t, `home="" environ=0 args=0 readdir=0,true readfile=true getwd="",false`, res.Actions[0].Event.Message)
+}
+
+// A guest that floods its output (64 MiB of newlines per fd_write, 1,024
+// iovecs over them, kubeplug_write_log in a loop) costs the host a bounded
+// number of records per call: at most the budget's 256, then one record
+// saying how much was dropped. Empty lines are no records at all.
+func TestGuestLogFloodIsBounded(t *testing.T) {
+	for _, class := range []string{"log-fd-write", "log-fd-write-iovecs", "log-write-log"} {
+		t.Run(class, func(t *testing.T) {
+			sink := &logSink{}
+			eng := newEngine(t, runtime.Options{Logger: sink.logger()})
+			m, err := eng.Load(context.Background(), class+".wasm", rawModule(t, class), runtime.Limits{Instances: 1})
+			require.NoError(t, err)
+			_, err = m.Reconcile(context.Background(), request("default/flood"))
+			require.ErrorIs(t, err, runtime.KindDeadline)
+
+			records, dropped := 0, 0
+			for _, r := range sink.all() {
+				if r.Message == "guest output over the per-call budget was dropped" {
+					dropped++
+					require.Positive(t, r.Attrs["droppedBytes"].(int64)+r.Attrs["droppedRecords"].(int64), "%+v", r)
+					continue
+				}
+				require.NotEmpty(t, r.Message, "an empty line became a record")
+				records++
+			}
+			require.LessOrEqual(t, records, 256)
+			require.Equal(t, 1, dropped, "one record says what the call dropped")
+		})
+	}
+}
+
+// rawModule is the module of the given class of hostile.Raw.
+func rawModule(t *testing.T, class string) []byte {
+	t.Helper()
+	for _, h := range hostile.Raw() {
+		if h.Class == class {
+			return h.Wasm
+		}
+	}
+	t.Fatalf("no hostile module of class %q", class)
+	return nil
 }

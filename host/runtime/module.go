@@ -24,6 +24,7 @@ type Module struct {
 	source   string
 	limits   Limits
 	info     Info
+	sum      [32]byte // the SHA-256 of the module as written
 	manifest abi.Manifest
 
 	// runtime is the module's own wazero runtime, so that its memory cap
@@ -44,10 +45,16 @@ type Module struct {
 // load compiles, validates and starts the module, leaving its first instance
 // idle in the pool.
 func (m *Module) load(ctx context.Context, wasm []byte) error {
-	wasm, err := instrument(m.source, wasm)
+	// The rewrite comes first: it checks every length in the binary against
+	// the bytes that back it before any decoder allocates for it.
+	instrumented, err := instrument(m.source, wasm, m.limits)
 	if err != nil {
 		return err
 	}
+	if err := m.engine.validate(ctx, m.source, m.sum, wasm); err != nil {
+		return err
+	}
+	wasm = instrumented
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(m.engine.cache).
 		WithMemoryLimitPages(m.limits.memoryPages())
@@ -121,6 +128,9 @@ func (m *Module) readManifest(ctx context.Context, inst *instance) (*abi.Manifes
 	man, err := abi.DecodeManifest(out)
 	if err != nil {
 		return nil, loadError(m.source, ErrManifest, "%s: %v: encode the manifest with github.com/kubeplug/kubeplug/abi", abi.ExportManifest, err)
+	}
+	if err := ownStrings(man); err != nil {
+		return nil, loadError(m.source, ErrManifest, "%s: %v: fix the manifest the module returns", abi.ExportManifest, err)
 	}
 	return man, nil
 }

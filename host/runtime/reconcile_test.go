@@ -61,7 +61,7 @@ func TestReconcileFailureFailsThatCallOnly(t *testing.T) {
 		{mode: "trap", kind: runtime.KindTrap, reason: "guest trapped: wasm error: unreachable"},
 		{mode: "panic", kind: runtime.KindTrap, reason: "guest trapped"},
 		{mode: "exit", kind: runtime.KindTrap, reason: "guest exited with code 3"},
-		{mode: "garbage", kind: runtime.KindOutput, is: abi.ErrDecode, reason: "malformed message"},
+		{mode: "garbage", kind: runtime.KindOutput, is: abi.ErrDecode, reason: "output: malformed message"},
 		{mode: "huge", kind: runtime.KindOutput, reason: "output region of 2097152 bytes is larger than the 1 MiB limit"},
 		{mode: "outside", kind: runtime.KindOutput, reason: "output region [0xffff0000, +4096) is outside the guest's"},
 		{mode: "failed", kind: runtime.KindStatus, is: abi.ErrFailed, reason: "module returned an error: config is invalid", kept: true},
@@ -116,7 +116,7 @@ func TestReconcileRawGuestFailures(t *testing.T) {
 		{name: "unreachable", reconcile: []byte{wb.OpUnreachable}, kind: runtime.KindTrap, reason: "guest trapped: wasm error: unreachable"},
 		{name: "loop", reconcile: infiniteLoop, kind: runtime.KindDeadline, reason: "deadline exceeded after 50ms"},
 		{name: "recursion without loops", reconcile: fanout(40), funcs: []wb.Func{fanoutFunc}, kind: runtime.KindDeadline, reason: "deadline exceeded after 50ms"},
-		{name: "empty output", reconcile: wb.I64Const(0), kind: runtime.KindOutput, reason: "malformed message"},
+		{name: "empty output", reconcile: wb.I64Const(0), kind: runtime.KindOutput, reason: "output: malformed message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

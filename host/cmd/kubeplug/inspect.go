@@ -42,7 +42,7 @@ cannot be read, with status 2.`,
 				return failure(describeLoadError(path, err))
 			}
 			defer l.close(cmd.Context())
-			d := describe(l.module.Manifest(), l.module.Info())
+			d := describe(l.module.Manifest(), l.module.Info(), l.module.Limits())
 			if output == "json" {
 				enc := json.NewEncoder(s.out)
 				enc.SetIndent("", "  ")
@@ -67,6 +67,20 @@ type description struct {
 	// Allow is the allow: block (YAML) that grants the module what its
 	// manifest asks, to paste under its entry in host.yaml.
 	Allow string `json:"allow"`
+	// Limits are the limits the module was loaded with (the defaults), and
+	// HostMemoryBound the most host memory the module can take under them
+	// (runtime.Limits.HostMemoryBound).
+	Limits          limits `json:"limits"`
+	HostMemoryBound uint64 `json:"hostMemoryBound"`
+}
+
+type limits struct {
+	MemoryBytes      uint64 `json:"memoryBytes"`
+	Deadline         string `json:"deadline"`
+	Instances        int    `json:"instances"`
+	MaxOutputBytes   int    `json:"maxOutputBytes"`
+	MaxActions       int    `json:"maxActions"`
+	MaxTableElements uint32 `json:"maxTableElements"`
 }
 
 type function struct {
@@ -87,7 +101,7 @@ func (f function) qualifiedName() string {
 	return f.Module + "." + f.Name
 }
 
-func describe(m abi.Manifest, info runtime.Info) description {
+func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 	d := description{
 		Manifest:   m,
 		ABIVersion: info.ABIVersion.String(),
@@ -97,6 +111,11 @@ func describe(m abi.Manifest, info runtime.Info) description {
 		Exports:    functions(info.Exports),
 		Imports:    functions(info.Imports),
 		Allow:      config.AllowBlock(m.Capabilities),
+		Limits: limits{
+			MemoryBytes: l.MemoryBytes, Deadline: l.Deadline.String(), Instances: l.Instances,
+			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,
+		},
+		HostMemoryBound: l.HostMemoryBound(),
 	}
 	return d
 }
@@ -147,6 +166,9 @@ func (d description) writeText(w io.Writer) error {
 	field("File", d.Source)
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
 	field("SHA-256", d.SHA256)
+	lim := d.Limits
+	field("Host memory", fmt.Sprintf("at most %s with the default limits: %d instances x (%s memory + %d table elements + %s output + call stack)",
+		humanSize(int(d.HostMemoryBound)), lim.Instances, humanSize(int(lim.MemoryBytes)), lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

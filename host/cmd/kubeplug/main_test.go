@@ -135,6 +135,7 @@ func TestInspect(t *testing.T) {
 		`File:\s+` + regexp.QuoteMeta(module),
 		`Size:\s+\d+ bytes \(\d+\.\d MiB\)`,
 		`SHA-256:\s+[0-9a-f]{64}`,
+		`Host memory:\s+at most \d+\.\d MiB with the default limits: 4 instances x \(128\.0 MiB memory \+ 1048576 table elements \+ 1\.0 MiB output \+ call stack\)`,
 		`Exports \(5\):`,
 		`  kubeplug_on_reconcile\s+\(i32, i32\) -> \(i64\)`,
 		`  kubeplug_abi_version_1_0_0\s+\(\) -> \(\)`,

@@ -35,19 +35,85 @@ func checkTypes(r *reader) error {
 	})
 }
 
-// checkFunctions walks the function section: a type index per function.
-func checkFunctions(r *reader) error {
-	return r.vector(func() error { return r.skipLEB(32) })
+// checkFunctions walks the function section: a type index per function. It
+// returns how many functions the section declares and the largest type
+// index it names plus one.
+func checkFunctions(r *reader) (n, types uint32, err error) {
+	err = r.vector(func() error {
+		t, err := r.u32()
+		n, types = n+1, max(types, t+1)
+		return err
+	})
+	return n, types, err
 }
 
-// checkTables walks the table section: a reference type and limits each.
-func checkTables(r *reader) error {
-	return r.vector(func() error {
+// tables walks the table section and rewrites each table's limits so that
+// all of them together never hold more than Limits.TableElements: a module
+// whose minimum sizes exceed it is refused; the room left (the limit minus
+// the minimums) goes to the tables in order, each up to its declared
+// maximum, so that the maximums add up to at most the limit and table.grow
+// beyond them returns -1. The first table, the one languages grow (C's and
+// Rust's indirect function table), gets the room first.
+func (m *module) tables(r *reader) ([]byte, error) {
+	type table struct {
+		refType  []byte
+		min, max uint64
+		hasMax   bool
+		at       int
+	}
+	var ts []table
+	err := r.vector(func() error {
+		start := r.off
 		if err := r.skipLEB(33); err != nil {
 			return err
 		}
-		return skipLimits(r)
+		t := table{refType: r.b[start:r.off], at: r.base + start}
+		flags, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if flags > 1 {
+			return r.fail("table limits flags %#x (64-bit and shared tables are not supported)", flags)
+		}
+		if t.min, err = r.uleb(32); err != nil {
+			return err
+		}
+		if t.hasMax = flags == 1; t.hasMax {
+			if t.max, err = r.uleb(32); err != nil {
+				return err
+			}
+		}
+		ts = append(ts, t)
+		return nil
 	})
+	if err != nil || m.limits.TableElements == 0 {
+		return r.b, err
+	}
+	limit := uint64(m.limits.TableElements)
+	var total uint64
+	for _, t := range ts {
+		total += t.min
+	}
+	if total > limit {
+		if len(ts) == 1 {
+			return nil, fmt.Errorf("%w: table of %d elements exceeds the limit of %d", ErrTableLimit, total, limit)
+		}
+		return nil, fmt.Errorf("%w: %d tables of %d elements in all exceed the limit of %d", ErrTableLimit, len(ts), total, limit)
+	}
+	room := limit - total
+	out := appendULEB(nil, uint64(len(ts)))
+	for _, t := range ts {
+		hi := t.min + room
+		if t.hasMax && t.max >= t.min {
+			hi = min(hi, t.max)
+		}
+		room -= hi - t.min
+		out = append(out, t.refType...)
+		out = append(out, 1)
+		out = appendULEB(out, t.min)
+		out = appendULEB(out, hi)
+	}
+	return out, nil
 }
 
 // checkMemories walks the memory section: limits each.
@@ -57,7 +123,7 @@ func checkMemories(r *reader) error {
 
 // checkData walks the data section: per segment, a mode, for active ones a
 // memory and an offset expression, and the bytes.
-func checkData(r *reader) error {
+func checkData(r *reader, p *plan) error {
 	return r.vector(func() error {
 		flags, err := r.u32()
 		if err != nil {
@@ -70,7 +136,7 @@ func checkData(r *reader) error {
 					return err
 				}
 			}
-			if err := skipExpr(r); err != nil {
+			if _, err := p.rewrite(r, nil, false); err != nil { // checks the indices it names
 				return err
 			}
 		case 1: // passive

@@ -43,6 +43,15 @@ type section struct {
 	at   int // offset of body in the module
 }
 
+// Limits are what Insert enforces on the module besides the checkpoints.
+type Limits struct {
+	// TableElements caps the elements of all the module's tables together:
+	// Insert refuses a module whose tables' minimum sizes add up to more,
+	// and lowers the tables' maximum sizes so that table.grow fails (returns
+	// -1) before they add up to more. Zero means no cap.
+	TableElements uint32
+}
+
 // Insert returns a copy of wasm whose loops and functions count down a new
 // global, starting at interval, and call the function imported as imp when
 // it reaches zero (see the package documentation). wasm itself is not
@@ -51,6 +60,12 @@ type section struct {
 // Errors wrap ErrMalformed, ErrUnsupported or ErrReservedImport and say
 // where in the binary the problem is.
 func Insert(wasm []byte, imp Import, interval uint32) ([]byte, error) {
+	return InsertWithLimits(wasm, imp, interval, Limits{})
+}
+
+// InsertWithLimits is Insert that also enforces limits. A module beyond them
+// fails with ErrTableLimit.
+func InsertWithLimits(wasm []byte, imp Import, interval uint32, limits Limits) ([]byte, error) {
 	if len(wasm) < 8 || !bytes.Equal(wasm[:4], header[:4]) {
 		return nil, fmt.Errorf("%w: no WebAssembly magic bytes", ErrMalformed)
 	}
@@ -64,7 +79,7 @@ func Insert(wasm []byte, imp Import, interval uint32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &module{imp: imp, interval: interval}
+	m := &module{imp: imp, interval: interval, limits: limits}
 	if err := m.survey(sections); err != nil {
 		return nil, err
 	}
@@ -72,7 +87,7 @@ func Insert(wasm []byte, imp Import, interval uint32) ([]byte, error) {
 	out := append(make([]byte, 0, len(wasm)+len(wasm)/8), header...)
 	added := map[byte]bool{} // sections Insert creates when the module has none
 	addMissing := func(beforeRank int) {
-		for _, id := range []byte{secType, secImport, secGlobal} {
+		for _, id := range []byte{secType, secImport, secGlobal} { // the charge needs no section of its own: see chargeBody
 			if !m.has[id] && !added[id] && sectionOrder[id] < beforeRank {
 				out = appendSection(out, id, m.extend(id, nil))
 				added[id] = true
@@ -131,12 +146,18 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 type module struct {
 	imp      Import
 	interval uint32
+	limits   Limits
 	has      map[byte]bool
 
-	types       uint32 // type count: the checkpoint's type index
+	types       uint32 // type count: the checkpoint's type index (the charge's is one more)
 	funcImports uint32 // imported functions: the checkpoint's function index
+	defined     uint32 // functions the module defines (the function section's count)
+	bodies      uint32 // the code section's count, which must equal defined
 	globals     uint32 // imported and defined globals: the countdown's index
-	plan        *plan
+	// importTypes and funcTypes are the largest type index (plus one) the
+	// import and function sections name, checked once types is known.
+	importTypes, funcTypes uint32
+	plan                   *plan
 }
 
 // survey counts what the rewrite needs: types, imported functions, globals.
@@ -156,12 +177,22 @@ func (m *module) survey(sections []section) error {
 			var n uint32
 			n, err = newReader(s.body, s.at, "global section").count()
 			m.globals += n
+		case secFunction:
+			m.defined, m.funcTypes, err = checkFunctions(newReader(s.body, s.at, "function section"))
+		case secCode:
+			m.bodies, err = newReader(s.body, s.at, "code section").count()
 		}
 		if err != nil {
 			return err
 		}
 	}
-	m.plan = newPlan(m.funcImports, m.globals)
+	if m.defined != m.bodies {
+		return fmt.Errorf("%w: the function section declares %d functions and the code section has %d bodies", ErrMalformed, m.defined, m.bodies)
+	}
+	if t := max(m.importTypes, m.funcTypes); t > m.types {
+		return fmt.Errorf("%w: a function names type %d, and the module has %d types", ErrMalformed, t-1, m.types)
+	}
+	m.plan = newPlan(m)
 	return nil
 }
 
@@ -185,7 +216,9 @@ func (m *module) surveyImports(r *reader) error {
 		switch kind {
 		case 0x00: // function: type index
 			m.funcImports++
-			return r.skipLEB(32)
+			t, err := r.u32()
+			m.importTypes = max(m.importTypes, t+1)
+			return err
 		case 0x01: // table: reference type, limits
 			if err := r.skipLEB(33); err != nil {
 				return err
@@ -242,13 +275,13 @@ func (m *module) section(s section) (body []byte, keep bool, err error) {
 	case secCustom:
 		return m.custom(s)
 	case secFunction:
-		body, err = s.body, checkFunctions(newReader(s.body, s.at, "function section"))
+		body, err = m.functions(s)
 	case secTable:
-		body, err = s.body, checkTables(newReader(s.body, s.at, "table section"))
+		body, err = m.tables(newReader(s.body, s.at, "table section"))
 	case secMemory:
 		body, err = s.body, checkMemories(newReader(s.body, s.at, "memory section"))
 	case secData:
-		body, err = s.body, checkData(newReader(s.body, s.at, "data section"))
+		body, err = s.body, checkData(newReader(s.body, s.at, "data section"), m.plan)
 	default:
 		body = s.body
 	}
@@ -263,7 +296,10 @@ func (m *module) extendSection(s section) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.id != secGlobal {
+	switch s.id {
+	case secType: // the checkpoint's type and the charge's
+		return m.extend(s.id, appendULEB(nil, uint64(n)+2), r.rest()), nil
+	case secImport:
 		return m.extend(s.id, appendULEB(nil, uint64(n)+1), r.rest()), nil
 	}
 	// Global initializers may hold ref.func, which must be renumbered.
@@ -288,14 +324,17 @@ func (m *module) extendSection(s section) ([]byte, error) {
 func (m *module) extend(id byte, head []byte, rest ...[]byte) []byte {
 	if head == nil {
 		head = []byte{1}
+		if id == secType {
+			head = []byte{2}
+		}
 	}
 	out := head
 	for _, r := range rest {
 		out = append(out, r...)
 	}
 	switch id {
-	case secType:
-		return append(out, 0x60, 0, 1, typeI32)
+	case secType: // () -> i32, (i32) -> i32
+		return append(out, 0x60, 0, 1, typeI32, 0x60, 1, typeI32, 1, typeI32)
 	case secImport:
 		out = appendName(out, m.imp.Module)
 		out = appendName(out, m.imp.Name)
@@ -317,8 +356,11 @@ func (m *module) exports(e *editor) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		if kind == 0x00 {
+		switch kind {
+		case 0x00:
 			return e.funcIndex(m.plan)
+		case 0x03:
+			return e.globalIndex(m.plan)
 		}
 		return e.skipLEB(32)
 	})
@@ -377,7 +419,11 @@ func (m *module) code(r *reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := appendULEB(make([]byte, 0, len(r.b)+len(r.b)/8), uint64(n))
+	count := uint64(n)
+	if n > 0 {
+		count++ // the charge, after the module's own functions
+	}
+	out := appendULEB(make([]byte, 0, len(r.b)+len(r.b)/8+64), count)
 	var body []byte
 	for i := range n {
 		size, err := r.u32()
@@ -402,7 +448,26 @@ func (m *module) code(r *reader) ([]byte, error) {
 	if !r.done() {
 		return nil, r.fail("bytes after the last function body")
 	}
+	if n > 0 {
+		charge := m.plan.chargeBody()
+		out = appendULEB(out, uint64(len(charge)))
+		out = append(out, charge...)
+	}
 	return out, nil
+}
+
+// functions appends the charge's type to the function section of a module
+// that defines functions (a module without any has no bulk instruction to
+// charge).
+func (m *module) functions(s section) ([]byte, error) {
+	r := newReader(s.body, s.at, "function section")
+	n, err := r.count()
+	if err != nil || n == 0 {
+		return s.body, err
+	}
+	out := appendULEB(nil, uint64(n)+1)
+	out = append(out, r.rest()...)
+	return appendULEB(out, uint64(m.types)+1), nil
 }
 
 // body rewrites one function body into out: its locals unchanged, a check on
@@ -560,10 +625,25 @@ func (e *editor) funcIndex(p *plan) error {
 	if err != nil {
 		return err
 	}
+	if idx >= p.funcs {
+		e.off = at
+		return p.outOfRange(e.reader, "function", idx, p.funcs)
+	}
 	e.out = append(e.out, e.b[e.mark:at]...)
 	e.out = appendULEB(e.out, uint64(p.funcIndex(idx)))
 	e.mark = e.off
 	return nil
+}
+
+// globalIndex reads a global index and checks it.
+func (e *editor) globalIndex(p *plan) error {
+	at := e.off
+	idx, err := e.u32()
+	if err == nil && idx >= p.globals {
+		e.off = at
+		return p.outOfRange(e.reader, "global", idx, p.globals)
+	}
+	return err
 }
 
 // expr copies a constant expression, renumbering its ref.func.

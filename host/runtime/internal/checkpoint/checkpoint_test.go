@@ -242,3 +242,148 @@ func TestInsertErrors(t *testing.T) {
 		})
 	}
 }
+
+// Guest code can never name what the rewrite adds: an index one past the
+// module's own (the index the countdown, the checkpoint import or its type
+// would take) is refused wherever the binary format allows an index, even
+// in a module no validator has seen.
+func TestInsertRefusesIndicesBeyondTheModule(t *testing.T) {
+	one := []wb.Func{{Export: "f", Body: []byte{wb.OpNop}}}
+	for _, tt := range []struct {
+		name string
+		m    wb.Module
+		want string
+	}{
+		{"global.set of the countdown's index", wb.Module{
+			Globals: []wb.Global{{Type: wb.I32, Mutable: true, Init: wb.I32Const(0)}},
+			Funcs:   []wb.Func{{Body: wb.Cat(wb.I32Const(1), wb.Op(wb.OpGlobalSet, 1))}},
+		}, "global index 1 is out of range: the module has 1"},
+		{"global.get of the countdown's index", wb.Module{
+			Funcs: []wb.Func{{Body: wb.Cat(wb.Op(wb.OpGlobalGet, 0), []byte{wb.OpDrop})}},
+		}, "global index 0 is out of range: the module has 0"},
+		{"call of the checkpoint's index", wb.Module{
+			Funcs: []wb.Func{{Body: wb.Op(wb.OpCall, 1)}},
+		}, "function index 1 is out of range: the module has 1"},
+		{"ref.func in a global initializer", wb.Module{
+			Globals: []wb.Global{{Type: 0x70, Init: wb.Op(wb.OpRefFunc, 5)}},
+			Funcs:   one,
+		}, "function index 5 is out of range"},
+		{"call_indirect of the checkpoint's type", wb.Module{
+			Table: []uint32{0},
+			Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(0), wb.Op(wb.OpCallIndirect, 1), []byte{0})}},
+		}, "type index 1 is out of range: the module has 1"},
+		{"a block of the checkpoint's type", wb.Module{
+			Funcs: []wb.Func{{Body: []byte{wb.OpBlock, 1, wb.OpEnd}}},
+		}, "type index 1 is out of range"},
+		{"a loop of the checkpoint's type", wb.Module{
+			Funcs: []wb.Func{{Body: []byte{wb.OpLoop, 1, wb.OpEnd}}},
+		}, "type index 1 is out of range"},
+		{"global.set in _initialize", wb.Module{
+			Funcs: []wb.Func{{Export: "_initialize", Body: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.I32Const(99), wb.Op(wb.OpGlobalSet, 0), wb.Op(wb.OpBr, 0), []byte{wb.OpEnd})}},
+		}, "global index 0 is out of range"},
+		{"start function beyond the module", wb.Module{Funcs: one, Start: ptr(uint32(1))}, "function index 1 is out of range"},
+		{"element segment beyond the module", wb.Module{Funcs: one, Table: []uint32{1}}, "function index 1 is out of range"},
+		{"a module within its own indices (control)", wb.Module{
+			Funcs: one,
+			Data:  []wb.Data{{Offset: 0, Bytes: []byte{1}}},
+		}, ""}, // control: valid
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := checkpoint.Insert(tt.m.Bytes(), imp, 10)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, checkpoint.ErrMalformed)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// A bulk instruction costs its length: a loop whose every pass fills 64 KiB
+// calls the checkpoint on every pass, where counting only its loop head
+// would call it once every interval passes.
+func TestInsertChargesBulkInstructions(t *testing.T) {
+	const passes = 50
+	args := wb.Cat(wb.I32Const(0), wb.I32Const(7), wb.I32Const(64<<10)) // dst, value or src, length
+	for _, tt := range []struct {
+		name string
+		op   []byte
+	}{
+		{"memory.fill", []byte{0xfc, 11, 0}},
+		{"memory.copy", []byte{0xfc, 10, 0, 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			loop := wb.Cat(
+				[]byte{wb.OpLoop, wb.BlockEmpty},
+				args, tt.op,
+				wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Sub}, wb.Op(wb.OpLocalTee, 0),
+				wb.Op(wb.OpBrIf, 0),
+				[]byte{wb.OpEnd},
+				wb.I32Const(0), []byte{0x2d, 0, 0}, // i32.load8_u of byte 0: what the fill wrote
+			)
+			m := wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: loop}}}
+			m.MemoryPages = 2
+			want, _ := run(t, m.Bytes(), 0, "run", passes)
+			got, calls := run(t, m.Bytes(), 1000, "run", passes)
+			require.Equal(t, want, got, "instrumented code must compute the same result")
+			require.GreaterOrEqual(t, calls, passes, "every 64 KiB pass costs more than an interval")
+		})
+	}
+}
+
+// Tables are capped in all: a module whose tables start beyond the cap is
+// refused, and table.grow fails (returns -1) rather than pass it.
+func TestInsertCapsTables(t *testing.T) {
+	grow := wb.Func{Export: "grow", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.Cat(
+		[]byte{0xd0, 0x70}, wb.Op(wb.OpLocalGet, 0), []byte{0xfc, 15, 0}), // table.grow 0 (ref.null func, n)
+	}
+	limits := checkpoint.Limits{TableElements: 100}
+	t.Run("grow within and beyond", func(t *testing.T) {
+		m := wb.Module{Tables: []wb.Table{{Min: 10}}, Funcs: []wb.Func{grow}}
+		wasm, err := checkpoint.InsertWithLimits(m.Bytes(), imp, 1000, limits)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{uint64(uint32(0xffffffff))}, call(t, wasm, "grow", 1<<31), "table.grow by 2^31")
+		require.Equal(t, []uint64{uint64(uint32(0xffffffff))}, call(t, wasm, "grow", 91), "one past the cap")
+		require.Equal(t, []uint64{10}, call(t, wasm, "grow", 90), "up to the cap")
+	})
+	for _, tt := range []struct {
+		name string
+		m    wb.Module
+		want string
+	}{
+		{"one huge table", wb.Module{Tables: []wb.Table{{Min: 100_000_000}}}, "table of 100000000 elements exceeds the limit of 100"},
+		{"eight large tables", wb.Module{Tables: []wb.Table{{Min: 20}, {Min: 20}, {Min: 20}, {Min: 20}, {Min: 20}, {Min: 20}, {Min: 20}, {Min: 20}}}, "8 tables of 160 elements in all exceed the limit of 100"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := checkpoint.InsertWithLimits(tt.m.Bytes(), imp, 1000, limits)
+			require.ErrorIs(t, err, checkpoint.ErrTableLimit)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+	t.Run("the room goes to the tables in order, within their declared maximums", func(t *testing.T) {
+		m := wb.Module{Tables: []wb.Table{{Min: 10, Max: ptr(uint32(30))}, {Min: 10}}, Funcs: []wb.Func{grow, {
+			Export: "grow1", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: wb.Cat([]byte{0xd0, 0x70}, wb.Op(wb.OpLocalGet, 0), []byte{0xfc, 15, 1}),
+		}}}
+		wasm, err := checkpoint.InsertWithLimits(m.Bytes(), imp, 1000, limits)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{uint64(uint32(0xffffffff))}, call(t, wasm, "grow", 21), "table 0 keeps its maximum of 30")
+		require.Equal(t, []uint64{uint64(uint32(0xffffffff))}, call(t, wasm, "grow1", 61), "table 1 gets the rest: 100-30-10")
+		require.Equal(t, []uint64{10}, call(t, wasm, "grow1", 60))
+	})
+}
+
+// call instantiates an already instrumented module and calls export.
+func call(t *testing.T, wasm []byte, export string, params ...uint64) []uint64 {
+	t.Helper()
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = r.Close(ctx) })
+	_, err := r.NewHostModuleBuilder(imp.Module).NewFunctionBuilder().WithFunc(func() uint32 { return 1000 }).Export(imp.Name).Instantiate(ctx)
+	require.NoError(t, err)
+	mod, err := r.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName(""))
+	require.NoError(t, err)
+	res, err := mod.ExportedFunction(export).Call(ctx, params...)
+	require.NoError(t, err)
+	return res
+}

@@ -6,24 +6,82 @@ type plan struct {
 	// index from imported on moves up by one, to make room for the
 	// checkpoint import at index imported.
 	imported uint32
-	// check is the sequence inserted at loop heads and function entries.
-	check []byte
+	// funcs, globals and types are the sizes of the module's own index
+	// spaces, before the rewrite adds to them. An instruction that names an
+	// index beyond them is refused, so that guest code can never name what
+	// the rewrite adds (the countdown global, the checkpoint import, the
+	// charge function and their types), whatever a later validation says.
+	funcs, globals, types uint32
+	// countdown is the countdown global's index; charge is the charge
+	// function's new index and checkpointType the checkpoint's type index.
+	countdown, charge, checkpointType uint32
+	// check is the sequence inserted at loop heads and function entries;
+	// callCharge the one inserted before every bulk instruction.
+	check, callCharge []byte
 }
 
-func newPlan(imported, countdown uint32) *plan {
-	p := &plan{imported: imported}
-	g := appendULEB(nil, uint64(countdown))
+func newPlan(m *module) *plan {
+	p := &plan{
+		imported:       m.funcImports,
+		funcs:          m.funcImports + m.defined,
+		globals:        m.globals,
+		types:          m.types,
+		countdown:      m.globals,
+		charge:         m.funcImports + 1 + m.defined,
+		checkpointType: m.types,
+	}
+	g := appendULEB(nil, uint64(p.countdown))
 	b := append([]byte{opGlobalGet}, g...)
 	b = append(b, opIf, blockEmpty, opGlobalGet)
 	b = append(b, g...)
 	b = append(b, opI32Const, 1, opI32Sub, opGlobalSet)
 	b = append(b, g...)
 	b = append(b, opElse, opCall)
-	b = appendULEB(b, uint64(imported))
+	b = appendULEB(b, uint64(p.imported))
 	b = append(b, opGlobalSet)
 	b = append(b, g...)
 	p.check = append(b, opEnd)
+	p.callCharge = appendULEB([]byte{opCall}, uint64(p.charge))
 	return p
+}
+
+// BulkShift sets what a bulk instruction (memory.fill, memory.copy,
+// memory.init, table.fill, table.copy, table.init) costs: one loop head per
+// 2^BulkShift bytes or elements of its length, plus one. Filling 64 bytes
+// takes about as long as one pass through a short loop, so a checkpoint
+// interval of bulk work lasts about as long as one of ordinary code (see
+// RATIONALE.md, "Why are bulk instructions charged by their length?").
+const BulkShift = 6
+
+// chargeBody is the code of the function the rewrite calls before every bulk
+// instruction, with the instruction's length (the top of the stack), which
+// it returns unchanged:
+//
+//	cost := len>>BulkShift + 1
+//	if cost >= countdown { countdown = checkpoint() } else { countdown -= cost }
+//	return len
+//
+// A checkpoint that lets the guest go on starts a full interval, so one bulk
+// instruction, however long, runs between two checkpoints at most: that is
+// the slack of the deadline for bulk work (one instruction over at most the
+// memory cap).
+func (p *plan) chargeBody() []byte {
+	g := appendULEB(nil, uint64(p.countdown))
+	cost := []byte{opLocalGet, 0, opI32Const, BulkShift, opI32ShrU, opI32Const, 1, opI32Add}
+	b := []byte{0} // no locals
+	b = append(b, cost...)
+	b = append(b, opGlobalGet)
+	b = append(b, g...)
+	b = append(b, opI32GeU, opIf, blockEmpty, opCall)
+	b = appendULEB(b, uint64(p.imported))
+	b = append(b, opGlobalSet)
+	b = append(b, g...)
+	b = append(b, opElse, opGlobalGet)
+	b = append(b, g...)
+	b = append(b, cost...)
+	b = append(b, opI32Sub, opGlobalSet)
+	b = append(b, g...)
+	return append(b, opEnd, opLocalGet, 0, opEnd)
 }
 
 // funcIndex is the new index of the function at old index i.
@@ -34,29 +92,49 @@ func (p *plan) funcIndex(i uint32) uint32 {
 	return i
 }
 
+// outOfRange is the error for an index beyond the module's own.
+func (p *plan) outOfRange(r *reader, space string, idx, n uint32) error {
+	return at(ErrMalformed, r.place(), r.base+r.off, "%s index %d is out of range: the module has %d", space, idx, n)
+}
+
 // Opcodes and immediates Insert writes or must recognise by name.
 const (
-	opBlock     = 0x02
-	opLoop      = 0x03
-	opIf        = 0x04
-	opElse      = 0x05
-	opEnd       = 0x0b
-	opCall      = 0x10
-	opRetCall   = 0x12
-	opGlobalGet = 0x23
-	opGlobalSet = 0x24
-	opI32Const  = 0x41
-	opI32Sub    = 0x6b
-	opRefFunc   = 0xd2
-	blockEmpty  = 0x40
-	typeI32     = 0x7f
+	opBlock        = 0x02
+	opLoop         = 0x03
+	opIf           = 0x04
+	opElse         = 0x05
+	opEnd          = 0x0b
+	opCall         = 0x10
+	opCallIndirect = 0x11
+	opRetCall      = 0x12
+	opRetCallInd   = 0x13
+	opLocalGet     = 0x20
+	opGlobalGet    = 0x23
+	opGlobalSet    = 0x24
+	opI32Const     = 0x41
+	opI32GeU       = 0x4f
+	opI32Add       = 0x6a
+	opI32Sub       = 0x6b
+	opI32ShrU      = 0x76
+	opRefFunc      = 0xd2
+	opMisc         = 0xfc
+	blockEmpty     = 0x40
+	typeI32        = 0x7f
 )
 
+// isBulk reports whether the 0xfc instruction sub takes a length: memory.init
+// (8), memory.copy (10), memory.fill (11), table.init (12), table.copy (14),
+// table.fill (17). The length is the last operand, so the top of the stack.
+func isBulk(sub uint32) bool {
+	return sub == 8 || sub == 10 || sub == 11 || sub == 12 || sub == 14 || sub == 17
+}
+
 // rewrite copies one instruction sequence from r to out: renumbering the
-// function indices of call, return_call and ref.func and, with check set,
-// inserting p.check after the block type of every loop. It consumes the
-// sequence up to and including the end that closes it (a function body or a
-// constant expression).
+// function indices of call, return_call and ref.func, refusing indices
+// beyond the module's, and with check set (a function body), inserting
+// p.check after the block type of every loop and p.callCharge before every
+// bulk instruction. It consumes the sequence up to and including the end
+// that closes it (a function body or a constant expression).
 func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	mark := r.off // r.b[mark:r.off] is read but not yet copied to out
 	depth := 0
@@ -77,10 +155,10 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 			depth--
 		case op == opBlock || op == opIf:
 			depth++
-			err = r.skipLEB(33) // block type: empty, a value type, or a type index
+			err = p.blockType(r)
 		case op == opLoop:
 			depth++
-			if err = r.skipLEB(33); err == nil && check {
+			if err = p.blockType(r); err == nil && check {
 				out = append(out, r.b[mark:r.off]...)
 				out = append(out, p.check...)
 				mark = r.off
@@ -89,9 +167,31 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 			immAt := r.off
 			var idx uint32
 			if idx, err = r.u32(); err == nil {
+				if idx >= p.funcs {
+					r.off = immAt
+					return nil, p.outOfRange(r, "function", idx, p.funcs)
+				}
 				out = append(out, r.b[mark:immAt]...)
 				out = appendULEB(out, uint64(p.funcIndex(idx)))
 				mark = r.off
+			}
+		case op == opGlobalGet || op == opGlobalSet:
+			err = p.index(r, "global", p.globals)
+		case op == opCallIndirect || op == opRetCallInd:
+			if err = p.index(r, "type", p.types); err == nil {
+				err = r.skipLEB(32) // table
+			}
+		case op == opMisc:
+			subAt := r.off
+			var sub uint32
+			if sub, err = r.u32(); err == nil {
+				r.off = subAt
+				if isBulk(sub) && check {
+					out = append(out, r.b[mark:opAt]...)
+					out = append(out, p.callCharge...)
+					mark = opAt
+				}
+				err = skipMisc(r, opAt)
 			}
 		default:
 			// The fast path, most instructions: none or a one-byte immediate.
@@ -110,6 +210,38 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// index reads an index into a space of n entries and refuses one beyond it.
+func (p *plan) index(r *reader, space string, n uint32) error {
+	at := r.off
+	idx, err := r.u32()
+	if err == nil && idx >= n {
+		r.off = at
+		return p.outOfRange(r, space, idx, n)
+	}
+	return err
+}
+
+// blockType reads a block type: empty or a value type (a negative s33, one
+// byte) or a type index (non-negative), which must be one of the module's.
+func (p *plan) blockType(r *reader) error {
+	at := r.off
+	if r.off < len(r.b) && r.b[r.off] < 0x80 {
+		c := r.b[r.off]
+		r.off++
+		if c&0x40 == 0 && uint32(c) >= p.types { // a small non-negative value: a type index
+			r.off = at
+			return p.outOfRange(r, "type", uint32(c), p.types)
+		}
+		return nil
+	}
+	v, err := r.s33()
+	if err == nil && v >= 0 && v >= int64(p.types) {
+		r.off = at
+		return p.outOfRange(r, "type", uint32(min(v, 1<<32-1)), p.types)
+	}
+	return err
 }
 
 // immediates is what follows an opcode in the instruction stream.
@@ -323,22 +455,4 @@ func startsWithLoop(code []byte) bool {
 		}
 	}
 	return false
-}
-
-// skipExpr skips a constant expression that holds no function index (a data
-// segment's offset).
-func skipExpr(r *reader) error {
-	for {
-		opAt := r.off
-		op, err := r.byte()
-		if err != nil {
-			return err
-		}
-		if op == opEnd {
-			return nil
-		}
-		if err := skipImmediates(r, op, opAt); err != nil {
-			return err
-		}
-	}
 }

@@ -15,6 +15,9 @@ var (
 	// ErrReservedImport: the module already imports from the module name
 	// Insert was asked to add; only the host may use it.
 	ErrReservedImport = errors.New("reserved import")
+	// ErrTableLimit: the module's tables are larger than
+	// Limits.TableElements allows.
+	ErrTableLimit = errors.New("tables over the limit")
 )
 
 // at wraps kind with where in the binary it happened.

@@ -12,7 +12,7 @@ import (
 
 // FuzzInsert: no input panics Insert, a module Insert accepts is one wazero
 // can decode without running out of memory, and the rewrite of a module
-// wazero accepts is one wazero accepts too.
+// wazero accepts (with its tables capped or not) is one wazero accepts too.
 //
 // It compiles with wazero's interpreter, which decodes and validates like
 // the compiler: the compiler maps executable memory for every module and
@@ -24,6 +24,7 @@ import (
 func FuzzInsert(f *testing.F) {
 	f.Add(counter().Bytes())
 	f.Add(wb.Module{Names: true, Table: []uint32{0}, Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(1), []byte{wb.OpDrop})}}}.Bytes())
+	f.Add(wb.Module{Tables: []wb.Table{{Min: 10}, {Min: 5, Max: ptr(uint32(2000))}}, Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(0), wb.I32Const(0), wb.I32Const(64), []byte{0xfc, 11, 0})}}}.Bytes())
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
@@ -34,14 +35,21 @@ func FuzzInsert(f *testing.F) {
 			return // refused before any decoder allocates
 		}
 		before, errBefore := r.CompileModule(ctx, wasm)
-		after, errAfter := r.CompileModule(ctx, out)
-		if errBefore == nil && errAfter != nil {
-			t.Fatalf("wazero accepts the module but not its rewrite: %v", errAfter)
+		if errBefore != nil {
+			return
 		}
-		if errBefore == nil {
-			_ = before.Close(ctx)
-		}
-		if errAfter == nil {
+		_ = before.Close(ctx)
+		// The rewrite, and the rewrite with its tables capped, of a module
+		// wazero accepts are modules wazero accepts.
+		capped, err := checkpoint.InsertWithLimits(wasm, imp, 100, checkpoint.Limits{TableElements: 1000})
+		for _, rewritten := range [][]byte{out, capped} {
+			if rewritten == nil {
+				continue // over the table limit: refused, as it should be
+			}
+			after, errAfter := r.CompileModule(ctx, rewritten)
+			if errAfter != nil {
+				t.Fatalf("wazero accepts the module but not its rewrite: %v (table limit error: %v)", errAfter, err)
+			}
 			_ = after.Close(ctx)
 		}
 	})

@@ -62,6 +62,27 @@ func (r *reader) uleb(bits uint) (uint64, error) {
 	}
 }
 
+// s33 reads a signed LEB128 of at most 33 bits (a block type).
+func (r *reader) s33() (int64, error) {
+	var v int64
+	for shift := uint(0); ; shift += 7 {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		if shift >= 33 {
+			return 0, r.fail("integer too large for 33 bits")
+		}
+		v |= int64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			if shift+7 < 64 && c&0x40 != 0 {
+				v |= -1 << (shift + 7)
+			}
+			return v, nil
+		}
+	}
+}
+
 func (r *reader) u32() (uint32, error) {
 	v, err := r.uleb(32)
 	return uint32(v), err

@@ -15,6 +15,7 @@ const (
 // Opcodes the tests use by name.
 const (
 	OpUnreachable  byte = 0x00
+	OpNop          byte = 0x01
 	OpBlock        byte = 0x02
 	OpLoop         byte = 0x03
 	OpIf           byte = 0x04
@@ -75,6 +76,12 @@ type Global struct {
 	Init    []byte
 }
 
+// Table is a funcref table's limits; Max nil declares none.
+type Table struct {
+	Min uint32
+	Max *uint32
+}
+
 // Custom is a custom section.
 type Custom struct {
 	Name  string
@@ -87,11 +94,16 @@ type Module struct {
 	Imports  []Import
 	Funcs    []Func
 	NoMemory bool // define and export no memory
-	Data     []Data
-	Globals  []Global
+	// MemoryPages is the memory's minimum size in 64 KiB pages; 0 means 1.
+	MemoryPages uint32
+	Data        []Data
+	Globals     []Global
 	// Table, when not nil, defines table 0 with these function indices at
 	// offset 0 (an active element segment).
 	Table []uint32
+	// Tables are more tables (funcref, no elements) after table 0, or from
+	// index 0 when Table is nil.
+	Tables []Table
 	// Start, when not nil, is the start function's index.
 	Start *uint32
 	// Names, when set, adds a name section naming every function "f<index>"
@@ -222,12 +234,23 @@ func (m Module) Bytes() []byte {
 		out = append(out, Section(2, vec(imports))...)
 	}
 	out = append(out, Section(3, vec(funcs))...)
+	var tables [][]byte
 	if m.Table != nil {
-		n := ULEB(uint64(len(m.Table)))
-		out = append(out, Section(4, vec([][]byte{append([]byte{0x70, 0x00}, n...)}))...)
+		tables = append(tables, append([]byte{0x70, 0x00}, ULEB(uint64(len(m.Table)))...))
+	}
+	for _, t := range m.Tables {
+		entry := append([]byte{0x70, 0x00}, ULEB(uint64(t.Min))...)
+		if t.Max != nil {
+			entry[1] = 0x01
+			entry = append(entry, ULEB(uint64(*t.Max))...)
+		}
+		tables = append(tables, entry)
+	}
+	if len(tables) > 0 {
+		out = append(out, Section(4, vec(tables))...)
 	}
 	if !m.NoMemory {
-		out = append(out, Section(5, vec([][]byte{{0x00, 0x01}}))...) // one page
+		out = append(out, Section(5, vec([][]byte{append([]byte{0x00}, ULEB(uint64(max(m.MemoryPages, 1)))...)}))...)
 	}
 	if len(m.Globals) > 0 {
 		var gs [][]byte
