@@ -117,7 +117,9 @@ func buildCorpus(t *testing.T) []corpus.Module {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		corpusMods, corpusErr = corpus.Guests(ctx, "go", dir)
+		var guests []corpus.Module
+		guests, corpusErr = corpus.Guests(ctx, "go", dir)
+		corpusMods = append(corpus.Raw(), guests...)
 	})
 	if corpusErr != nil {
 		t.Fatal(corpusErr)

@@ -87,8 +87,9 @@ func TestHostileCorpus(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	mods, err := hostile.Guests(ctx, "go", dir)
+	guests, err := hostile.Guests(ctx, "go", dir)
 	require.NoError(t, err)
+	mods := append(hostile.Raw(), guests...)
 	cacheDir := filepath.Join(dir, "cache")
 
 	for _, m := range mods {
