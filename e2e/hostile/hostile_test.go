@@ -199,8 +199,8 @@ func TestCorpusInOneHost(t *testing.T) {
 	for _, e := range loaded {
 		if d, ok := first[e.name]; ok {
 			n, mean := reconcileTimes(final, e.name)
-			t.Logf("class %s (module %s, stage %s): first reconcile done %v after the host started; %v reconciles, %v each on average",
-				e.mod.Class, e.name, e.mod.Stage, d.Round(time.Millisecond), n, mean.Round(time.Millisecond))
+			t.Logf("class %s (module %s, stage %s at default limits, limits {%s}): first reconcile done %v after the host started; %v reconciles, %v each on average",
+				e.mod.Class, e.name, e.mod.Stage, e.limits, d.Round(time.Millisecond), n, mean.Round(time.Millisecond))
 		} else {
 			t.Errorf("module %s (class %s) never finished a reconcile", e.name, e.mod.Class)
 		}
