@@ -1,0 +1,234 @@
+package hostile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+)
+
+// hostProc is a `kubeplug run` process. The tests start it themselves,
+// rather than through testenv.StartHost, for its exit status and its peak
+// RSS (the rusage of the ended process).
+type hostProc struct {
+	addr  string
+	cmd   *exec.Cmd
+	log   *testenv.SyncBuffer
+	done  chan struct{}
+	err   error
+	start time.Time
+	rss   *rssWatch
+}
+
+// startHost runs kubeplug run with the host configuration config against
+// the control plane, and stops it (SIGTERM, then kill) when t ends.
+func startHost(t *testing.T, config string) *hostProc {
+	t.Helper()
+	bin, err := testenv.Kubeplug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	h := &hostProc{addr: addr, log: &testenv.SyncBuffer{}, done: make(chan struct{})}
+	h.cmd = exec.Command(bin, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig,
+		"--metrics-addr", addr, "--cache-dir", cacheDir, "--log-level", "info")
+	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
+	h.start = time.Now()
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.rss = watchRSS(h.cmd.Process.Pid, h.done)
+	go func() {
+		h.err = h.cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		if _, err := h.stop(syscall.SIGTERM, drainBound); err != nil {
+			t.Errorf("host did not end cleanly: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("log of the host:\n%s", tail(h.log.String(), 20000))
+		}
+	})
+	return h
+}
+
+// drainBound bounds how long a host may take to end after SIGTERM: every
+// guest call ends within its timeout (1s by default) and every API and CSI
+// call of a reconcile is bounded, so reaching it means a hung host.
+const drainBound = 30 * time.Second
+
+func (h *hostProc) exited() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits until the process ends, at most within; it reports whether it
+// ended.
+func (h *hostProc) wait(within time.Duration) bool {
+	select {
+	case <-h.done:
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// stop sends sig, waits up to within for the process to end, and kills it
+// then. It returns the exit status (-1 when killed by a signal) and an error
+// when the process had to be killed.
+func (h *hostProc) stop(sig syscall.Signal, within time.Duration) (int, error) {
+	if !h.exited() {
+		_ = h.cmd.Process.Signal(sig)
+		if !h.wait(within) {
+			_ = h.cmd.Process.Kill()
+			<-h.done
+			return -1, fmt.Errorf("still running %v after %v; killed", within, sig)
+		}
+	}
+	return h.exitCode(), nil
+}
+
+// exitCode is the status of the ended process, -1 when a signal ended it.
+func (h *hostProc) exitCode() int {
+	var exit *exec.ExitError
+	if h.err == nil {
+		return 0
+	}
+	if errors.As(h.err, &exit) {
+		return exit.ExitCode()
+	}
+	return -1
+}
+
+// peakRSS is the process's peak resident set size in MiB, as last sampled.
+func (h *hostProc) peakRSS() float64 { return h.rss.peak() }
+
+// rssWatch samples a process's peak resident set size (VmHWM in
+// /proc/PID/status) every 50ms while it runs. The rusage of the ended
+// process would not do: the child is forked sharing this test process's
+// memory, and Linux counts that (the control plane's) into its maxrss.
+type rssWatch struct {
+	mu  sync.Mutex
+	kib int64
+}
+
+func watchRSS(pid int, done <-chan struct{}) *rssWatch {
+	w := &rssWatch{}
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	go func() {
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						var kib int64
+						if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib); err == nil {
+							w.mu.Lock()
+							w.kib = max(w.kib, kib)
+							w.mu.Unlock()
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *rssWatch) peak() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return float64(w.kib) / 1024
+}
+
+// get fetches path from the host's metrics and health server.
+func (h *hostProc) get(path string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// scrape reads and parses /metrics.
+func (h *hostProc) scrape() (testenv.Metrics, error) {
+	code, body, err := h.get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: status %d", code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("/metrics: %w", err)
+	}
+	return testenv.Metrics(fams), nil
+}
+
+// until polls cond every 200ms until it is true, or within passes; it
+// reports whether cond became true. within bounds a hung test; reaching it
+// is a failure the caller reports.
+func until(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tail is the end of a long text.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
