@@ -185,6 +185,7 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
 		}
+		rm.SetName(c.Name)
 		man := rm.Manifest()
 		allowed, err := c.Accept(man)
 		if err != nil {

@@ -46,7 +46,7 @@ func TestRunIsTheLiveHostsPipeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := adopter()
 			tc.mod.Runtime = m
-			o := casetest.Run(context.Background(), tc.mod, parseCase(t, "name: x\n"+setObjects+adopted))
+			o := casetest.Run(context.Background(), tc.mod, parseCase(t, "name: x\n"+setObjects+adopted), nil)
 			require.Equal(t, tc.passes, o.Passed, o.Failure)
 			require.Contains(t, o.Failure, tc.failure)
 			require.Equal(t, tc.called, len(m.requests) > 0)
@@ -62,7 +62,7 @@ func TestRunConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := adopter()
 			o := casetest.Run(context.Background(), controller.Module{Runtime: m, Config: []byte(`{"from":"entry"}`)},
-				parseCase(t, "name: x\n"+tc.caseConfig+setObjects))
+				parseCase(t, "name: x\n"+tc.caseConfig+setObjects), nil)
 			require.True(t, o.Passed, o.Failure)
 			require.JSONEq(t, tc.want, string(m.requests[0].Config))
 		})
@@ -76,7 +76,7 @@ func TestRunSurvivesAPanic(t *testing.T) {
 		manifest: manifest(abi.SubjectStatefulSet),
 		decide:   func(*abi.ReconcileRequest) (*abi.Result, error) { panic("boom") },
 	}
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects))
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects), nil)
 	require.False(t, o.Passed)
 	require.Contains(t, o.Failure, "round 1: reconcile panicked: boom")
 }

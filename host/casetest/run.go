@@ -3,6 +3,7 @@ package casetest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -51,10 +52,11 @@ type Reconcile struct {
 // reconciled by the controller the live host runs (controller.Reconcile):
 // the module's namespaces, selector, mode, allowed capabilities and
 // configuration apply as they would there. The case's config, when it has
-// one, replaces mod.Config; mod.Name defaults to the manifest's name.
-func Run(ctx context.Context, mod controller.Module, c Case) Outcome {
+// one, replaces mod.Config; mod.Name defaults to the manifest's name. log
+// receives the host's records, as the live host logs them; nil discards them.
+func Run(ctx context.Context, mod controller.Module, c Case, log *slog.Logger) Outcome {
 	o := Outcome{File: c.File, Name: c.Name}
-	if err := o.run(ctx, mod, c); err != nil {
+	if err := o.run(ctx, mod, c, log); err != nil {
 		o.Failure = err.Error()
 		return o
 	}
@@ -62,7 +64,7 @@ func Run(ctx context.Context, mod controller.Module, c Case) Outcome {
 	return o
 }
 
-func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case) error {
+func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case, log *slog.Logger) error {
 	m := mod.Runtime.Manifest()
 	kind, ok := subjectKinds[m.Subject]
 	if !ok {
@@ -93,6 +95,7 @@ func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case) error 
 		// as on the live host, so that a label a module could break them
 		// with breaks the case too.
 		Metrics: metrics.New(),
+		Logger:  log,
 		Now:     clock,
 	})
 

@@ -106,7 +106,7 @@ expect:
   volumeDeletes: []
   events: []
 `)
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c)
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c, nil)
 	require.True(t, o.Passed, o.Failure)
 	require.Empty(t, o.Failure)
 	require.Equal(t, "case.yaml", o.File)
@@ -168,7 +168,7 @@ func TestRunReportsTheFirstDifference(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := parseCase(t, "name: x\n"+setObjects+"expect:"+tt.expect+"\n")
-			o := casetest.Run(context.Background(), controller.Module{Runtime: adopter()}, c)
+			o := casetest.Run(context.Background(), controller.Module{Runtime: adopter()}, c, nil)
 			require.False(t, o.Passed)
 			require.Equal(t, tt.want, o.Failure)
 		})
@@ -180,7 +180,7 @@ func TestRunNoActions(t *testing.T) {
 		manifest: manifest(abi.SubjectStatefulSet),
 		decide:   func(*abi.ReconcileRequest) (*abi.Result, error) { return &abi.Result{}, nil },
 	}
-	o := casetest.Run(context.Background(), controller.Module{Runtime: idle}, parseCase(t, "name: x\n"+setObjects+"expect: {noActions: true}\n"))
+	o := casetest.Run(context.Background(), controller.Module{Runtime: idle}, parseCase(t, "name: x\n"+setObjects+"expect: {noActions: true}\n"), nil)
 	require.True(t, o.Passed, o.Failure)
 	require.Len(t, o.Rounds, 1)
 }
@@ -229,7 +229,7 @@ expect:
   events:
   - {type: Normal, reason: VolumeDeleted, message: deleted vol-1, involvedObject: {kind: PersistentVolume, name: pv-1}}
 `)
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c)
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c, nil)
 	require.True(t, o.Passed, o.Failure)
 	require.Equal(t, []string{"csi.example.com", "other.example.com"}, m.requests[0].PersistentVolume.Drivers,
 		"the cluster acts for every driver the case's volumes name")
@@ -242,7 +242,7 @@ func TestRunRefusedActionLeavesAnEvent(t *testing.T) {
   events:
   - {type: Warning, reason: ActionRefused, involvedObject: {kind: StatefulSet, namespace: default, name: web}}
 `)
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c)
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c, nil)
 	require.True(t, o.Passed, o.Failure)
 	require.Len(t, o.Rounds, 2, "the repeated refusal is the same event: the second round changes nothing")
 }
@@ -254,7 +254,7 @@ func TestRunModuleError(t *testing.T) {
 			return nil, errors.New(`module "fake" reconcile "default/web": deadline exceeded after 1s: guest interrupted`)
 		},
 	}
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects))
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects), nil)
 	require.False(t, o.Passed)
 	require.Equal(t, `round 1: module "fake" reconcile "default/web": deadline exceeded after 1s: guest interrupted`, o.Failure)
 }
@@ -272,7 +272,7 @@ func TestRunDoesNotConverge(t *testing.T) {
 			}}}, nil
 		},
 	}
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects))
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"+setObjects), nil)
 	require.False(t, o.Passed)
 	require.True(t, strings.HasPrefix(o.Failure, "did not converge after 10 rounds: round 10 still acted: default/web: event StatefulSet default/web"), o.Failure)
 	require.Len(t, o.Rounds, casetest.MaxRounds)
@@ -281,7 +281,7 @@ func TestRunDoesNotConverge(t *testing.T) {
 
 func TestRunUnknownSubject(t *testing.T) {
 	m := &fakeModule{manifest: manifest("deployment")}
-	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"))
+	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, parseCase(t, "name: x\n"), nil)
 	require.False(t, o.Passed)
 	require.Contains(t, o.Failure, `module "fake" has subject "deployment"`)
 }
@@ -300,7 +300,7 @@ expect:
   absent:
   - {kind: PersistentVolume, name: pv-1}
 `)
-	o := casetest.Run(context.Background(), controller.Module{Runtime: idle}, c)
+	o := casetest.Run(context.Background(), controller.Module{Runtime: idle}, c, nil)
 	require.False(t, o.Passed)
 	require.Equal(t, `absent[0] PersistentVolume pv-1: still exists (being deleted, held by finalizers ["kubernetes.io/pv-protection"])`, o.Failure)
 }

@@ -26,6 +26,8 @@ type Module struct {
 	info     Info
 	sum      [32]byte // the SHA-256 of the module as written
 	manifest abi.Manifest
+	// name is Name's; set by load and SetName before the first call.
+	name string
 
 	// runtime is the module's own wazero runtime, so that its memory cap
 	// applies to this module only.
@@ -110,6 +112,7 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	m.manifest = *man
 	m.reconciles = slices.Contains(man.Hooks, abi.HookReconcile)
 	m.info.Name, m.info.Version = man.Name, man.Version
+	m.name = man.Name
 	m.setLogger(m.engine.logger.With("module", man.Name))
 	m.pool.seed(inst)
 	return nil
@@ -141,8 +144,18 @@ func (m *Module) Manifest() abi.Manifest { return m.manifest }
 // Info describes the module.
 func (m *Module) Info() Info { return m.info }
 
-// Name is the manifest's name.
-func (m *Module) Name() string { return m.manifest.Name }
+// Name names the module in its errors and log records: the manifest's name
+// unless SetName gave another.
+func (m *Module) Name() string { return m.name }
+
+// SetName names the module as its operator does (the entry's name in
+// host.yaml), so that its errors and its guest's log records say which
+// entry they come from, even when several entries run modules whose
+// manifests share a name. Call it before the module's first call.
+func (m *Module) SetName(name string) {
+	m.name = name
+	m.setLogger(m.engine.logger.With("module", name))
+}
 
 // Limits returns the module's limits, defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
@@ -162,28 +175,28 @@ func (m *Module) setLogger(l *slog.Logger) { m.log.Store(l) }
 // after Close fail with ErrClosed.
 func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	if req == nil {
-		return nil, &CallError{Module: m.manifest.Name, Kind: KindInput, Err: errors.New("nil request")}
+		return nil, &CallError{Module: m.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
 	if !m.reconciles {
-		return nil, fmt.Errorf("module %q reconcile %q: %w", m.manifest.Name, req.Key, abi.ErrNoHook)
+		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, abi.ErrNoHook)
 	}
 	if err := ctx.Err(); err != nil {
 		// Calling would only interrupt the guest at once and cost an instance.
-		return nil, fmt.Errorf("module %q reconcile %q: %w", m.manifest.Name, req.Key, err)
+		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, err)
 	}
 	inst, err := m.pool.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
-			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.manifest.Name, req.Key, ErrClosed)
+			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.name, req.Key, ErrClosed)
 		}
-		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.manifest.Name, req.Key, err)
+		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.name, req.Key, err)
 	}
 	if inst == nil {
 		var kind ErrorKind
 		inst, kind, err = m.newInstance(ctx)
 		if err != nil {
 			m.pool.release(nil, false)
-			return nil, &CallError{Module: m.manifest.Name, Key: req.Key, Kind: kind, Err: err}
+			return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
 		}
 		m.pool.added()
 	}
@@ -191,9 +204,9 @@ func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 	m.pool.release(inst, keep)
 	if err != nil {
 		if m.interrupted.Load() {
-			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.manifest.Name, req.Key, ErrClosed, err)
+			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.name, req.Key, ErrClosed, err)
 		}
-		return nil, &CallError{Module: m.manifest.Name, Key: req.Key, Kind: kind, Err: err}
+		return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
 	}
 	return res, nil
 }
@@ -207,7 +220,7 @@ func (m *Module) Close(ctx context.Context) error {
 			m.interrupted.Store(true)
 		}
 		if err := m.runtime.Close(context.WithoutCancel(ctx)); err != nil {
-			m.closeErr = fmt.Errorf("close module %q: %w", m.manifest.Name, err)
+			m.closeErr = fmt.Errorf("close module %q: %w", m.name, err)
 		}
 		m.engine.forget(m)
 	})

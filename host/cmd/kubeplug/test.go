@@ -89,6 +89,7 @@ host configuration or a module it does not allow).`,
 				if err != nil {
 					return inputError(fmt.Errorf("%s: %w", configPath, err))
 				}
+				l.module.SetName(entry.Name)
 				mod = controller.Module{
 					Runtime:    l.module,
 					Name:       entry.Name,
@@ -100,10 +101,17 @@ host configuration or a module it does not allow).`,
 				}
 			}
 
+			// The host's own records (refused actions, an ignored secret, a
+			// clamped requeue) go where the live host's would: the log on
+			// standard error, at --log-level (warn by default).
+			hostLog, err := opts.logger(s.err)
+			if err != nil {
+				return err
+			}
 			passed, failed := 0, 0
 			for _, f := range files {
 				for _, c := range f.Cases {
-					o := casetest.Run(cmd.Context(), mod, c)
+					o := casetest.Run(cmd.Context(), mod, c, hostLog)
 					if o.Passed {
 						passed++
 						fmt.Fprintf(s.out, "PASS %s: %s\n", f.Path, c.Name)
