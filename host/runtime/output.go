@@ -35,10 +35,21 @@ func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
+	if holdsNoString(resp) {
+		return resp, nil
+	}
 	if err := ownStrings(resp); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	return resp, nil
+}
+
+// holdsNoString reports whether resp is an answer with nothing to own: no
+// message and no action, the steady state of most reconciles, which then
+// skip the walk.
+func holdsNoString(resp *abi.Response) bool {
+	r := resp.Result
+	return resp.Message == "" && (r == nil || r.Message == "" && len(r.Actions) == 0)
 }
 
 // checkOutputShape refuses, before it is decoded, an output with more
