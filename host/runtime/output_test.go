@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,5 +38,23 @@ func TestOwnStrings(t *testing.T) {
 			}
 			require.EqualError(t, err, tt.want)
 		})
+	}
+}
+
+// A 1 MiB answer nested a million levels deep is refused, whatever the action
+// limit, without the host's decoder recursing once per level: by the element
+// count when the limit is the default, by msgp's recursion limit when the
+// operator raised it far enough to let the count through.
+func TestDeeplyNestedOutputIsRefused(t *testing.T) {
+	head := []byte("\x82\xa6status\x00\xa6result\x81\xa7actions\x91")
+	for name, level := range map[string][]byte{"arrays": {0x91}, "maps": {0x81, 0xa1, 'x'}} {
+		b := append(append(head, bytes.Repeat(level, (1<<20)/len(level))...), 0xc0)
+		for _, maxActions := range []int{0, 1_000_000} {
+			t.Run(fmt.Sprintf("%s/maxActions=%d", name, maxActions), func(t *testing.T) {
+				_, err := runtime.DecodeOutputForTest(b, runtime.Limits{MaxActions: maxActions, MaxOutputBytes: 4 << 20})
+				require.Error(t, err)
+				require.Regexp(t, `more than the limit of|recursion limit`, err.Error())
+			})
+		}
 	}
 }
