@@ -40,12 +40,20 @@ type entry struct {
 
 const allowEvent = "  allow: [{action: event, resources: [statefulsets]}]\n"
 
+// guestTimeout is the limit the Go guests and warnretain run under (entries).
+const guestTimeout = "timeout: 10s"
+
 // entries says how each module of the corpus runs in the live host: with an
 // allow: that grants exactly what its manifest asks for, so that what stops
 // it is the host's own rules. A module not listed (the raw modules) runs with
 // the default limits and an empty allow: list.
+//
+// The Go guests get a deadline of 10 s: they attack with what they return,
+// not with time, and the raw modules beside them keep both cores busy for
+// their whole 1 s deadlines, long enough to starve a Go guest's
+// _initialize past a 1 s deadline of its own.
 func entries(m corpus.Module, w *world) []entry {
-	e := entry{name: m.Class, mod: m, want: m.Want}
+	e := entry{name: m.Class, mod: m, want: m.Want, limits: guestTimeout}
 	switch m.Class {
 	case "invalid-utf8-type", "invalid-utf8-version", "unknown-types", "empty-actions", "event-flood":
 		e.yaml = allowEvent
@@ -62,14 +70,14 @@ func entries(m corpus.Module, w *world) []entry {
 		sc.name, sc.yaml = "owner-unrelated-sc", allow+"  config: {owner: storageclass}\n"
 		return []entry{pod, sc}
 	default:
-		e.yaml = "  allow: []\n"
+		e.yaml, e.limits = "  allow: []\n", ""
 	case "finalizer-flood":
 		// 9,000 actions on one claim encode to about 1 MiB, more than
 		// the default action cap: with both raised they reach the
 		// executor, which must carry them out as one patch, silently.
 		// (The cap itself stops unknown-types and empty-actions.)
 		e.yaml = "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n"
-		e.limits, e.want = "maxOutput: 4Mi, maxActions: 10000", ""
+		e.limits, e.want = guestTimeout+", maxOutput: 4Mi, maxActions: 10000", ""
 	case "delete-bound-volume":
 		e.pv = true
 		e.yaml = "  labelSelector: hostile=bound\n" +
@@ -160,7 +168,7 @@ func TestCorpusInOneHost(t *testing.T) {
 
 	var loaded []entry
 	cfg := fmt.Sprintf("resync: 2s\ncsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\nmodules:\n", driverName, sock)
-	cfg += fmt.Sprintf("- path: %s\n  name: warnretain\n  namespaces: [%s]\n  allow: [{action: event, resources: [statefulsets]}]\n", well, ns)
+	cfg += fmt.Sprintf("- path: %s\n  name: warnretain\n  namespaces: [%s]\n  allow: [{action: event, resources: [statefulsets]}]\n  limits: {%s}\n", well, ns, guestTimeout)
 	for _, m := range mods {
 		if m.Stage == corpus.StageLoad {
 			continue

@@ -1,12 +1,9 @@
 package hostile
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -176,38 +170,10 @@ func (w *rssWatch) peak() float64 {
 }
 
 // get fetches path from the host's metrics and health server.
-func (h *hostProc) get(path string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.addr+path, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
-}
+func (h *hostProc) get(path string) (int, string, error) { return testenv.Get(h.addr, path) }
 
 // scrape reads and parses /metrics.
-func (h *hostProc) scrape() (testenv.Metrics, error) {
-	code, body, err := h.get("/metrics")
-	if err != nil {
-		return nil, err
-	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: status %d", code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("/metrics: %w", err)
-	}
-	return testenv.Metrics(fams), nil
-}
+func (h *hostProc) scrape() (testenv.Metrics, error) { return testenv.Scrape(h.addr) }
 
 // until polls cond every 200ms until it is true, or within passes; it
 // reports whether cond became true. within bounds a hung test; reaching it

@@ -227,10 +227,14 @@ func (h *Host) Log() string { return h.log.String() }
 
 // Get fetches path from the host's metrics server and returns the status
 // code and body.
-func (h *Host) Get(path string) (int, string, error) {
+func (h *Host) Get(path string) (int, string, error) { return Get(h.Addr, path) }
+
+// Get fetches path from a host's metrics server at addr, within 5 seconds,
+// and returns the status code and body.
+func Get(addr, path string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.Addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return 0, "", err
 	}

@@ -14,8 +14,11 @@ import (
 type Metrics map[string]*dto.MetricFamily
 
 // Scrape reads the host's /metrics.
-func (h *Host) Scrape() (Metrics, error) {
-	code, body, err := h.Get("/metrics")
+func (h *Host) Scrape() (Metrics, error) { return Scrape(h.Addr) }
+
+// Scrape reads the /metrics of the host whose metrics server is at addr.
+func Scrape(addr string) (Metrics, error) {
+	code, body, err := Get(addr, "/metrics")
 	if err != nil {
 		return nil, err
 	}
