@@ -214,7 +214,7 @@ func TestCorpusInOneHost(t *testing.T) {
 		}
 	}
 	if h.exited() {
-		t.Fatalf("the host exited with status %d while running the corpus:\n%s", h.exitCode(), tail(h.log.String(), 20000))
+		t.Fatalf("the host exited with status %d while running the corpus:\n%s", h.exitCode(), tail(h.Log(), 20000))
 	}
 	if !exercised {
 		t.Errorf("not every hostile module reconciled twice within %v", wait)
@@ -263,7 +263,7 @@ func TestCorpusInOneHost(t *testing.T) {
 	})
 
 	t.Run("each hostile module's error names it and the reason", func(t *testing.T) {
-		log := h.log.String()
+		log := h.Log()
 		for _, e := range loaded {
 			if e.quiet || e.want == "" {
 				continue
@@ -345,8 +345,8 @@ func TestRefusedAtLoad(t *testing.T) {
 			if code := h.exitCode(); code != 2 {
 				t.Errorf("exit status %d, want 2 (a refused module)", code)
 			}
-			if !logNames(h.log.String(), e.name, e.want) {
-				t.Errorf("the output does not name module %s and %q:\n%s", e.name, e.want, tail(h.log.String(), 4000))
+			if !logNames(h.Log(), e.name, e.want) {
+				t.Errorf("the output does not name module %s and %q:\n%s", e.name, e.want, tail(h.Log(), 4000))
 			}
 		})
 	}
@@ -448,15 +448,5 @@ func metaOf[T interface{ GetObjectMeta() metav1.Object }](obj T, err error) *met
 // events lists the events of ns with the given reason.
 func events(t *testing.T, ns, reason string) []corev1.Event {
 	t.Helper()
-	list, err := cp.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
+	return testenv.Events(t, cp.Client(), ns, reason)
 }

@@ -1,12 +1,8 @@
 package hostile
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,15 +12,10 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
-// hostProc is a `kubeplug run` process. The tests start it themselves,
-// rather than through testenv.StartHost, for its exit status and its peak
-// RSS (the rusage of the ended process).
+// hostProc is a `kubeplug run` process started by testenv.StartHost, with
+// when it started and its peak RSS sampled while it runs.
 type hostProc struct {
-	addr  string
-	cmd   *exec.Cmd
-	log   *testenv.SyncBuffer
-	done  chan struct{}
-	err   error
+	*testenv.Host
 	start time.Time
 	rss   *rssWatch
 }
@@ -33,40 +24,12 @@ type hostProc struct {
 // the control plane, and stops it (SIGTERM, then kill) when t ends.
 func startHost(t *testing.T, config string) *hostProc {
 	t.Helper()
-	bin, err := testenv.Kubeplug()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "host.yaml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	h := &hostProc{addr: addr, log: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	h.cmd = exec.Command(bin, "run", "--config", cfg, "--kubeconfig", cp.Kubeconfig,
-		"--metrics-addr", addr, "--cache-dir", cacheDir, "--log-level", "info")
-	h.cmd.Stdout, h.cmd.Stderr = h.log, h.log
-	h.start = time.Now()
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h.rss = watchRSS(h.cmd.Process.Pid, h.done)
-	go func() {
-		h.err = h.cmd.Wait()
-		close(h.done)
-	}()
+	start := time.Now()
+	host := testenv.StartHost(t, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: config, CacheDir: cacheDir})
+	h := &hostProc{Host: host, start: start, rss: watchRSS(host.PID(), host.Done())}
 	t.Cleanup(func() {
 		if _, err := h.stop(syscall.SIGTERM, drainBound); err != nil {
 			t.Errorf("host did not end cleanly: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("log of the host:\n%s", tail(h.log.String(), 20000))
 		}
 	})
 	return h
@@ -77,20 +40,13 @@ func startHost(t *testing.T, config string) *hostProc {
 // call of a reconcile is bounded, so reaching it means a hung host.
 const drainBound = 30 * time.Second
 
-func (h *hostProc) exited() bool {
-	select {
-	case <-h.done:
-		return true
-	default:
-		return false
-	}
-}
+func (h *hostProc) exited() bool { return h.Exited() }
 
 // wait waits until the process ends, at most within; it reports whether it
 // ended.
 func (h *hostProc) wait(within time.Duration) bool {
 	select {
-	case <-h.done:
+	case <-h.Done():
 		return true
 	case <-time.After(within):
 		return false
@@ -98,31 +54,19 @@ func (h *hostProc) wait(within time.Duration) bool {
 }
 
 // stop sends sig, waits up to within for the process to end, and kills it
-// then. It returns the exit status (-1 when killed by a signal) and an error
+// then. It returns the exit status (-1 when a signal ended it) and an error
 // when the process had to be killed.
 func (h *hostProc) stop(sig syscall.Signal, within time.Duration) (int, error) {
-	if !h.exited() {
-		_ = h.cmd.Process.Signal(sig)
-		if !h.wait(within) {
-			_ = h.cmd.Process.Kill()
-			<-h.done
-			return -1, fmt.Errorf("still running %v after %v; killed", within, sig)
-		}
+	begin := time.Now()
+	_ = h.Stop(sig, within)
+	if code := h.ExitCode(); code != -1 || time.Since(begin) < within {
+		return code, nil
 	}
-	return h.exitCode(), nil
+	return -1, fmt.Errorf("still running %v after %v; killed", within, sig)
 }
 
 // exitCode is the status of the ended process, -1 when a signal ended it.
-func (h *hostProc) exitCode() int {
-	var exit *exec.ExitError
-	if h.err == nil {
-		return 0
-	}
-	if errors.As(h.err, &exit) {
-		return exit.ExitCode()
-	}
-	return -1
-}
+func (h *hostProc) exitCode() int { return h.ExitCode() }
 
 // peakRSS is the process's peak resident set size in MiB, as last sampled.
 func (h *hostProc) peakRSS() float64 { return h.rss.peak() }
@@ -170,10 +114,10 @@ func (w *rssWatch) peak() float64 {
 }
 
 // get fetches path from the host's metrics and health server.
-func (h *hostProc) get(path string) (int, string, error) { return testenv.Get(h.addr, path) }
+func (h *hostProc) get(path string) (int, string, error) { return h.Get(path) }
 
 // scrape reads and parses /metrics.
-func (h *hostProc) scrape() (testenv.Metrics, error) { return testenv.Scrape(h.addr) }
+func (h *hostProc) scrape() (testenv.Metrics, error) { return h.Scrape() }
 
 // until polls cond every 200ms until it is true, or within passes; it
 // reports whether cond became true. within bounds a hung test; reaching it

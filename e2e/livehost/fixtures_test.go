@@ -98,17 +98,7 @@ func protected(t testing.TB, ns string) (n, total int) {
 // events lists the events of ns with the given reason.
 func events(t testing.TB, ns, reason string) []corev1.Event {
 	t.Helper()
-	list, err := client(t).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
+	return testenv.Events(t, client(t), ns, reason)
 }
 
 // guest builds a guest module and returns its path.

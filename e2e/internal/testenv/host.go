@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -204,6 +205,26 @@ func (h *Host) Stop(sig syscall.Signal, grace time.Duration) error {
 		<-h.done
 	}
 	return h.err
+}
+
+// PID is the process's id.
+func (h *Host) PID() int { return h.cmd.Process.Pid }
+
+// Done is closed once the process has exited.
+func (h *Host) Done() <-chan struct{} { return h.done }
+
+// ExitCode is the status of the ended process: -1 when a signal ended it
+// (or Stop had to kill it).
+func (h *Host) ExitCode() int {
+	<-h.done
+	var exit *exec.ExitError
+	switch {
+	case h.err == nil:
+		return 0
+	case errors.As(h.err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
 }
 
 // Kill kills the process at once, as a crash or an OOM kill would.

@@ -50,3 +50,19 @@ func namespacePrefix(test string) string {
 	}
 	return name
 }
+
+// Events lists the events of namespace ns with the given reason.
+func Events(t testing.TB, c kubernetes.Interface, ns, reason string) []corev1.Event {
+	t.Helper()
+	list, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
