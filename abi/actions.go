@@ -148,9 +148,11 @@ type Result struct {
 }
 
 // Response is what every hook export returns: a status and, for StatusOK,
-// the hook's result.
+// the hook's result (Result for reconcile, Admit for admit).
 type Response struct {
 	Status  Status  `json:"status"`
 	Message string  `json:"message,omitempty"`
 	Result  *Result `json:"result,omitempty"`
+	// Admit is the admit hook's answer (ABI 1.1); Result is unset then.
+	Admit *AdmitResponse `json:"admit,omitempty"`
 }

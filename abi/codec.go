@@ -155,3 +155,26 @@ func CountElements(b []byte) (int, error) {
 	}
 	return total, nil
 }
+
+// DecodeAdmitRequest decodes an encoded AdmitRequest.
+func DecodeAdmitRequest(b []byte) (*AdmitRequest, error) {
+	r := new(AdmitRequest)
+	return r, decode("admit request", b, r)
+}
+
+// DecodeTrustedAdmitRequest is DecodeTrustedReconcileRequest's twin for the
+// admit hook's input: no well-formedness walk first, into reused when not nil.
+func DecodeTrustedAdmitRequest(b []byte, into *AdmitRequest) (*AdmitRequest, error) {
+	r := into
+	if r == nil {
+		r = new(AdmitRequest)
+	}
+	rest, err := r.UnmarshalMsg(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: admit request: %v", ErrDecode, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: admit request: %d trailing bytes", ErrDecode, len(rest))
+	}
+	return r, nil
+}

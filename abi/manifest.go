@@ -29,7 +29,8 @@ type Manifest struct {
 	ABIVersion string `json:"abiVersion"`
 	// Subject is one of Subjects.
 	Subject string `json:"subject"`
-	// Hooks lists the hooks the module implements (HookReconcile).
+	// Hooks lists the hooks the module implements (HookReconcile,
+	// HookAdmit).
 	Hooks []string `json:"hooks"`
 	// Capabilities is everything the module may do; the host refuses any
 	// returned action they do not cover.
@@ -39,14 +40,21 @@ type Manifest struct {
 	// ConfigSchema is a JSON schema, or a plain description, of the
 	// configuration the module accepts in ReconcileRequest.Config.
 	ConfigSchema string `json:"configSchema,omitempty"`
+	// Admission says what the admit hook admits; required with HookAdmit
+	// (ABI 1.1).
+	Admission *Admission `json:"admission,omitempty"`
 }
 
 // Capability allows one action type on some resources. Resources are
 // lower-case plural resource names ("persistentvolumeclaims"); they are
 // required for actions on objects and ignored for ActionDeleteVolume.
+//
+// Paths is read for CapabilityMutate only: the JSON Pointer prefixes a
+// patch may touch, "*" for any (ABI 1.1).
 type Capability struct {
 	Action    string   `json:"action"`
 	Resources []string `json:"resources,omitempty"`
+	Paths     []string `json:"paths,omitempty"`
 }
 
 // Allows reports whether c covers action type a on resource r.

@@ -15,6 +15,9 @@ const (
 	// ExportReconcile: (ptr u32, len u32) -> u64 packed (ptr, len) of an
 	// encoded Response whose Result answers the encoded ReconcileRequest.
 	ExportReconcile = "kubeplug_on_reconcile"
+	// ExportAdmit: (ptr u32, len u32) -> u64 packed (ptr, len) of an
+	// encoded Response whose Admit answers the encoded AdmitRequest (ABI 1.1).
+	ExportAdmit = "kubeplug_on_admit"
 )
 
 // Host imports, all in the module named ImportModule.
@@ -34,11 +37,13 @@ const WASIModule = "wasi_snapshot_preview1"
 // Hook names as they appear in Manifest.Hooks.
 const (
 	HookReconcile = "reconcile"
+	HookAdmit     = "admit"
 )
 
 // HookExports maps each hook to the export that implements it.
 var HookExports = map[string]string{
 	HookReconcile: ExportReconcile,
+	HookAdmit:     ExportAdmit,
 }
 
 // Log levels for ImportWriteLog.

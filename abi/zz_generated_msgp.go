@@ -404,6 +404,1569 @@ func (z *Action) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *Admission) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.Mutates == false {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.MatchConditions == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "rules"
+		o = append(o, 0xa5, 0x72, 0x75, 0x6c, 0x65, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Rules)))
+		for za0001 := range z.Rules {
+			o, err = z.Rules[za0001].MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Rules", za0001)
+				return
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "mutates"
+			o = append(o, 0xa7, 0x6d, 0x75, 0x74, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendBool(o, z.Mutates)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "matchConditions"
+			o = append(o, 0xaf, 0x6d, 0x61, 0x74, 0x63, 0x68, 0x43, 0x6f, 0x6e, 0x64, 0x69, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.MatchConditions)))
+			for za0002 := range z.MatchConditions {
+				// map header, size 2
+				// string "name"
+				o = append(o, 0x82, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+				o = msgp.AppendString(o, z.MatchConditions[za0002].Name)
+				// string "expression"
+				o = append(o, 0xaa, 0x65, 0x78, 0x70, 0x72, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e)
+				o = msgp.AppendString(o, z.MatchConditions[za0002].Expression)
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "rules":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Rules")
+				return
+			}
+			if cap(z.Rules) >= int(zb0002) {
+				z.Rules = (z.Rules)[:zb0002]
+			} else {
+				z.Rules = make([]AdmissionRule, zb0002)
+			}
+			for za0001 := range z.Rules {
+				bts, err = z.Rules[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Rules", za0001)
+					return
+				}
+			}
+		case "mutates":
+			z.Mutates, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Mutates")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "matchConditions":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MatchConditions")
+				return
+			}
+			if cap(z.MatchConditions) >= int(zb0003) {
+				z.MatchConditions = (z.MatchConditions)[:zb0003]
+			} else {
+				z.MatchConditions = make([]MatchCondition, zb0003)
+			}
+			for za0002 := range z.MatchConditions {
+				var zb0004 uint32
+				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "MatchConditions", za0002)
+					return
+				}
+				for zb0004 > 0 {
+					zb0004--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "MatchConditions", za0002)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "name":
+						z.MatchConditions[za0002].Name, bts, err = readStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MatchConditions", za0002, "Name")
+							return
+						}
+					case "expression":
+						z.MatchConditions[za0002].Expression, bts, err = readStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MatchConditions", za0002, "Expression")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "MatchConditions", za0002)
+							return
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Mutates = false
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.MatchConditions = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Admission) Msgsize() (s int) {
+	s = 1 + 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.Rules {
+		s += z.Rules[za0001].Msgsize()
+	}
+	s += 8 + msgp.BoolSize + 16 + msgp.ArrayHeaderSize
+	for za0002 := range z.MatchConditions {
+		s += 1 + 5 + msgp.StringPrefixSize + len(z.MatchConditions[za0002].Name) + 11 + msgp.StringPrefixSize + len(z.MatchConditions[za0002].Expression)
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *AdmissionRule) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Scope == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "operations"
+		o = append(o, 0xaa, 0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Operations)))
+		for za0001 := range z.Operations {
+			o = msgp.AppendString(o, z.Operations[za0001])
+		}
+		// string "apiGroups"
+		o = append(o, 0xa9, 0x61, 0x70, 0x69, 0x47, 0x72, 0x6f, 0x75, 0x70, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.APIGroups)))
+		for za0002 := range z.APIGroups {
+			o = msgp.AppendString(o, z.APIGroups[za0002])
+		}
+		// string "apiVersions"
+		o = append(o, 0xab, 0x61, 0x70, 0x69, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.APIVersions)))
+		for za0003 := range z.APIVersions {
+			o = msgp.AppendString(o, z.APIVersions[za0003])
+		}
+		// string "resources"
+		o = append(o, 0xa9, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Resources)))
+		for za0004 := range z.Resources {
+			o = msgp.AppendString(o, z.Resources[za0004])
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "scope"
+			o = append(o, 0xa5, 0x73, 0x63, 0x6f, 0x70, 0x65)
+			o = msgp.AppendString(o, z.Scope)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "operations":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Operations")
+				return
+			}
+			if cap(z.Operations) >= int(zb0002) {
+				z.Operations = (z.Operations)[:zb0002]
+			} else {
+				z.Operations = make([]string, zb0002)
+			}
+			for za0001 := range z.Operations {
+				z.Operations[za0001], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Operations", za0001)
+					return
+				}
+			}
+		case "apiGroups":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "APIGroups")
+				return
+			}
+			if cap(z.APIGroups) >= int(zb0003) {
+				z.APIGroups = (z.APIGroups)[:zb0003]
+			} else {
+				z.APIGroups = make([]string, zb0003)
+			}
+			for za0002 := range z.APIGroups {
+				z.APIGroups[za0002], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "APIGroups", za0002)
+					return
+				}
+			}
+		case "apiVersions":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "APIVersions")
+				return
+			}
+			if cap(z.APIVersions) >= int(zb0004) {
+				z.APIVersions = (z.APIVersions)[:zb0004]
+			} else {
+				z.APIVersions = make([]string, zb0004)
+			}
+			for za0003 := range z.APIVersions {
+				z.APIVersions[za0003], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "APIVersions", za0003)
+					return
+				}
+			}
+		case "resources":
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Resources")
+				return
+			}
+			if cap(z.Resources) >= int(zb0005) {
+				z.Resources = (z.Resources)[:zb0005]
+			} else {
+				z.Resources = make([]string, zb0005)
+			}
+			for za0004 := range z.Resources {
+				z.Resources[za0004], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Resources", za0004)
+					return
+				}
+			}
+		case "scope":
+			z.Scope, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Scope")
+				return
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Scope = ""
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AdmissionRule) Msgsize() (s int) {
+	s = 1 + 11 + msgp.ArrayHeaderSize
+	for za0001 := range z.Operations {
+		s += msgp.StringPrefixSize + len(z.Operations[za0001])
+	}
+	s += 10 + msgp.ArrayHeaderSize
+	for za0002 := range z.APIGroups {
+		s += msgp.StringPrefixSize + len(z.APIGroups[za0002])
+	}
+	s += 12 + msgp.ArrayHeaderSize
+	for za0003 := range z.APIVersions {
+		s += msgp.StringPrefixSize + len(z.APIVersions[za0003])
+	}
+	s += 10 + msgp.ArrayHeaderSize
+	for za0004 := range z.Resources {
+		s += msgp.StringPrefixSize + len(z.Resources[za0004])
+	}
+	s += 6 + msgp.StringPrefixSize + len(z.Scope)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *AdmitObject) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
+	_ = zb0001Mask
+	if z.StatefulSet == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Pod == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.PersistentVolumeClaim == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.PersistentVolume == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.StorageClass == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.VolumeClaimUpdate == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.JSON == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "kind"
+		o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+		o = msgp.AppendString(o, z.Kind)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "statefulSet"
+			o = append(o, 0xab, 0x73, 0x74, 0x61, 0x74, 0x65, 0x66, 0x75, 0x6c, 0x53, 0x65, 0x74)
+			if z.StatefulSet == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// map header, size 3
+				// string "metadata"
+				o = append(o, 0x83, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+				o, err = z.StatefulSet.Metadata.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet", "Metadata")
+					return
+				}
+				// string "spec"
+				o = append(o, 0xa4, 0x73, 0x70, 0x65, 0x63)
+				o, err = z.StatefulSet.Spec.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet", "Spec")
+					return
+				}
+				// string "status"
+				o = append(o, 0xa6, 0x73, 0x74, 0x61, 0x74, 0x75, 0x73)
+				o, err = z.StatefulSet.Status.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet", "Status")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "pod"
+			o = append(o, 0xa3, 0x70, 0x6f, 0x64)
+			if z.Pod == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Pod.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Pod")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "persistentVolumeClaim"
+			o = append(o, 0xb5, 0x70, 0x65, 0x72, 0x73, 0x69, 0x73, 0x74, 0x65, 0x6e, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x43, 0x6c, 0x61, 0x69, 0x6d)
+			if z.PersistentVolumeClaim == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// map header, size 3
+				// string "metadata"
+				o = append(o, 0x83, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+				o, err = z.PersistentVolumeClaim.Metadata.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolumeClaim", "Metadata")
+					return
+				}
+				// string "spec"
+				o = append(o, 0xa4, 0x73, 0x70, 0x65, 0x63)
+				o, err = z.PersistentVolumeClaim.Spec.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolumeClaim", "Spec")
+					return
+				}
+				// string "status"
+				o = append(o, 0xa6, 0x73, 0x74, 0x61, 0x74, 0x75, 0x73)
+				o, err = z.PersistentVolumeClaim.Status.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolumeClaim", "Status")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "persistentVolume"
+			o = append(o, 0xb0, 0x70, 0x65, 0x72, 0x73, 0x69, 0x73, 0x74, 0x65, 0x6e, 0x74, 0x56, 0x6f, 0x6c, 0x75, 0x6d, 0x65)
+			if z.PersistentVolume == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.PersistentVolume.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolume")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "storageClass"
+			o = append(o, 0xac, 0x73, 0x74, 0x6f, 0x72, 0x61, 0x67, 0x65, 0x43, 0x6c, 0x61, 0x73, 0x73)
+			if z.StorageClass == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.StorageClass.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "StorageClass")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "volumeClaimUpdate"
+			o = append(o, 0xb1, 0x76, 0x6f, 0x6c, 0x75, 0x6d, 0x65, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65)
+			if z.VolumeClaimUpdate == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// map header, size 3
+				// string "metadata"
+				o = append(o, 0x83, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+				o, err = z.VolumeClaimUpdate.Metadata.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "VolumeClaimUpdate", "Metadata")
+					return
+				}
+				// string "spec"
+				o = append(o, 0xa4, 0x73, 0x70, 0x65, 0x63)
+				o, err = z.VolumeClaimUpdate.Spec.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "VolumeClaimUpdate", "Spec")
+					return
+				}
+				// string "status"
+				o = append(o, 0xa6, 0x73, 0x74, 0x61, 0x74, 0x75, 0x73)
+				o, err = z.VolumeClaimUpdate.Status.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "VolumeClaimUpdate", "Status")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "json"
+			o = append(o, 0xa4, 0x6a, 0x73, 0x6f, 0x6e)
+			o = msgp.AppendBytes(o, z.JSON)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 7 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "kind":
+			z.Kind, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+		case "statefulSet":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.StatefulSet = nil
+			} else {
+				if z.StatefulSet == nil {
+					z.StatefulSet = new(StatefulSet)
+				}
+				var zb0002 uint32
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet")
+					return
+				}
+				for zb0002 > 0 {
+					zb0002--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "StatefulSet")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "metadata":
+						bts, err = z.StatefulSet.Metadata.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "StatefulSet", "Metadata")
+							return
+						}
+					case "spec":
+						bts, err = z.StatefulSet.Spec.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "StatefulSet", "Spec")
+							return
+						}
+					case "status":
+						bts, err = z.StatefulSet.Status.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "StatefulSet", "Status")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "StatefulSet")
+							return
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x1
+		case "pod":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Pod = nil
+			} else {
+				if z.Pod == nil {
+					z.Pod = new(Pod)
+				}
+				bts, err = z.Pod.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Pod")
+					return
+				}
+			}
+			zb0001Mask |= 0x2
+		case "persistentVolumeClaim":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.PersistentVolumeClaim = nil
+			} else {
+				if z.PersistentVolumeClaim == nil {
+					z.PersistentVolumeClaim = new(PersistentVolumeClaim)
+				}
+				var zb0003 uint32
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolumeClaim")
+					return
+				}
+				for zb0003 > 0 {
+					zb0003--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "PersistentVolumeClaim")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "metadata":
+						bts, err = z.PersistentVolumeClaim.Metadata.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "PersistentVolumeClaim", "Metadata")
+							return
+						}
+					case "spec":
+						bts, err = z.PersistentVolumeClaim.Spec.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "PersistentVolumeClaim", "Spec")
+							return
+						}
+					case "status":
+						bts, err = z.PersistentVolumeClaim.Status.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "PersistentVolumeClaim", "Status")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "PersistentVolumeClaim")
+							return
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x4
+		case "persistentVolume":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.PersistentVolume = nil
+			} else {
+				if z.PersistentVolume == nil {
+					z.PersistentVolume = new(PersistentVolume)
+				}
+				bts, err = z.PersistentVolume.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "PersistentVolume")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
+		case "storageClass":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.StorageClass = nil
+			} else {
+				if z.StorageClass == nil {
+					z.StorageClass = new(StorageClass)
+				}
+				bts, err = z.StorageClass.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "StorageClass")
+					return
+				}
+			}
+			zb0001Mask |= 0x10
+		case "volumeClaimUpdate":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.VolumeClaimUpdate = nil
+			} else {
+				if z.VolumeClaimUpdate == nil {
+					z.VolumeClaimUpdate = new(VolumeClaimUpdate)
+				}
+				var zb0004 uint32
+				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "VolumeClaimUpdate")
+					return
+				}
+				for zb0004 > 0 {
+					zb0004--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "VolumeClaimUpdate")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "metadata":
+						bts, err = z.VolumeClaimUpdate.Metadata.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "VolumeClaimUpdate", "Metadata")
+							return
+						}
+					case "spec":
+						bts, err = z.VolumeClaimUpdate.Spec.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "VolumeClaimUpdate", "Spec")
+							return
+						}
+					case "status":
+						bts, err = z.VolumeClaimUpdate.Status.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "VolumeClaimUpdate", "Status")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "VolumeClaimUpdate")
+							return
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x20
+		case "json":
+			z.JSON, bts, err = msgp.ReadBytesBytes(bts, z.JSON)
+			if err != nil {
+				err = msgp.WrapError(err, "JSON")
+				return
+			}
+			zb0001Mask |= 0x40
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.StatefulSet = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Pod = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.PersistentVolumeClaim = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.PersistentVolume = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.StorageClass = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.VolumeClaimUpdate = nil
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.JSON = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AdmitObject) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Kind) + 12
+	if z.StatefulSet == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 9 + z.StatefulSet.Metadata.Msgsize() + 5 + z.StatefulSet.Spec.Msgsize() + 7 + z.StatefulSet.Status.Msgsize()
+	}
+	s += 4
+	if z.Pod == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Pod.Msgsize()
+	}
+	s += 22
+	if z.PersistentVolumeClaim == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 9 + z.PersistentVolumeClaim.Metadata.Msgsize() + 5 + z.PersistentVolumeClaim.Spec.Msgsize() + 7 + z.PersistentVolumeClaim.Status.Msgsize()
+	}
+	s += 17
+	if z.PersistentVolume == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.PersistentVolume.Msgsize()
+	}
+	s += 13
+	if z.StorageClass == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.StorageClass.Msgsize()
+	}
+	s += 18
+	if z.VolumeClaimUpdate == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 9 + z.VolumeClaimUpdate.Metadata.Msgsize() + 5 + z.VolumeClaimUpdate.Spec.Msgsize() + 7 + z.VolumeClaimUpdate.Status.Msgsize()
+	}
+	s += 5 + msgp.BytesPrefixSize + len(z.JSON)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *AdmitRequest) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(15)
+	var zb0001Mask uint16 /* 15 bits */
+	_ = zb0001Mask
+	if z.SubResource == "" {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Namespace == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	if z.Name == "" {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.Object == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.OldObject == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.DryRun == false {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.NamespaceLabels == nil {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.Config == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.StatefulSet == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "uid"
+		o = append(o, 0xa3, 0x75, 0x69, 0x64)
+		o = msgp.AppendString(o, z.UID)
+		// string "operation"
+		o = append(o, 0xa9, 0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Operation)
+		// string "kind"
+		o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+		// map header, size 3
+		// string "group"
+		o = append(o, 0x83, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+		o = msgp.AppendString(o, z.Kind.Group)
+		// string "version"
+		o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Kind.Version)
+		// string "kind"
+		o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+		o = msgp.AppendString(o, z.Kind.Kind)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		// map header, size 3
+		// string "group"
+		o = append(o, 0x83, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+		o = msgp.AppendString(o, z.Resource.Group)
+		// string "version"
+		o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Resource.Version)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		o = msgp.AppendString(o, z.Resource.Resource)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "subResource"
+			o = append(o, 0xab, 0x73, 0x75, 0x62, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+			o = msgp.AppendString(o, z.SubResource)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "namespace"
+			o = append(o, 0xa9, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendString(o, z.Namespace)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "name"
+			o = append(o, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Name)
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "object"
+			o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			if z.Object == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Object.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "oldObject"
+			o = append(o, 0xa9, 0x6f, 0x6c, 0x64, 0x4f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			if z.OldObject == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.OldObject.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "OldObject")
+					return
+				}
+			}
+		}
+		// string "userInfo"
+		o = append(o, 0xa8, 0x75, 0x73, 0x65, 0x72, 0x49, 0x6e, 0x66, 0x6f)
+		o, err = z.UserInfo.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "UserInfo")
+			return
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "dryRun"
+			o = append(o, 0xa6, 0x64, 0x72, 0x79, 0x52, 0x75, 0x6e)
+			o = msgp.AppendBool(o, z.DryRun)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "namespaceLabels"
+			o = append(o, 0xaf, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65, 0x4c, 0x61, 0x62, 0x65, 0x6c, 0x73)
+			o = msgp.AppendMapHeader(o, uint32(len(z.NamespaceLabels)))
+			for za0001, za0002 := range z.NamespaceLabels {
+				o = msgp.AppendString(o, za0001)
+				o = msgp.AppendString(o, za0002)
+			}
+		}
+		// string "now"
+		o = append(o, 0xa3, 0x6e, 0x6f, 0x77)
+		o = msgp.AppendString(o, z.Now)
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "config"
+			o = append(o, 0xa6, 0x63, 0x6f, 0x6e, 0x66, 0x69, 0x67)
+			o = msgp.AppendBytes(o, z.Config)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "statefulSet"
+			o = append(o, 0xab, 0x73, 0x74, 0x61, 0x74, 0x65, 0x66, 0x75, 0x6c, 0x53, 0x65, 0x74)
+			if z.StatefulSet == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.StatefulSet.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet")
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "uid":
+			z.UID, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UID")
+				return
+			}
+		case "operation":
+			z.Operation, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Operation")
+				return
+			}
+		case "kind":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+			for zb0002 > 0 {
+				zb0002--
+				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Kind")
+					return
+				}
+				switch msgp.UnsafeString(field) {
+				case "group":
+					z.Kind.Group, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Kind", "Group")
+						return
+					}
+				case "version":
+					z.Kind.Version, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Kind", "Version")
+						return
+					}
+				case "kind":
+					z.Kind.Kind, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Kind", "Kind")
+						return
+					}
+				default:
+					bts, err = msgp.Skip(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Kind")
+						return
+					}
+				}
+			}
+		case "resource":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+			for zb0003 > 0 {
+				zb0003--
+				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Resource")
+					return
+				}
+				switch msgp.UnsafeString(field) {
+				case "group":
+					z.Resource.Group, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Resource", "Group")
+						return
+					}
+				case "version":
+					z.Resource.Version, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Resource", "Version")
+						return
+					}
+				case "resource":
+					z.Resource.Resource, bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Resource", "Resource")
+						return
+					}
+				default:
+					bts, err = msgp.Skip(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Resource")
+						return
+					}
+				}
+			}
+		case "subResource":
+			z.SubResource, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SubResource")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "namespace":
+			z.Namespace, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Namespace")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "name":
+			z.Name, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "object":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Object = nil
+			} else {
+				if z.Object == nil {
+					z.Object = new(AdmitObject)
+				}
+				bts, err = z.Object.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
+		case "oldObject":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.OldObject = nil
+			} else {
+				if z.OldObject == nil {
+					z.OldObject = new(AdmitObject)
+				}
+				bts, err = z.OldObject.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "OldObject")
+					return
+				}
+			}
+			zb0001Mask |= 0x10
+		case "userInfo":
+			bts, err = z.UserInfo.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UserInfo")
+				return
+			}
+		case "dryRun":
+			z.DryRun, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DryRun")
+				return
+			}
+			zb0001Mask |= 0x20
+		case "namespaceLabels":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NamespaceLabels")
+				return
+			}
+			if z.NamespaceLabels == nil {
+				z.NamespaceLabels = make(map[string]string, zb0004)
+			} else if len(z.NamespaceLabels) > 0 {
+				clear(z.NamespaceLabels)
+			}
+			for zb0004 > 0 {
+				var za0002 string
+				zb0004--
+				var za0001 string
+				za0001, bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NamespaceLabels")
+					return
+				}
+				za0002, bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NamespaceLabels", za0001)
+					return
+				}
+				z.NamespaceLabels[za0001] = za0002
+			}
+			zb0001Mask |= 0x40
+		case "now":
+			z.Now, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Now")
+				return
+			}
+		case "config":
+			z.Config, bts, err = msgp.ReadBytesBytes(bts, z.Config)
+			if err != nil {
+				err = msgp.WrapError(err, "Config")
+				return
+			}
+			zb0001Mask |= 0x80
+		case "statefulSet":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.StatefulSet = nil
+			} else {
+				if z.StatefulSet == nil {
+					z.StatefulSet = new(StatefulSetSubject)
+				}
+				bts, err = z.StatefulSet.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "StatefulSet")
+					return
+				}
+			}
+			zb0001Mask |= 0x100
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1ff {
+		if (zb0001Mask & 0x1) == 0 {
+			z.SubResource = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Namespace = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Name = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Object = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.OldObject = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.DryRun = false
+		}
+		if (zb0001Mask & 0x40) == 0 {
+			z.NamespaceLabels = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.Config = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.StatefulSet = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AdmitRequest) Msgsize() (s int) {
+	s = 1 + 4 + msgp.StringPrefixSize + len(z.UID) + 10 + msgp.StringPrefixSize + len(z.Operation) + 5 + 1 + 6 + msgp.StringPrefixSize + len(z.Kind.Group) + 8 + msgp.StringPrefixSize + len(z.Kind.Version) + 5 + msgp.StringPrefixSize + len(z.Kind.Kind) + 9 + 1 + 6 + msgp.StringPrefixSize + len(z.Resource.Group) + 8 + msgp.StringPrefixSize + len(z.Resource.Version) + 9 + msgp.StringPrefixSize + len(z.Resource.Resource) + 12 + msgp.StringPrefixSize + len(z.SubResource) + 10 + msgp.StringPrefixSize + len(z.Namespace) + 5 + msgp.StringPrefixSize + len(z.Name) + 7
+	if z.Object == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Object.Msgsize()
+	}
+	s += 10
+	if z.OldObject == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.OldObject.Msgsize()
+	}
+	s += 9 + z.UserInfo.Msgsize() + 7 + msgp.BoolSize + 16 + msgp.MapHeaderSize
+	if z.NamespaceLabels != nil {
+		for za0001, za0002 := range z.NamespaceLabels {
+			_ = za0002
+			s += msgp.StringPrefixSize + len(za0001) + msgp.StringPrefixSize + len(za0002)
+		}
+	}
+	s += 4 + msgp.StringPrefixSize + len(z.Now) + 7 + msgp.BytesPrefixSize + len(z.Config) + 12
+	if z.StatefulSet == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.StatefulSet.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *AdmitResponse) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Message == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Reason == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Code == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Warnings == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.Patch == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "allowed"
+		o = append(o, 0xa7, 0x61, 0x6c, 0x6c, 0x6f, 0x77, 0x65, 0x64)
+		o = msgp.AppendBool(o, z.Allowed)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "message"
+			o = append(o, 0xa7, 0x6d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65)
+			o = msgp.AppendString(o, z.Message)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "reason"
+			o = append(o, 0xa6, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
+			o = msgp.AppendString(o, z.Reason)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "code"
+			o = append(o, 0xa4, 0x63, 0x6f, 0x64, 0x65)
+			o = msgp.AppendInt32(o, z.Code)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "warnings"
+			o = append(o, 0xa8, 0x77, 0x61, 0x72, 0x6e, 0x69, 0x6e, 0x67, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Warnings)))
+			for za0001 := range z.Warnings {
+				o = msgp.AppendString(o, z.Warnings[za0001])
+			}
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "patch"
+			o = append(o, 0xa5, 0x70, 0x61, 0x74, 0x63, 0x68)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Patch)))
+			for za0002 := range z.Patch {
+				o, err = z.Patch[za0002].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Patch", za0002)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "allowed":
+			z.Allowed, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Allowed")
+				return
+			}
+		case "message":
+			z.Message, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Message")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "reason":
+			z.Reason, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Reason")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "code":
+			z.Code, bts, err = msgp.ReadInt32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Code")
+				return
+			}
+			zb0001Mask |= 0x4
+		case "warnings":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Warnings")
+				return
+			}
+			if cap(z.Warnings) >= int(zb0002) {
+				z.Warnings = (z.Warnings)[:zb0002]
+			} else {
+				z.Warnings = make([]string, zb0002)
+			}
+			for za0001 := range z.Warnings {
+				z.Warnings[za0001], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Warnings", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x8
+		case "patch":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Patch")
+				return
+			}
+			if cap(z.Patch) >= int(zb0003) {
+				z.Patch = (z.Patch)[:zb0003]
+			} else {
+				z.Patch = make([]PatchOperation, zb0003)
+			}
+			for za0002 := range z.Patch {
+				bts, err = z.Patch[za0002].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Patch", za0002)
+					return
+				}
+			}
+			zb0001Mask |= 0x10
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x1f {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Message = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Reason = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Code = 0
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Warnings = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Patch = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *AdmitResponse) Msgsize() (s int) {
+	s = 1 + 8 + msgp.BoolSize + 8 + msgp.StringPrefixSize + len(z.Message) + 7 + msgp.StringPrefixSize + len(z.Reason) + 5 + msgp.Int32Size + 9 + msgp.ArrayHeaderSize
+	for za0001 := range z.Warnings {
+		s += msgp.StringPrefixSize + len(z.Warnings[za0001])
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0002 := range z.Patch {
+		s += z.Patch[za0002].Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *CSIVolumeSource) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
@@ -646,12 +2209,16 @@ func (z *CSIVolumeSource) Msgsize() (s int) {
 func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(2)
-	var zb0001Mask uint8 /* 2 bits */
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	if z.Resources == nil {
 		zb0001Len--
 		zb0001Mask |= 0x2
+	}
+	if z.Paths == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -669,6 +2236,14 @@ func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Resources[za0001])
 			}
 		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "paths"
+			o = append(o, 0xa5, 0x70, 0x61, 0x74, 0x68, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Paths)))
+			for za0002 := range z.Paths {
+				o = msgp.AppendString(o, z.Paths[za0002])
+			}
+		}
 	}
 	return
 }
@@ -683,7 +2258,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 1 bits */
+	var zb0001Mask uint8 /* 2 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -719,6 +2294,26 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x1
+		case "paths":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Paths")
+				return
+			}
+			if cap(z.Paths) >= int(zb0003) {
+				z.Paths = (z.Paths)[:zb0003]
+			} else {
+				z.Paths = make([]string, zb0003)
+			}
+			for za0002 := range z.Paths {
+				z.Paths[za0002], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Paths", za0002)
+					return
+				}
+			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -728,10 +2323,14 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if (zb0001Mask & 0x1) == 0 {
-		z.Resources = nil
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Resources = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Paths = nil
+		}
 	}
-
 	o = bts
 	return
 }
@@ -741,6 +2340,10 @@ func (z *Capability) Msgsize() (s int) {
 	s = 1 + 7 + msgp.StringPrefixSize + len(z.Action) + 10 + msgp.ArrayHeaderSize
 	for za0001 := range z.Resources {
 		s += msgp.StringPrefixSize + len(z.Resources[za0001])
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0002 := range z.Paths {
+		s += msgp.StringPrefixSize + len(z.Paths[za0002])
 	}
 	return
 }
@@ -1211,11 +2814,151 @@ func (z Event) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z GroupVersionKind) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "group"
+	o = append(o, 0x83, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+	o = msgp.AppendString(o, z.Group)
+	// string "version"
+	o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.Version)
+	// string "kind"
+	o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+	o = msgp.AppendString(o, z.Kind)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GroupVersionKind) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "group":
+			z.Group, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Group")
+				return
+			}
+		case "version":
+			z.Version, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "kind":
+			z.Kind, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z GroupVersionKind) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Group) + 8 + msgp.StringPrefixSize + len(z.Version) + 5 + msgp.StringPrefixSize + len(z.Kind)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z GroupVersionResource) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 3
+	// string "group"
+	o = append(o, 0x83, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+	o = msgp.AppendString(o, z.Group)
+	// string "version"
+	o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.Version)
+	// string "resource"
+	o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+	o = msgp.AppendString(o, z.Resource)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GroupVersionResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "group":
+			z.Group, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Group")
+				return
+			}
+		case "version":
+			z.Version, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "resource":
+			z.Resource, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z GroupVersionResource) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Group) + 8 + msgp.StringPrefixSize + len(z.Version) + 9 + msgp.StringPrefixSize + len(z.Resource)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(8)
-	var zb0001Mask uint8 /* 8 bits */
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
 	_ = zb0001Mask
 	if z.Capabilities == nil {
 		zb0001Len--
@@ -1228,6 +2971,10 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ConfigSchema == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
+	}
+	if z.Admission == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -1257,30 +3004,10 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 			o = append(o, 0xac, 0x63, 0x61, 0x70, 0x61, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x69, 0x65, 0x73)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Capabilities)))
 			for za0002 := range z.Capabilities {
-				// check for omitted fields
-				zb0002Len := uint32(2)
-				var zb0002Mask uint8 /* 2 bits */
-				_ = zb0002Mask
-				if z.Capabilities[za0002].Resources == nil {
-					zb0002Len--
-					zb0002Mask |= 0x2
-				}
-				// variable map header, size zb0002Len
-				o = append(o, 0x80|uint8(zb0002Len))
-
-				// skip if no fields are to be emitted
-				if zb0002Len != 0 {
-					// string "action"
-					o = append(o, 0xa6, 0x61, 0x63, 0x74, 0x69, 0x6f, 0x6e)
-					o = msgp.AppendString(o, z.Capabilities[za0002].Action)
-					if (zb0002Mask & 0x2) == 0 { // if not omitted
-						// string "resources"
-						o = append(o, 0xa9, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73)
-						o = msgp.AppendArrayHeader(o, uint32(len(z.Capabilities[za0002].Resources)))
-						for za0003 := range z.Capabilities[za0002].Resources {
-							o = msgp.AppendString(o, z.Capabilities[za0002].Resources[za0003])
-						}
-					}
+				o, err = z.Capabilities[za0002].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Capabilities", za0002)
+					return
 				}
 			}
 		}
@@ -1293,6 +3020,19 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "configSchema"
 			o = append(o, 0xac, 0x63, 0x6f, 0x6e, 0x66, 0x69, 0x67, 0x53, 0x63, 0x68, 0x65, 0x6d, 0x61)
 			o = msgp.AppendString(o, z.ConfigSchema)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "admission"
+			o = append(o, 0xa9, 0x61, 0x64, 0x6d, 0x69, 0x73, 0x73, 0x69, 0x6f, 0x6e)
+			if z.Admission == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Admission.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Admission")
+					return
+				}
+			}
 		}
 	}
 	return
@@ -1308,7 +3048,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 3 bits */
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -1374,61 +3114,11 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Capabilities = make([]Capability, zb0003)
 			}
 			for za0002 := range z.Capabilities {
-				var zb0004 uint32
-				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				bts, err = z.Capabilities[za0002].UnmarshalMsg(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Capabilities", za0002)
 					return
 				}
-				var zb0004Mask uint8 /* 1 bits */
-				_ = zb0004Mask
-				for zb0004 > 0 {
-					zb0004--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
-					if err != nil {
-						err = msgp.WrapError(err, "Capabilities", za0002)
-						return
-					}
-					switch msgp.UnsafeString(field) {
-					case "action":
-						z.Capabilities[za0002].Action, bts, err = readStringBytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Capabilities", za0002, "Action")
-							return
-						}
-					case "resources":
-						var zb0005 uint32
-						zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Capabilities", za0002, "Resources")
-							return
-						}
-						if cap(z.Capabilities[za0002].Resources) >= int(zb0005) {
-							z.Capabilities[za0002].Resources = (z.Capabilities[za0002].Resources)[:zb0005]
-						} else {
-							z.Capabilities[za0002].Resources = make([]string, zb0005)
-						}
-						for za0003 := range z.Capabilities[za0002].Resources {
-							z.Capabilities[za0002].Resources[za0003], bts, err = readStringBytes(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Capabilities", za0002, "Resources", za0003)
-								return
-							}
-						}
-						zb0004Mask |= 0x1
-					default:
-						bts, err = msgp.Skip(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Capabilities", za0002)
-							return
-						}
-					}
-				}
-				// Clear omitted fields.
-				if (zb0004Mask & 0x1) == 0 {
-					z.Capabilities[za0002].Resources = nil
-				}
-
 			}
 			zb0001Mask |= 0x1
 		case "description":
@@ -1445,6 +3135,24 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 			zb0001Mask |= 0x4
+		case "admission":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Admission = nil
+			} else {
+				if z.Admission == nil {
+					z.Admission = new(Admission)
+				}
+				bts, err = z.Admission.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Admission")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1454,7 +3162,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7 {
+	if zb0001Mask != 0xf {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Capabilities = nil
 		}
@@ -1463,6 +3171,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x4) == 0 {
 			z.ConfigSchema = ""
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Admission = nil
 		}
 	}
 	o = bts
@@ -1477,12 +3188,75 @@ func (z *Manifest) Msgsize() (s int) {
 	}
 	s += 13 + msgp.ArrayHeaderSize
 	for za0002 := range z.Capabilities {
-		s += 1 + 7 + msgp.StringPrefixSize + len(z.Capabilities[za0002].Action) + 10 + msgp.ArrayHeaderSize
-		for za0003 := range z.Capabilities[za0002].Resources {
-			s += msgp.StringPrefixSize + len(z.Capabilities[za0002].Resources[za0003])
+		s += z.Capabilities[za0002].Msgsize()
+	}
+	s += 12 + msgp.StringPrefixSize + len(z.Description) + 13 + msgp.StringPrefixSize + len(z.ConfigSchema) + 10
+	if z.Admission == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Admission.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z MatchCondition) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 2
+	// string "name"
+	o = append(o, 0x82, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+	o = msgp.AppendString(o, z.Name)
+	// string "expression"
+	o = append(o, 0xaa, 0x65, 0x78, 0x70, 0x72, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.Expression)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *MatchCondition) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "name":
+			z.Name, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+		case "expression":
+			z.Expression, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Expression")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
 		}
 	}
-	s += 12 + msgp.StringPrefixSize + len(z.Description) + 13 + msgp.StringPrefixSize + len(z.ConfigSchema)
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z MatchCondition) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 11 + msgp.StringPrefixSize + len(z.Expression)
 	return
 }
 
@@ -2381,6 +4155,119 @@ func (z *OwnerReferencesChange) Msgsize() (s int) {
 	for za0002 := range z.Add {
 		s += z.Add[za0002].Msgsize()
 	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *PatchOperation) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.From == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Value == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "op"
+		o = append(o, 0xa2, 0x6f, 0x70)
+		o = msgp.AppendString(o, z.Op)
+		// string "path"
+		o = append(o, 0xa4, 0x70, 0x61, 0x74, 0x68)
+		o = msgp.AppendString(o, z.Path)
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "from"
+			o = append(o, 0xa4, 0x66, 0x72, 0x6f, 0x6d)
+			o = msgp.AppendString(o, z.From)
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "value"
+			o = append(o, 0xa5, 0x76, 0x61, 0x6c, 0x75, 0x65)
+			o = msgp.AppendBytes(o, z.Value)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *PatchOperation) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "op":
+			z.Op, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Op")
+				return
+			}
+		case "path":
+			z.Path, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Path")
+				return
+			}
+		case "from":
+			z.From, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "From")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "value":
+			z.Value, bts, err = msgp.ReadBytesBytes(bts, z.Value)
+			if err != nil {
+				err = msgp.WrapError(err, "Value")
+				return
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.From = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Value = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *PatchOperation) Msgsize() (s int) {
+	s = 1 + 3 + msgp.StringPrefixSize + len(z.Op) + 5 + msgp.StringPrefixSize + len(z.Path) + 5 + msgp.StringPrefixSize + len(z.From) + 6 + msgp.BytesPrefixSize + len(z.Value)
 	return
 }
 
@@ -4996,8 +6883,8 @@ func (z *ResourceRequirements) Msgsize() (s int) {
 func (z *Response) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	if z.Message == "" {
 		zb0001Len--
@@ -5006,6 +6893,10 @@ func (z *Response) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Result == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4
+	}
+	if z.Admit == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -5033,6 +6924,19 @@ func (z *Response) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "admit"
+			o = append(o, 0xa5, 0x61, 0x64, 0x6d, 0x69, 0x74)
+			if z.Admit == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Admit.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Admit")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -5047,7 +6951,7 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 2 bits */
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -5092,6 +6996,24 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x2
+		case "admit":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Admit = nil
+			} else {
+				if z.Admit == nil {
+					z.Admit = new(AdmitResponse)
+				}
+				bts, err = z.Admit.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Admit")
+					return
+				}
+			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -5101,12 +7023,15 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x3 {
+	if zb0001Mask != 0x7 {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Message = ""
 		}
 		if (zb0001Mask & 0x2) == 0 {
 			z.Result = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Admit = nil
 		}
 	}
 	o = bts
@@ -5120,6 +7045,12 @@ func (z *Response) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.Result.Msgsize()
+	}
+	s += 6
+	if z.Admit == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Admit.Msgsize()
 	}
 	return
 }
@@ -7172,6 +9103,210 @@ func (z *StorageClass) Msgsize() (s int) {
 		}
 	}
 	s += 14 + msgp.StringPrefixSize + len(z.ReclaimPolicy) + 18 + msgp.StringPrefixSize + len(z.VolumeBindingMode) + 21 + msgp.BoolSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *UserInfo) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	if z.Username == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.UID == "" {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.Groups == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	if z.Extra == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "username"
+			o = append(o, 0xa8, 0x75, 0x73, 0x65, 0x72, 0x6e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.Username)
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "uid"
+			o = append(o, 0xa3, 0x75, 0x69, 0x64)
+			o = msgp.AppendString(o, z.UID)
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "groups"
+			o = append(o, 0xa6, 0x67, 0x72, 0x6f, 0x75, 0x70, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Groups)))
+			for za0001 := range z.Groups {
+				o = msgp.AppendString(o, z.Groups[za0001])
+			}
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "extra"
+			o = append(o, 0xa5, 0x65, 0x78, 0x74, 0x72, 0x61)
+			o = msgp.AppendMapHeader(o, uint32(len(z.Extra)))
+			for za0002, za0003 := range z.Extra {
+				o = msgp.AppendString(o, za0002)
+				o = msgp.AppendArrayHeader(o, uint32(len(za0003)))
+				for za0004 := range za0003 {
+					o = msgp.AppendString(o, za0003[za0004])
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 4 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "username":
+			z.Username, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Username")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "uid":
+			z.UID, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UID")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "groups":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Groups")
+				return
+			}
+			if cap(z.Groups) >= int(zb0002) {
+				z.Groups = (z.Groups)[:zb0002]
+			} else {
+				z.Groups = make([]string, zb0002)
+			}
+			for za0001 := range z.Groups {
+				z.Groups[za0001], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Groups", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x4
+		case "extra":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Extra")
+				return
+			}
+			if z.Extra == nil {
+				z.Extra = make(map[string][]string, zb0003)
+			} else if len(z.Extra) > 0 {
+				clear(z.Extra)
+			}
+			for zb0003 > 0 {
+				var za0003 []string
+				zb0003--
+				var za0002 string
+				za0002, bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Extra")
+					return
+				}
+				var zb0004 uint32
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Extra", za0002)
+					return
+				}
+				if cap(za0003) >= int(zb0004) {
+					za0003 = (za0003)[:zb0004]
+				} else {
+					za0003 = make([]string, zb0004)
+				}
+				for za0004 := range za0003 {
+					za0003[za0004], bts, err = readStringBytes(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Extra", za0002, za0004)
+						return
+					}
+				}
+				z.Extra[za0002] = za0003
+			}
+			zb0001Mask |= 0x8
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0xf {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Username = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.UID = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Groups = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Extra = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *UserInfo) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.Username) + 4 + msgp.StringPrefixSize + len(z.UID) + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Groups {
+		s += msgp.StringPrefixSize + len(z.Groups[za0001])
+	}
+	s += 6 + msgp.MapHeaderSize
+	if z.Extra != nil {
+		for za0002, za0003 := range z.Extra {
+			_ = za0003
+			s += msgp.StringPrefixSize + len(za0002) + msgp.ArrayHeaderSize
+			for za0004 := range za0003 {
+				s += msgp.StringPrefixSize + len(za0003[za0004])
+			}
+		}
+	}
 	return
 }
 

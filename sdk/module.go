@@ -15,8 +15,8 @@ import (
 // function of req: take the time from req.Now, never from the system.
 type ReconcileFunc func(req *Request) (Result, error)
 
-// Module describes a guest module. Name, Version, Subject and Reconcile are
-// required; everything else is optional.
+// Module describes a guest module. Name, Version, Subject and at least one
+// hook (Reconcile, Admit) are required; everything else is optional.
 type Module struct {
 	// Name identifies the module in the host's logs, metrics and events.
 	Name string
@@ -34,6 +34,10 @@ type Module struct {
 	Capabilities []abi.Capability
 	// Reconcile is the reconcile hook.
 	Reconcile ReconcileFunc
+	// Admit is the admit hook (ABI 1.1), served by the host as an admission
+	// webhook; Admission is then required and says what it admits.
+	Admit     AdmitFunc
+	Admission *abi.Admission
 }
 
 // Register registers the guest's module. Call it once, from an init function
@@ -47,7 +51,11 @@ func Register(m Module) {
 	if err != nil {
 		panic("sdk.Register: " + err.Error())
 	}
-	if err := raw.Register(man, handler(m.Reconcile)); err != nil {
+	var reconcile raw.Handler
+	if m.Reconcile != nil {
+		reconcile = handler(m.Reconcile)
+	}
+	if err := raw.Register(man, reconcile, admitHandler(m.Admit)); err != nil {
 		panic("sdk.Register: " + err.Error() + ": call sdk.Register once per guest")
 	}
 }
@@ -64,15 +72,29 @@ func (m Module) Manifest() (abi.Manifest, error) {
 	if !slices.Contains(abi.Subjects, m.Subject) {
 		errs = append(errs, fmt.Errorf("Subject %q is not one of %s", m.Subject, strings.Join(abi.Subjects, ", ")))
 	}
-	if m.Reconcile == nil {
-		errs = append(errs, errors.New("Reconcile is nil"))
+	var hooks []string
+	if m.Reconcile != nil {
+		hooks = append(hooks, abi.HookReconcile)
+	}
+	if m.Admit != nil {
+		hooks = append(hooks, abi.HookAdmit)
+	}
+	switch {
+	case len(hooks) == 0:
+		errs = append(errs, errors.New("Reconcile and Admit are nil: set at least one"))
+	case m.Admit != nil && (m.Admission == nil || len(m.Admission.Rules) == 0):
+		errs = append(errs, errors.New("Admit is set but Admission has no Rules: say which operations on which resources it admits"))
+	case m.Admit == nil && m.Admission != nil:
+		errs = append(errs, errors.New("Admission is set but Admit is nil"))
 	}
 	for i, c := range m.Capabilities {
 		switch {
-		case !slices.Contains(abi.ActionTypes, c.Action):
-			errs = append(errs, fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", i, c.Action, strings.Join(abi.ActionTypes, ", ")))
+		case !slices.Contains(abi.CapabilityNames, c.Action):
+			errs = append(errs, fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", i, c.Action, strings.Join(abi.CapabilityNames, ", ")))
 		case c.Action != abi.ActionDeleteVolume && len(c.Resources) == 0:
 			errs = append(errs, fmt.Errorf("Capabilities[%d]: action %q names no Resources (e.g. \"persistentvolumeclaims\")", i, c.Action))
+		case c.Action == abi.CapabilityMutate && len(c.Paths) == 0:
+			errs = append(errs, fmt.Errorf("Capabilities[%d]: mutate names no Paths (e.g. \"/metadata/labels\")", i))
 		}
 	}
 	if s := strings.TrimSpace(m.ConfigSchema); strings.HasPrefix(s, "{") && !json.Valid([]byte(s)) {
@@ -86,10 +108,11 @@ func (m Module) Manifest() (abi.Manifest, error) {
 		Version:      m.Version,
 		ABIVersion:   abi.Current.String(),
 		Subject:      m.Subject,
-		Hooks:        []string{abi.HookReconcile},
+		Hooks:        hooks,
 		Capabilities: m.Capabilities,
 		Description:  m.Description,
 		ConfigSchema: m.ConfigSchema,
+		Admission:    m.Admission,
 	}, nil
 }
 

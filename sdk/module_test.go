@@ -80,6 +80,33 @@ func TestModuleManifest(t *testing.T) {
 	}
 }
 
+var (
+	allowAll = func(*abi.AdmitRequest) (sdk.Admission, error) { return sdk.Allow(), nil }
+	pvcRules = &abi.Admission{Rules: []abi.AdmissionRule{{
+		Operations: []string{abi.OperationCreate}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"},
+	}}}
+)
+
+func TestAdmissionPatch(t *testing.T) {
+	a := sdk.Allow()
+	if err := a.Patch(abi.PatchReplace, sdk.Pointer("metadata", "labels", "example.com/tier~x"), "gold"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Patch(abi.PatchRemove, "/spec/volumeName", "ignored"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Patch(abi.PatchAdd, "/x", func() {}); err == nil {
+		t.Fatal("a value that does not encode as JSON was accepted")
+	}
+	want := []abi.PatchOperation{
+		{Op: abi.PatchReplace, Path: "/metadata/labels/example.com~1tier~0x", Value: []byte(`"gold"`)},
+		{Op: abi.PatchRemove, Path: "/spec/volumeName"},
+	}
+	if fmt.Sprint(a.Ops) != fmt.Sprint(want) {
+		t.Fatalf("ops %q, want %q", a.Ops, want)
+	}
+}
+
 func TestModuleValidation(t *testing.T) {
 	valid := testModule
 	tests := []struct {
@@ -91,7 +118,13 @@ func TestModuleValidation(t *testing.T) {
 		{"no name", func(m *sdk.Module) { m.Name = "" }, "Name is empty"},
 		{"no version", func(m *sdk.Module) { m.Version = "" }, "Version is empty"},
 		{"unknown subject", func(m *sdk.Module) { m.Subject = "deployment" }, `Subject "deployment" is not one of statefulset, persistentvolume`},
-		{"no reconcile", func(m *sdk.Module) { m.Reconcile = nil }, "Reconcile is nil"},
+		{"no hook", func(m *sdk.Module) { m.Reconcile = nil }, "Reconcile and Admit are nil"},
+		{"admit only", func(m *sdk.Module) { m.Reconcile, m.Admit, m.Admission = nil, allowAll, pvcRules }, ""},
+		{"admit without rules", func(m *sdk.Module) { m.Admit = allowAll }, "Admission has no Rules"},
+		{"admission without admit", func(m *sdk.Module) { m.Admission = pvcRules }, "Admit is nil"},
+		{"mutate without paths", func(m *sdk.Module) {
+			m.Capabilities = []abi.Capability{{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}}}
+		}, "mutate names no Paths"},
 		{"unknown action", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: "patch", Resources: []string{"pods"}}} }, `unknown action "patch"`},
 		{"no resources", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteObject}} }, "names no Resources"},
 		{"delete volume needs none", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteVolume}} }, ""},

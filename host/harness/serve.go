@@ -16,7 +16,14 @@ import (
 type Reconciler interface {
 	Manifest() abi.Manifest
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
+	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 }
+
+// Request frame hooks (sdk/sdktest/frames.go).
+const (
+	hookReconcile byte = 0
+	hookAdmit     byte = 1
+)
 
 // Response frame kinds (sdk/sdktest/frames.go).
 const (
@@ -67,23 +74,49 @@ func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error
 
 // call decodes one request, calls m and encodes the answer into buf.
 func call(ctx context.Context, m Reconciler, body, buf []byte) (byte, []byte) {
-	req, err := abi.DecodeReconcileRequest(body)
-	if err != nil {
-		return frameError, append(buf, fmt.Sprintf("decode request: %v", err)...)
-	}
-	res, err := m.Reconcile(ctx, req)
+	resp, err := answer(ctx, m, body)
 	if err != nil {
 		return frameError, append(buf, err.Error()...)
 	}
-	if res == nil {
-		res = &abi.Result{}
-	}
-	resp := abi.Response{Status: abi.StatusOK, Result: res}
 	enc, err := resp.MarshalMsg(buf)
 	if err != nil {
 		return frameError, append(buf[:0], fmt.Sprintf("encode response: %v", err)...)
 	}
 	return frameOK, enc
+}
+
+// answer calls the hook the frame's first byte names.
+func answer(ctx context.Context, m Reconciler, body []byte) (*abi.Response, error) {
+	if len(body) == 0 {
+		return nil, errors.New("decode request: empty frame, want a hook byte and a request")
+	}
+	switch hook, body := body[0], body[1:]; hook {
+	case hookReconcile:
+		req, err := abi.DecodeReconcileRequest(body)
+		if err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		res, err := m.Reconcile(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			res = &abi.Result{}
+		}
+		return &abi.Response{Status: abi.StatusOK, Result: res}, nil
+	case hookAdmit:
+		req, err := abi.DecodeAdmitRequest(body)
+		if err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		res, err := m.Admit(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &abi.Response{Status: abi.StatusOK, Admit: res}, nil
+	default:
+		return nil, fmt.Errorf("decode request: unknown hook %d (0 reconcile, 1 admit)", hook)
+	}
 }
 
 // readRequest reads one request frame into a buffer of its own. It returns io.EOF

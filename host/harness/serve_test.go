@@ -24,6 +24,10 @@ func (f *fakeModule) Manifest() abi.Manifest {
 	return abi.Manifest{Name: "fake", Version: "1.2.3", ABIVersion: abi.Current.String(), Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookReconcile}}
 }
 
+func (f *fakeModule) Admit(_ context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	return &abi.AdmitResponse{Allowed: req.Name == "ok", Message: "admit saw " + req.Name}, nil
+}
+
 func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	f.seen = append(f.seen, req)
 	switch req.Key {
@@ -42,7 +46,7 @@ func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*a
 // description in sdk/sdktest/frames.go.
 func requestFrame(t *testing.T, req *abi.ReconcileRequest) []byte {
 	t.Helper()
-	body, err := req.MarshalMsg(nil)
+	body, err := req.MarshalMsg([]byte{0}) // hook 0: reconcile
 	require.NoError(t, err)
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 }
@@ -70,7 +74,7 @@ func TestServe(t *testing.T) {
 	for _, key := range []string{"default/web", "fail", "nil"} {
 		in.Write(requestFrame(t, &abi.ReconcileRequest{Subject: abi.SubjectStatefulSet, Key: key, Config: []byte(`{"a":1}`)}))
 	}
-	in.Write([]byte{0, 0, 0, 3, 0xc1, 0xc1, 0xc1}) // a frame whose body is not MessagePack
+	in.Write([]byte{0, 0, 0, 4, 0, 0xc1, 0xc1, 0xc1}) // a frame whose body is not MessagePack
 	in.Write(requestFrame(t, &abi.ReconcileRequest{Key: "after-garbage"}))
 
 	m := &fakeModule{}
@@ -187,4 +191,24 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("pipe clo
 func TestServeWriteError(t *testing.T) {
 	err := harness.Serve(context.Background(), &fakeModule{}, bytes.NewReader(nil), failingWriter{})
 	require.ErrorContains(t, err, "pipe closed")
+}
+
+func TestServeAdmitAndUnknownHook(t *testing.T) {
+	body, err := (&abi.AdmitRequest{Name: "ok"}).MarshalMsg([]byte{1}) // hook 1: admit
+	require.NoError(t, err)
+	var in bytes.Buffer
+	in.Write(binary.BigEndian.AppendUint32(nil, uint32(len(body))))
+	in.Write(body)
+	in.Write([]byte{0, 0, 0, 2, 7, 0x80}) // hook 7
+	var out bytes.Buffer
+	require.NoError(t, harness.Serve(context.Background(), &fakeModule{}, &in, &out))
+	frames := readFrames(t, out.Bytes())
+	require.Len(t, frames, 3)
+	require.Equal(t, byte(0), frames[1].kind)
+	resp, err := abi.DecodeResponse(frames[1].body)
+	require.NoError(t, err)
+	require.Equal(t, &abi.AdmitResponse{Allowed: true, Message: "admit saw ok"}, resp.Admit)
+	require.Nil(t, resp.Result)
+	require.Equal(t, byte(1), frames[2].kind)
+	require.Contains(t, string(frames[2].body), "unknown hook 7")
 }

@@ -98,7 +98,10 @@ func ErrorKinds() []ErrorKind {
 type CallError struct {
 	// Module is the manifest name of the module.
 	Module string
-	// Key is the reconcile request's key.
+	// Hook is the hook called (abi.HookAdmit); empty means reconcile.
+	Hook string
+	// Key is the reconcile request's key, or the admission request's
+	// operation, resource and object.
 	Key  string
 	Kind ErrorKind
 	Err  error
@@ -107,7 +110,11 @@ type CallError struct {
 // Error reads like
 // `module "retention" reconcile "default/web": deadline exceeded after 1s: guest interrupted`.
 func (e *CallError) Error() string {
-	return fmt.Sprintf("module %q reconcile %q: %v", e.Module, e.Key, e.Err)
+	hook := e.Hook
+	if hook == "" {
+		hook = "reconcile"
+	}
+	return fmt.Sprintf("module %q %s %q: %v", e.Module, hook, e.Key, e.Err)
 }
 
 func (e *CallError) Unwrap() error { return e.Err }

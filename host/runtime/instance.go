@@ -24,12 +24,12 @@ const maxKeptInput = 4 << 20
 // instance is one guest instance with everything a call needs looked up
 // once. It serves one call at a time (the pool guarantees it).
 type instance struct {
-	module    *Module
-	mod       api.Module
-	mem       api.Memory
-	malloc    api.Function
-	reconcile api.Function // nil when the module has no reconcile hook
-	manifest  api.Function
+	module   *Module
+	mod      api.Module
+	mem      api.Memory
+	malloc   api.Function
+	hooks    [numHooks]api.Function // nil for hooks the module does not export
+	manifest api.Function
 
 	ctx   *callContext
 	stack [2]uint64 // CallWithStack's params and results
@@ -70,7 +70,9 @@ func (m *Module) newInstance(parent context.Context) (inst *instance, kind Error
 	inst.mem = mod.Memory()
 	inst.malloc = mod.ExportedFunction(abi.ExportMalloc)
 	inst.manifest = mod.ExportedFunction(abi.ExportManifest)
-	inst.reconcile = mod.ExportedFunction(abi.ExportReconcile)
+	for h, spec := range hookTable {
+		inst.hooks[h] = mod.ExportedFunction(spec.export)
+	}
 	if err := mod.ExportedFunction(abi.ExportInitialize).CallWithStack(ctx, inst.stack[:]); err != nil {
 		kind, err := inst.failed(err, m.limits)
 		inst.close()
@@ -101,12 +103,12 @@ func (inst *instance) close() {
 	}
 }
 
-// doReconcile calls the reconcile hook. keep says whether the instance may
-// serve another call.
+// call calls hook h with req and returns its decoded, checked response.
+// keep says whether the instance may serve another call.
 //
 // One deadline covers the whole round trip (malloc when the lent region is
-// too small, then the hook), so the timer is armed once per reconcile.
-func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.ReconcileRequest) (res *abi.Result, kind ErrorKind, keep bool, err error) {
+// too small, then the hook), so the timer is armed once per call.
+func (inst *instance) call(parent context.Context, l Limits, h hookID, req message) (resp *abi.Response, kind ErrorKind, keep bool, err error) {
 	in, err := req.MarshalMsg(inst.in[:0])
 	if err != nil {
 		return nil, KindInput, true, fmt.Errorf("encode request: %w", err)
@@ -139,7 +141,7 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 		return nil, KindInput, false, fmt.Errorf("%s returned [%#x, +%d), outside the guest's %d-byte memory", abi.ExportMalloc, ptr, len(in), inst.mem.Size())
 	}
 	inst.stack[0], inst.stack[1] = uint64(ptr), uint64(len(in))
-	if err := inst.reconcile.CallWithStack(ctx, inst.stack[:]); err != nil {
+	if err := inst.hooks[h].CallWithStack(ctx, inst.stack[:]); err != nil {
 		kind, err := inst.failed(err, l)
 		return nil, kind, false, err
 	}
@@ -151,17 +153,17 @@ func (inst *instance) doReconcile(parent context.Context, l Limits, req *abi.Rec
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
-	resp, err := decodeOutput(out, l)
+	resp, err = decodeOutput(out, l)
 	if err != nil {
 		return nil, KindOutput, false, err
 	}
 	if err := abi.StatusError(resp.Status, resp.Message); err != nil {
 		return nil, KindStatus, keep && resp.Status != abi.StatusPanic, err
 	}
-	if resp.Result == nil {
-		resp.Result = &abi.Result{}
+	if err := hookTable[h].check(resp, l); err != nil {
+		return nil, KindOutput, false, err
 	}
-	return resp.Result, 0, keep, nil
+	return resp, 0, keep, nil
 }
 
 // callManifest calls kubeplug_manifest and returns the packed region.

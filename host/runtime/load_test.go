@@ -62,7 +62,7 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name:   "abi major 2",
 			wasm:   built("abi2"),
 			err:    runtime.ErrABIVersion,
-			reason: []string{"built for kubeplug ABI 2.0.0", "this host speaks 1.0.0", "rebuild it against abi v1"},
+			reason: []string{"built for kubeplug ABI 2.0.0", "this host speaks 1.1.0", "rebuild it against abi v1"},
 		},
 		{
 			name: "abi minor newer than the host's",
@@ -72,13 +72,13 @@ func TestLoadRefusesBadModules(t *testing.T) {
 				return g.Bytes()
 			},
 			err:    runtime.ErrABIVersion,
-			reason: []string{"built for kubeplug ABI 1.1.0", "upgrade the host"},
+			reason: []string{"built for kubeplug ABI 1.2.0", "upgrade the host"},
 		},
 		{
 			name:   "two version markers",
 			wasm:   withFunc(wb.Func{Export: abi.Version{Major: 1, Minor: 0, Patch: 1}.ExportName()}),
 			err:    runtime.ErrABIVersion,
-			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_0, kubeplug_abi_version_1_0_1)"},
+			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_1, kubeplug_abi_version_1_1_0)"},
 		},
 		{
 			name:   "no version marker",
@@ -197,9 +197,9 @@ func TestLoadRefusesBadModules(t *testing.T) {
 		},
 		{
 			name:   "manifest abiVersion differs from the marker",
-			wasm:   manifest(func(m *abi.Manifest) { m.ABIVersion = "1.1.0" }),
+			wasm:   manifest(func(m *abi.Manifest) { m.ABIVersion = "1.0.0" }),
 			err:    runtime.ErrManifest,
-			reason: []string{`abiVersion "1.1.0" differs from the version marker export kubeplug_abi_version_1_0_0`},
+			reason: []string{`abiVersion "1.0.0" differs from the version marker export kubeplug_abi_version_1_1_0`},
 		},
 		{
 			name:   "manifest with an unknown subject",
@@ -215,9 +215,9 @@ func TestLoadRefusesBadModules(t *testing.T) {
 		},
 		{
 			name:   "manifest with an unknown hook",
-			wasm:   manifest(func(m *abi.Manifest) { m.Hooks = append(m.Hooks, "admit") }),
+			wasm:   manifest(func(m *abi.Manifest) { m.Hooks = append(m.Hooks, "validate") }),
 			err:    runtime.ErrManifest,
-			reason: []string{`hooks[1] "admit" is not a known hook (reconcile)`},
+			reason: []string{`hooks[1] "validate" is not a known hook (admit, reconcile)`},
 		},
 		{
 			name: "manifest capability without resources",
@@ -282,7 +282,7 @@ func TestLoadDescribesModule(t *testing.T) {
 	require.Equal(t, len(wasm), info.Size)
 	require.Equal(t, hex.EncodeToString(sum[:]), info.SHA256)
 	require.Contains(t, info.Exports, runtime.Func{Name: abi.ExportReconcile, Params: []string{"i32", "i32"}, Results: []string{"i64"}})
-	require.Contains(t, info.Exports, runtime.Func{Name: abi.VersionExport})
+	require.Contains(t, info.Exports, runtime.Func{Name: abi.Version{Major: 1}.ExportName()}, "a 1.0 module loads unchanged")
 	require.Contains(t, info.Imports, runtime.Func{Module: abi.ImportModule, Name: abi.ImportWriteLog, Params: []string{"i32", "i32", "i32"}})
 	for _, f := range info.Imports {
 		require.Contains(t, []string{abi.WASIModule, abi.ImportModule}, f.Module, f.Name)

@@ -21,7 +21,7 @@ import (
 // binary, the first time a test needs one.
 
 // guestBuilds are the packages under testdata/guests, "good" first.
-var guestBuilds = []string{"good", "abi2", "noreconcile", "forbidden", "badmanifest"}
+var guestBuilds = []string{"good", "abi2", "noreconcile", "forbidden", "badmanifest", "admitter"}
 
 var (
 	buildOnce sync.Once

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -33,10 +32,10 @@ type Module struct {
 	// applies to this module only.
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
-	pool     *pool
-	log      atomic.Pointer[slog.Logger]
-	// reconciles is whether the manifest declares the reconcile hook.
-	reconciles bool
+	// pools holds one pool per hook the manifest declares (nil for the
+	// others), so that one hook's calls never queue behind another's.
+	pools [numHooks]*pool
+	log   atomic.Pointer[slog.Logger]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,7 +92,6 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		return fmt.Errorf("load module %q: provide checkpoints: %w", m.source, err)
 	}
 
-	m.pool = newPool(m.limits.Instances)
 	inst, _, err := m.newInstance(ctx)
 	if err != nil {
 		return loadError(m.source, ErrStart, "%v: fix the module's initialization (its stderr is in the log)", err)
@@ -110,11 +108,19 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		return err
 	}
 	m.manifest = *man
-	m.reconciles = slices.Contains(man.Hooks, abi.HookReconcile)
+	var first *pool
+	for h, spec := range hookTable {
+		if slices.Contains(man.Hooks, spec.name) {
+			m.pools[h] = newPool(m.limits.Instances)
+			if first == nil {
+				first = m.pools[h]
+			}
+		}
+	}
 	m.info.Name, m.info.Version = man.Name, man.Version
 	m.name = man.Name
 	m.setLogger(m.engine.logger.With("module", man.Name))
-	m.pool.seed(inst)
+	first.seed(inst) // checkManifest refuses a manifest without hooks
 	return nil
 }
 
@@ -160,64 +166,31 @@ func (m *Module) SetName(name string) {
 // Limits returns the module's limits, defaults filled in.
 func (m *Module) Limits() Limits { return m.limits }
 
-// Stats counts the module's instances.
-func (m *Module) Stats() Stats { return m.pool.stats() }
+// Stats counts the module's instances, of all its hooks together.
+func (m *Module) Stats() Stats {
+	var s Stats
+	for _, p := range m.pools {
+		if p != nil {
+			s = s.plus(p.stats())
+		}
+	}
+	return s
+}
 
 func (m *Module) logger() *slog.Logger     { return m.log.Load() }
 func (m *Module) setLogger(l *slog.Logger) { m.log.Store(l) }
-
-// Reconcile calls the module's reconcile hook with req on an idle instance,
-// creating one if none is idle and fewer than Limits.Instances exist, or
-// waiting (until ctx is done) for one to be free.
-//
-// A failure of the guest is a *CallError; the instance is discarded unless
-// the guest itself reported a status other than abi.StatusPanic. Calls
-// after Close fail with ErrClosed.
-func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
-	if req == nil {
-		return nil, &CallError{Module: m.name, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	if !m.reconciles {
-		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, abi.ErrNoHook)
-	}
-	if err := ctx.Err(); err != nil {
-		// Calling would only interrupt the guest at once and cost an instance.
-		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, err)
-	}
-	inst, err := m.pool.acquire(ctx)
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.name, req.Key, ErrClosed)
-		}
-		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.name, req.Key, err)
-	}
-	if inst == nil {
-		var kind ErrorKind
-		inst, kind, err = m.newInstance(ctx)
-		if err != nil {
-			m.pool.release(nil, false)
-			return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
-		}
-		m.pool.added()
-	}
-	res, kind, keep, err := inst.doReconcile(ctx, m.limits, req)
-	m.pool.release(inst, keep)
-	if err != nil {
-		if m.interrupted.Load() {
-			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.name, req.Key, ErrClosed, err)
-		}
-		return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
-	}
-	return res, nil
-}
 
 // Close stops new calls, waits until ctx is done for calls in flight to
 // finish, and then releases the module's instances and runtime, interrupting
 // any call still running. Close is idempotent.
 func (m *Module) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
-		if !m.pool.close(ctx) {
-			m.interrupted.Store(true)
+		// Pools close one after the other, each under ctx: a module's
+		// hooks share its deadline for draining.
+		for _, p := range m.pools {
+			if p != nil && !p.close(ctx) {
+				m.interrupted.Store(true)
+			}
 		}
 		if err := m.runtime.Close(context.WithoutCancel(ctx)); err != nil {
 			m.closeErr = fmt.Errorf("close module %q: %w", m.name, err)

@@ -49,7 +49,7 @@ func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 // skip the walk.
 func holdsNoString(resp *abi.Response) bool {
 	r := resp.Result
-	return resp.Message == "" && (r == nil || r.Message == "" && len(r.Actions) == 0)
+	return resp.Message == "" && resp.Admit == nil && (r == nil || r.Message == "" && len(r.Actions) == 0)
 }
 
 // checkOutputShape refuses, before it is decoded, an output with more

@@ -155,3 +155,14 @@ func (p *pool) stats() Stats {
 		Discarded: p.discarded.Load(),
 	}
 }
+
+// plus adds o's counts to s's; Peak adds too, a bound on the peak of the sum.
+func (s Stats) plus(o Stats) Stats {
+	return Stats{
+		Live:      s.Live + o.Live,
+		Busy:      s.Busy + o.Busy,
+		Peak:      s.Peak + o.Peak,
+		Created:   s.Created + o.Created,
+		Discarded: s.Discarded + o.Discarded,
+	}
+}

@@ -190,13 +190,46 @@ func checkManifest(source string, m *abi.Manifest, marker abi.Version) error {
 		if _, ok := abi.HookExports[h]; !ok {
 			return bad("hooks[%d] %q is not a known hook (%s)", i, h, strings.Join(knownHooks(), ", "))
 		}
+		if h == abi.HookAdmit && marker.Minor < 1 {
+			return bad("hooks[%d] %q needs ABI 1.1, but the module was built for %s", i, h, marker)
+		}
 	}
 	for i, c := range m.Capabilities {
-		if !slices.Contains(abi.ActionTypes, c.Action) {
-			return bad("capabilities[%d].action %q is not a known action type (%s)", i, c.Action, strings.Join(abi.ActionTypes, ", "))
+		if !slices.Contains(abi.CapabilityNames, c.Action) {
+			return bad("capabilities[%d].action %q is not a known action type (%s)", i, c.Action, strings.Join(abi.CapabilityNames, ", "))
 		}
 		if c.Action != abi.ActionDeleteVolume && len(c.Resources) == 0 {
 			return bad("capabilities[%d].resources is empty: list the resources action %q may touch", i, c.Action)
+		}
+		if c.Action == abi.CapabilityMutate && len(c.Paths) == 0 {
+			return bad("capabilities[%d].paths is empty: list the JSON Pointer prefixes a patch may touch, e.g. /metadata/labels", i)
+		}
+	}
+	return checkAdmission(m, bad)
+}
+
+// checkAdmission checks the admission section against the hooks: present,
+// with rules, exactly when the module admits.
+func checkAdmission(m *abi.Manifest, bad func(string, ...any) error) error {
+	admits := slices.Contains(m.Hooks, abi.HookAdmit)
+	switch {
+	case !admits && m.Admission != nil:
+		return bad("admission is set but hooks does not list %q", abi.HookAdmit)
+	case !admits:
+		return nil
+	case m.Admission == nil || len(m.Admission.Rules) == 0:
+		return bad("hook %q needs admission.rules: say which operations on which resources the module admits", abi.HookAdmit)
+	case len(m.Admission.MatchConditions) > 64:
+		return bad("admission.matchConditions holds %d conditions, more than the API server's 64", len(m.Admission.MatchConditions))
+	}
+	for i, r := range m.Admission.Rules {
+		if len(r.Operations) == 0 || len(r.APIVersions) == 0 || len(r.Resources) == 0 || r.APIGroups == nil {
+			return bad("admission.rules[%d] needs operations, apiGroups, apiVersions and resources", i)
+		}
+		for j, op := range r.Operations {
+			if !slices.Contains([]string{abi.OperationCreate, abi.OperationUpdate, abi.OperationDelete, abi.OperationConnect, "*"}, op) {
+				return bad("admission.rules[%d].operations[%d] %q is not CREATE, UPDATE, DELETE, CONNECT or *", i, j, op)
+			}
 		}
 	}
 	return nil

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-
-	"github.com/kubeplug/kubeplug/abi"
 )
 
 // The harness protocol: how a test binary talks to "kubeplug harness --module
@@ -16,7 +14,9 @@ import (
 //	client -> server, per call:     request frame
 //	server -> client, per call:     response frame
 //
-//	request frame:  | length u32 big-endian | encoded abi.ReconcileRequest (length bytes) |
+//	request frame:  | length u32 big-endian | hook u8 | encoded request (length-1 bytes) |
+//	  hook 0: the request is an abi.ReconcileRequest, for the reconcile hook
+//	  hook 1: the request is an abi.AdmitRequest, for the admit hook (ABI 1.1)
 //	response frame: | kind u8 | length u32 big-endian | body (length bytes) |
 //	  kind 0: body is an encoded abi.Response (or, for the first frame, abi.Manifest)
 //	  kind 1: body is the host's error text (UTF-8): the call failed in the host
@@ -36,10 +36,21 @@ const (
 // allocating gigabytes.
 const maxFrame = 64 << 20
 
-// appendRequest appends the request frame of req to dst.
-func appendRequest(dst []byte, req *abi.ReconcileRequest) ([]byte, error) {
+// Request frame hooks.
+const (
+	hookReconcile byte = 0
+	hookAdmit     byte = 1
+)
+
+// message is a hook's request as a frame needs it.
+type message interface {
+	MarshalMsg([]byte) ([]byte, error)
+}
+
+// appendRequest appends the request frame of req, for hook, to dst.
+func appendRequest(dst []byte, hook byte, req message) ([]byte, error) {
 	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
+	dst = append(dst, 0, 0, 0, 0, hook)
 	dst, err := req.MarshalMsg(dst)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)

@@ -28,6 +28,7 @@ type LogRecord struct {
 type backend interface {
 	manifest() abi.Manifest
 	reconcile(req *abi.ReconcileRequest, log func(level uint32, msg string)) (*abi.Result, error)
+	admit(req *abi.AdmitRequest, log func(level uint32, msg string)) (*abi.AdmitResponse, error)
 }
 
 // Harness calls one module for one test. It is safe for parallel subtests.
@@ -71,6 +72,14 @@ func (h *Harness) WASM() string { return h.wasm }
 
 // Manifest returns the module's manifest as the host reads it.
 func (h *Harness) Manifest() abi.Manifest { return h.backend.manifest() }
+
+// Admit calls the module's admit hook (ABI 1.1) with req, natively or
+// through the host's runtime as Reconcile does. The answer is the module's,
+// before the host applies its patch: kubeplug test's admission cases check
+// the patched object.
+func (h *Harness) Admit(req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	return h.backend.admit(req, h.log)
+}
 
 // Reconcile calls the module's reconcile hook with req. A module that
 // returns an error, panics or cannot decode req gives an error: natively one

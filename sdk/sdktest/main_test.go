@@ -83,7 +83,11 @@ func serve(mode string) int {
 		}
 		var resp *abi.Response
 		var err error
-		raw.Native(nil, func() { resp, err = abi.DecodeResponse(raw.Reconcile(body)) })
+		dispatch := raw.Reconcile
+		if body[0] == 1 { // the admit hook
+			dispatch = raw.Admit
+		}
+		raw.Native(nil, func() { resp, err = abi.DecodeResponse(dispatch(body[1:])) })
 		if err != nil {
 			write(1, []byte(err.Error()))
 			continue

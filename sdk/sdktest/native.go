@@ -43,6 +43,32 @@ func (n *native) reconcile(req *abi.ReconcileRequest, log func(uint32, string)) 
 	return result(resp)
 }
 
+func (n *native) admit(req *abi.AdmitRequest, log func(uint32, string)) (*abi.AdmitResponse, error) {
+	in, err := req.MarshalMsg(nil)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	var resp *abi.Response
+	raw.Native(log, func() {
+		resp, err = abi.DecodeResponse(bytes.Clone(raw.Admit(in)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return admitResult(resp)
+}
+
+// admitResult turns a decoded admit response into the harness's answer.
+func admitResult(resp *abi.Response) (*abi.AdmitResponse, error) {
+	if err := abi.StatusError(resp.Status, resp.Message); err != nil {
+		return nil, err
+	}
+	if resp.Admit == nil {
+		return nil, errors.New("the module answered the admit hook without an answer")
+	}
+	return resp.Admit, nil
+}
+
 // result turns a decoded response into the harness's answer.
 func result(resp *abi.Response) (*abi.Result, error) {
 	if err := abi.StatusError(resp.Status, resp.Message); err != nil {

@@ -105,12 +105,29 @@ func startRemote(bin, wasm string) (*remote, error) {
 func (r *remote) manifest() abi.Manifest { return r.m }
 
 func (r *remote) reconcile(req *abi.ReconcileRequest, _ func(uint32, string)) (*abi.Result, error) {
+	resp, err := r.call(hookReconcile, req)
+	if err != nil {
+		return nil, err
+	}
+	return result(resp)
+}
+
+func (r *remote) admit(req *abi.AdmitRequest, _ func(uint32, string)) (*abi.AdmitResponse, error) {
+	resp, err := r.call(hookAdmit, req)
+	if err != nil {
+		return nil, err
+	}
+	return admitResult(resp)
+}
+
+// call sends one request frame and reads its response.
+func (r *remote) call(hook byte, req message) (*abi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.broken != nil {
 		return nil, r.broken
 	}
-	frame, err := appendRequest(r.buf[:0], req)
+	frame, err := appendRequest(r.buf[:0], hook, req)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +146,7 @@ func (r *remote) reconcile(req *abi.ReconcileRequest, _ func(uint32, string)) (*
 	if err != nil {
 		return nil, r.fail(err)
 	}
-	return result(resp)
+	return resp, nil
 }
 
 // fail marks the process unusable after a protocol or I/O error, stops it,

@@ -47,7 +47,7 @@ func encode(resp abi.Response) []byte {
 
 func reconcile(in []byte) abi.Response {
 	if module.handler == nil {
-		return abi.Response{Status: abi.StatusNoHook, Message: "no module registered: call sdk.Register from an init function of package main"}
+		return noHook(abi.HookReconcile)
 	}
 	req, err := abi.DecodeTrustedReconcileRequest(in, &last)
 	if err != nil {
@@ -56,36 +56,78 @@ func reconcile(in []byte) abi.Response {
 	if req.Subject != "" && req.Subject != module.manifest.Subject {
 		return abi.Response{Status: abi.StatusBadInput, Message: fmt.Sprintf("request for subject %q, but module %q handles %q", req.Subject, module.manifest.Name, module.manifest.Subject)}
 	}
-	res, panicked, err := call(module.handler, req)
-	switch {
-	case panicked != "":
-		return abi.Response{Status: abi.StatusPanic, Message: panicked}
-	case err != nil:
-		if errors.As(err, new(*badInput)) {
-			return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
+	res, resp := call(module.handler, req)
+	if resp.Status == abi.StatusOK {
+		if res == nil {
+			res = &abi.Result{}
 		}
-		return abi.Response{Status: abi.StatusFailed, Message: err.Error()}
-	case res == nil:
-		return abi.Response{Status: abi.StatusOK, Result: &abi.Result{}}
+		resp.Result = res
 	}
-	return abi.Response{Status: abi.StatusOK, Result: res}
+	return resp
 }
 
-// call runs h and recovers a panic into its message, logging the stack at
-// error level so the author can find the line.
-func call(h Handler, req *abi.ReconcileRequest) (res *abi.Result, panicked string, err error) {
+// lastAdmit is last's twin for the admit hook.
+var lastAdmit abi.AdmitRequest
+
+// Admit is the admit hook (ABI 1.1): it decodes in as an abi.AdmitRequest,
+// calls the registered admit handler, and returns the encoded abi.Response
+// whose Admit holds the answer. It never panics. The returned bytes are
+// valid until the next call.
+func Admit(in []byte) []byte {
+	return encode(admit(in))
+}
+
+func admit(in []byte) abi.Response {
+	if module.admit == nil {
+		return noHook(abi.HookAdmit)
+	}
+	req, err := abi.DecodeTrustedAdmitRequest(in, &lastAdmit)
+	if err != nil {
+		return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
+	}
+	res, resp := call(module.admit, req)
+	if resp.Status == abi.StatusOK {
+		if res == nil {
+			// A handler that says nothing denies nothing it was not asked
+			// about; it is the SDK's answer to a nil response, as for
+			// reconcile's empty result.
+			res = &abi.AdmitResponse{Allowed: true}
+		}
+		resp.Admit = res
+	}
+	return resp
+}
+
+func noHook(hook string) abi.Response {
+	if !Registered() {
+		return abi.Response{Status: abi.StatusNoHook, Message: "no module registered: call sdk.Register from an init function of package main"}
+	}
+	return abi.Response{Status: abi.StatusNoHook, Message: fmt.Sprintf("module %q registered no %s hook", module.manifest.Name, hook)}
+}
+
+// call runs h and turns how it ended into a response status: a panic is
+// recovered into its message, and its stack logged at error level so the
+// author can find the line. resp carries no answer; the caller adds it when
+// resp.Status is StatusOK.
+func call[Req, Res any](h func(*Req) (*Res, error), req *Req) (res *Res, resp abi.Response) {
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
-		panicked = fmt.Sprint(r)
+		panicked := fmt.Sprint(r)
 		if panicked == "" {
 			panicked = "panic with an empty value"
 		}
-		res, err = nil, nil
+		res, resp = nil, abi.Response{Status: abi.StatusPanic, Message: panicked}
 		WriteLog(abi.LogError, "panic: "+panicked+"\n"+string(debug.Stack()))
 	}()
-	res, err = h(req)
-	return res, "", err
+	res, err := h(req)
+	switch {
+	case err == nil:
+		return res, abi.Response{Status: abi.StatusOK}
+	case errors.As(err, new(*badInput)):
+		return nil, abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
+	}
+	return nil, abi.Response{Status: abi.StatusFailed, Message: err.Error()}
 }

@@ -35,7 +35,7 @@ func register(t *testing.T) {
 	t.Helper()
 	raw.Reset()
 	t.Cleanup(raw.Reset)
-	if err := raw.Register(manifest, handler); err != nil {
+	if err := raw.Register(manifest, handler, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,12 +139,12 @@ func TestRegister(t *testing.T) {
 	if m.Name != manifest.Name || m.Subject != manifest.Subject {
 		t.Errorf("manifest = %+v, want %+v", m, manifest)
 	}
-	err = raw.Register(abi.Manifest{Name: "second"}, handler)
+	err = raw.Register(abi.Manifest{Name: "second"}, handler, nil)
 	if !errors.Is(err, raw.ErrRegistered) {
 		t.Errorf("second Register: %v, want ErrRegistered", err)
 	}
 	raw.Reset()
-	if err := raw.Register(manifest, nil); err == nil {
+	if err := raw.Register(manifest, nil, nil); err == nil {
 		t.Error("Register with a nil handler succeeded")
 	}
 }
@@ -176,4 +176,63 @@ func TestNativeLog(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], "dispatch_test.go") {
 		t.Errorf("panic log = %q, want a stack naming the test file", got)
 	}
+}
+
+func admitHandler(req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	switch req.Name {
+	case "fail":
+		return nil, errors.New("no can do")
+	case "panic":
+		panic("admit panicked")
+	case "nil":
+		return nil, nil
+	}
+	return &abi.AdmitResponse{Allowed: false, Message: "saw " + req.Name}, nil
+}
+
+func TestAdmitDispatch(t *testing.T) {
+	raw.Reset()
+	t.Cleanup(raw.Reset)
+	if err := raw.Register(manifest, nil, admitHandler); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		status  abi.Status
+		message string
+		allowed bool
+	}{
+		{"x", abi.StatusOK, "saw x", false},
+		{"nil", abi.StatusOK, "", true},
+		{"fail", abi.StatusFailed, "no can do", false},
+		{"panic", abi.StatusPanic, "admit panicked", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := (&abi.AdmitRequest{Name: c.name}).MarshalMsg(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp *abi.Response
+			raw.Native(nil, func() { resp = decode(t, raw.Admit(in)) })
+			if resp.Status != c.status {
+				t.Fatalf("status %v (%s), want %v", resp.Status, resp.Message, c.status)
+			}
+			if c.status != abi.StatusOK {
+				if !strings.Contains(resp.Message, c.message) {
+					t.Fatalf("message %q, want %q", resp.Message, c.message)
+				}
+				return
+			}
+			if resp.Admit == nil || resp.Admit.Allowed != c.allowed || resp.Admit.Message != c.message {
+				t.Fatalf("answer %+v, want allowed %v message %q", resp.Admit, c.allowed, c.message)
+			}
+		})
+	}
+	t.Run("reconcile of an admit-only module", func(t *testing.T) {
+		resp := decode(t, raw.Reconcile(encode(t, &abi.ReconcileRequest{Key: "x"})))
+		if resp.Status != abi.StatusNoHook || !strings.Contains(resp.Message, "registered no reconcile hook") {
+			t.Fatalf("got %v %q", resp.Status, resp.Message)
+		}
+	})
 }

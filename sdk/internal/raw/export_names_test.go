@@ -31,7 +31,7 @@ func directives(t *testing.T, file, kind string) []string {
 
 func TestExportNames(t *testing.T) {
 	got := directives(t, "exports_wasip1.go", "wasmexport")
-	want := []string{abi.VersionExport, abi.ExportMalloc, abi.ExportManifest, abi.ExportReconcile}
+	want := []string{abi.VersionExport, abi.ExportMalloc, abi.ExportManifest, abi.ExportReconcile, abi.ExportAdmit}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
@@ -40,7 +40,7 @@ func TestExportNames(t *testing.T) {
 }
 
 func TestVersionMarker(t *testing.T) {
-	const marker = "kubeplug_abi_version_1_0_0"
+	const marker = "kubeplug_abi_version_1_1_0"
 	if marker != abi.VersionExport {
 		t.Fatalf("abi.VersionExport is %q: update the marker in exports_wasip1.go and this test", abi.VersionExport)
 	}

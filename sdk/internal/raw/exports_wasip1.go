@@ -15,7 +15,7 @@ import (
 // abiVersion is the version marker: its name carries the ABI version this SDK
 // speaks (abi.VersionExport). The host never calls it.
 //
-//go:wasmexport kubeplug_abi_version_1_0_0
+//go:wasmexport kubeplug_abi_version_1_1_0
 func abiVersion() {}
 
 // maxInput bounds one input so that a confused host gets 0 ("cannot
@@ -57,12 +57,22 @@ func manifest() uint64 {
 // returned; anything else is refused rather than read through a raw pointer.
 //
 //go:wasmexport kubeplug_on_reconcile
-func onReconcile(ptr, length uint32) uint64 {
+func onReconcile(ptr, length uint32) uint64 { return hook(ptr, length, Reconcile) }
+
+// onAdmit is the admit hook (ABI 1.1), under onReconcile's rules. A module
+// that registers no admit handler answers StatusNoHook; the host never calls
+// it then, as its manifest does not list the hook.
+//
+//go:wasmexport kubeplug_on_admit
+func onAdmit(ptr, length uint32) uint64 { return hook(ptr, length, Admit) }
+
+// hook checks the input region and runs dispatch on a copy of it.
+func hook(ptr, length uint32, dispatch func([]byte) []byte) uint64 {
 	var resp []byte
 	if len(in) == 0 || ptr != addr(in) || int(length) > len(in) {
 		resp = BadInput(fmt.Sprintf("input region (ptr %d, len %d) is not within the buffer kubeplug_malloc returned (ptr %d, size %d)", ptr, length, addrOrZero(in), len(in)))
 	} else {
-		resp = Reconcile(copyInput(in[:length]))
+		resp = dispatch(copyInput(in[:length]))
 	}
 	return abi.PackPtrLen(addr(resp), uint32(len(resp)))
 }

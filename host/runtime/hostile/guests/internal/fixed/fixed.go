@@ -15,6 +15,9 @@ var in, manifestBytes, response []byte
 // Answer makes the guest declare m and answer every reconcile with the
 // encoded Response resp. Call it from the guest's init.
 func Answer(m abi.Manifest, resp []byte) {
+	// The marker below is ABI 1.0's: these guests stay 1.0 modules, which
+	// a 1.1 host must keep running unchanged.
+	m.ABIVersion = "1.0.0"
 	b, err := m.MarshalMsg(nil)
 	if err != nil {
 		panic(err)
