@@ -25,6 +25,11 @@ type Options struct {
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty serves nothing.
 	MetricsAddr string
+	// WebhookAddr, when set, serves the admit hooks of the modules as
+	// admission webhooks at https://WebhookAddr/admit/<module>, on every
+	// replica whatever the leader election, with the serving certificate
+	// of WebhookCertDir (tls.crt, tls.key), reloaded when it changes.
+	WebhookAddr, WebhookCertDir string
 	// LeaderElection, when set, runs the controllers only while this host
 	// holds the lease.
 	LeaderElection *LeaderElection

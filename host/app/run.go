@@ -134,7 +134,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ctrls := make([]*controller.Controller, 0, len(mods))
 	for _, mod := range mods {
-		ctrls = append(ctrls, controller.New(mod, deps))
+		if reconciles(mod) { // an admit-only module has no controller
+			ctrls = append(ctrls, controller.New(mod, deps))
+		}
 	}
 	if err := controller.Wire(cache, ctrls, log); err != nil {
 		return err
@@ -149,6 +151,11 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return errors.New("informer caches did not sync")
 	}
+	stopWebhook, err := startWebhook(ctx, opts, file, mods, cache, client, m, log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhook()
 	ready.Ready()
 	log.Info("caches synced; host ready", "modules", len(ctrls))
 

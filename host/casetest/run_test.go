@@ -23,6 +23,10 @@ type fakeModule struct {
 
 func (f *fakeModule) Manifest() abi.Manifest { return f.manifest }
 
+func (f *fakeModule) Admit(context.Context, *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	return nil, abi.ErrNoHook
+}
+
 func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	f.requests = append(f.requests, req)
 	return f.decide(req)

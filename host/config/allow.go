@@ -69,6 +69,12 @@ func Beyond(asked, allow []abi.Capability) []abi.Capability {
 			}
 			continue
 		}
+		if c.Action == abi.CapabilityMutate {
+			if m := beyondPaths(c, allow); m != nil {
+				out = append(out, *m)
+			}
+			continue
+		}
 		var missing []string
 		for _, r := range c.Resources {
 			if !granted(c.Action, r) {
@@ -80,6 +86,32 @@ func Beyond(asked, allow []abi.Capability) []abi.Capability {
 		}
 	}
 	return out
+}
+
+// beyondPaths returns what of the mutate capability c allow does not
+// grant: each resource with the paths no granted mutate covers (a path is
+// covered by itself, a prefix of it, or "*").
+func beyondPaths(c abi.Capability, allow []abi.Capability) *abi.Capability {
+	var res, paths []string
+	for _, r := range c.Resources {
+		for _, path := range c.Paths {
+			ok := slices.ContainsFunc(allow, func(a abi.Capability) bool {
+				return a.AllowsPatch(r, path) && (r != "*" || slices.Contains(a.Resources, "*")) && (path != "*" || slices.Contains(a.Paths, "*"))
+			})
+			if !ok {
+				if !slices.Contains(res, r) {
+					res = append(res, r)
+				}
+				if !slices.Contains(paths, path) {
+					paths = append(paths, path)
+				}
+			}
+		}
+	}
+	if res == nil {
+		return nil
+	}
+	return &abi.Capability{Action: c.Action, Resources: res, Paths: paths}
 }
 
 // AllowBlock returns caps as an allow: block to paste under a module's
@@ -108,6 +140,13 @@ func capabilityYAML(c abi.Capability) string {
 			rs[i] = yamlString(r)
 		}
 		s += ", resources: [" + strings.Join(rs, ", ") + "]"
+	}
+	if len(c.Paths) > 0 {
+		ps := make([]string, len(c.Paths))
+		for i, p := range c.Paths {
+			ps[i] = yamlString(p)
+		}
+		s += ", paths: [" + strings.Join(ps, ", ") + "]"
 	}
 	return s + "}"
 }
@@ -141,7 +180,7 @@ func (p *parser) allow(n *yaml.Node, field string) []abi.Capability {
 	return out
 }
 
-var capabilityFields = []string{"action", "resources"}
+var capabilityFields = []string{"action", "resources", "paths"}
 
 // capability converts one entry of an allow: list.
 func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
@@ -152,18 +191,24 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 	}
 	v, ok := vals["action"]
 	if !ok {
-		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.ActionTypes, ", "))
+		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.CapabilityNames, ", "))
 		return c, false
 	}
 	s, ok := p.scalar(v, join(field, "action"), abi.ActionAddFinalizer)
 	if !ok {
 		return c, false
 	}
-	if !slices.Contains(abi.ActionTypes, s) {
-		p.addf(v, join(field, "action"), "%q is not an action%s; use one of %s", s, didYouMean(s, abi.ActionTypes), strings.Join(abi.ActionTypes, ", "))
+	if !slices.Contains(abi.CapabilityNames, s) {
+		p.addf(v, join(field, "action"), "%q is not an action%s; use one of %s", s, didYouMean(s, abi.CapabilityNames), strings.Join(abi.CapabilityNames, ", "))
 		return c, false
 	}
 	c.Action = s
+	if pv, ok := vals["paths"]; ok {
+		c.Paths = p.patchPaths(pv, join(field, "paths"), c.Action)
+	} else if c.Action == abi.CapabilityMutate {
+		p.addf(n, field, "paths is missing; name the JSON Pointers a patch may touch, e.g. paths: [/metadata/labels], or [\"*\"] for any")
+		return c, false
+	}
 	rv, ok := vals["resources"]
 	if !ok {
 		if c.Action != abi.ActionDeleteVolume {
@@ -192,6 +237,32 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 		}
 	}
 	return c, true
+}
+
+// patchPaths converts the paths of a mutate capability: JSON Pointers, or "*".
+func (p *parser) patchPaths(n *yaml.Node, field, action string) []string {
+	if action != abi.CapabilityMutate {
+		p.addf(n, field, "paths apply to the mutate capability only; remove them from %s", action)
+		return nil
+	}
+	ns, ok := p.list(n, field, "a list of JSON Pointers, e.g. [/metadata/labels]")
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, e := range ns {
+		f := index(field, i)
+		s, ok := p.scalar(e, f, "/metadata/labels")
+		if !ok {
+			continue
+		}
+		if s != "*" && (!strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/")) {
+			p.addf(e, f, "%q is not a JSON Pointer; use e.g. /metadata/labels (starting with /, not ending with one), or \"*\" for any", s)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // didYouMean returns " (did you mean K?)" for the known name K that s is

@@ -7,11 +7,18 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// Failure policies of an admitting module (admission.failurePolicy).
+const (
+	FailurePolicyFail   = "Fail"
+	FailurePolicyIgnore = "Ignore"
 )
 
 // Mode says whether the host carries out a module's actions.
@@ -60,6 +67,12 @@ type Module struct {
 	// nil when the entry has no allow: (the module may then run only in
 	// shadow mode); empty, and granting nothing, for allow: [].
 	Allow []abi.Capability
+	// FailurePolicy answers an admission request when the module's admit
+	// hook fails: FailurePolicyFail (the default) or FailurePolicyIgnore.
+	FailurePolicy string
+	// WebhookTimeout is the webhook's timeoutSeconds, whole seconds from 1s
+	// to 30s; zero means the API server's default (10s).
+	WebhookTimeout time.Duration
 
 	// pinnedAt says where SHA256 was set (file:line), so that a digest
 	// mismatch can say where to fix it.

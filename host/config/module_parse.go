@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +18,7 @@ import (
 )
 
 var (
-	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow"}
+	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission"}
 	limitFields  = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
 )
 
@@ -139,6 +140,9 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	}
 	if v, ok := vals["allow"]; ok {
 		m.Allow = p.allow(v, join(field, "allow"))
+	}
+	if v, ok := vals["admission"]; ok {
+		p.admission(v, join(field, "admission"), &m)
 	}
 	m.definedAt = fmt.Sprintf("%s:%d (%s)", p.file, n.Line, field)
 	return m, nameAt
@@ -271,4 +275,34 @@ func labelLike(s string) string {
 		return "my-module"
 	}
 	return out
+}
+
+var admissionFields = []string{"failurePolicy", "timeout"}
+
+// admission converts a module's admission: block, the webhook settings of
+// a module with an admit hook.
+func (p *parser) admission(n *yaml.Node, field string, m *Module) {
+	vals, ok := p.fields(n, field, "the module's webhook settings: {failurePolicy: Fail, timeout: 5s}", admissionFields...)
+	if !ok {
+		return
+	}
+	if v, ok := vals["failurePolicy"]; ok {
+		if s, ok := p.scalar(v, join(field, "failurePolicy"), FailurePolicyFail); ok {
+			switch s {
+			case FailurePolicyFail, FailurePolicyIgnore:
+				m.FailurePolicy = s
+			default:
+				p.addf(v, join(field, "failurePolicy"), "%q is not a failure policy; use Fail (deny a request when the module fails) or Ignore (allow it)", s)
+			}
+		}
+	}
+	if v, ok := vals["timeout"]; ok {
+		if d, ok := p.duration(v, join(field, "timeout"), false, "5s"); ok {
+			if d%time.Second != 0 || d < time.Second || d > 30*time.Second {
+				p.addf(v, join(field, "timeout"), "%s is not a webhook timeout; the API server takes whole seconds from 1s to 30s", d)
+			} else {
+				m.WebhookTimeout = d
+			}
+		}
+	}
 }

@@ -26,6 +26,10 @@ func (g *fakeGuest) Manifest() abi.Manifest {
 	return abi.Manifest{Name: "fake", Version: g.version, Subject: abi.SubjectStatefulSet, Capabilities: g.caps}
 }
 
+func (g *fakeGuest) Admit(context.Context, *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	return nil, abi.ErrNoHook
+}
+
 func (g *fakeGuest) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	return g.reconcile(ctx, req)
 }

@@ -26,6 +26,9 @@ import (
 type Guest interface {
 	Manifest() abi.Manifest
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
+	// Admit is the admit hook (ABI 1.1); the webhook server calls it for
+	// modules whose manifest lists the hook, the controller never does.
+	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 }
 
 var _ Guest = (*runtime.Module)(nil)

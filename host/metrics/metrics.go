@@ -44,6 +44,17 @@ type Metrics struct {
 	// ModuleInfo is 1 for each loaded module, labelled with its manifest
 	// version, subject, mode and file digest.
 	ModuleInfo *prometheus.GaugeVec
+	// HookCalls counts calls of hooks other than reconcile (which has the
+	// series above) by module, hook and result: for admit, allowed,
+	// mutated, denied, failed-open and failed-closed (the failure policy
+	// answered).
+	HookCalls *prometheus.CounterVec
+	// HookErrors counts the failures among them by module, hook and
+	// reason (request, call, patch).
+	HookErrors *prometheus.CounterVec
+	// HookSeconds is the latency of one such call, from the request to
+	// the answer.
+	HookSeconds *prometheus.HistogramVec
 }
 
 // New creates the metrics in a new registry, with Go and process collectors.
@@ -93,12 +104,26 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "module_info",
 			Help: "1 for each loaded module, with its version, subject, mode and sha256.",
 		}, []string{"module", "version", "subject", "mode", "sha256"}),
+		HookCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "hook_calls_total",
+			Help: "Calls of a module's hooks other than reconcile, by module, hook and result (admit: allowed, mutated, denied, failed-open, failed-closed).",
+		}, []string{"module", "hook", "result"}),
+		HookErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "hook_errors_total",
+			Help: "Failed hook calls answered by the module's failure policy, by module, hook and reason (request, call, patch).",
+		}, []string{"module", "hook", "reason"}),
+		HookSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "hook_duration_seconds",
+			Help:    "Time of one hook call other than reconcile, from request to answer.",
+			Buckets: latency,
+		}, []string{"module", "hook"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.ModuleInfo,
+		m.HookCalls, m.HookErrors, m.HookSeconds,
 	)
 	return m
 }

@@ -75,6 +75,8 @@ its allow: list grants included).`,
 	f.StringVar(&o.ConfigPath, "config", "", "host configuration file (required)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster configuration")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address for /metrics, /healthz and /readyz; empty disables them")
+	f.StringVar(&o.WebhookAddr, "webhook-addr", "", "address to serve the modules' admit hooks on as admission webhooks (https://ADDR/admit/<module>); empty serves none")
+	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate, tls.crt and tls.key; reloaded when they change")
 	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
 	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")
 	f.StringVar(&le.name, "leader-elect-name", "kubeplug", "name of the leader Lease")

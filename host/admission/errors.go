@@ -1,0 +1,23 @@
+package admission
+
+import "errors"
+
+// Why the failure policy answered instead of the module. Match with
+// errors.Is on Outcome.Failure.
+var (
+	// ErrCall: the call failed (trap, deadline, memory, output refused,
+	// the module's own error).
+	ErrCall = errors.New("module call failed")
+	// ErrPatch: the module's patch does not apply to the object, or is
+	// not allowed (touches a path its granted mutate capabilities do not
+	// cover, comes with a denial, or the module is not a mutating one).
+	ErrPatch = errors.New("patch refused")
+	// ErrRequest: the admission request could not be turned into the
+	// module's input (an object that does not decode as its kind, a cache
+	// read that failed).
+	ErrRequest = errors.New("bad admission request")
+)
+
+// ErrReview wraps the server's refusals of an HTTP request that is not one
+// AdmissionReview v1 with a request.
+var ErrReview = errors.New("bad AdmissionReview")

@@ -1,0 +1,71 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// Admitter is a loaded module as admission needs it; the host's
+// runtime.Module satisfies it.
+type Admitter interface {
+	Manifest() abi.Manifest
+	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
+}
+
+// Failure policies, as admissionregistration.k8s.io/v1 names them.
+const (
+	// Fail denies a request whose module failed.
+	Fail = "Fail"
+	// Ignore allows it.
+	Ignore = "Ignore"
+)
+
+// DefaultTimeout is the webhook timeout when a module entry sets none: the
+// API server's own default.
+const DefaultTimeout = 10 * time.Second
+
+// Module is one admitting module as the webhook serves it.
+type Module struct {
+	// Name is the module's entry name; the webhook path is /admit/<Name>.
+	Name     string
+	Admitter Admitter
+	// Granted are the capabilities the operator's allow: grants the
+	// module (config.Module.Grant); a patch may touch only the paths of
+	// their mutate capabilities.
+	Granted []abi.Capability
+	// Config is the module's configuration as JSON.
+	Config []byte
+	// FailurePolicy is Fail (the default when empty) or Ignore.
+	FailurePolicy string
+	// Timeout is the webhook's timeoutSeconds in the generated
+	// configuration, and the bound of a call when the API server does not
+	// send one; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+func (m *Module) failurePolicy() string {
+	if m.FailurePolicy == Ignore {
+		return Ignore
+	}
+	return Fail
+}
+
+func (m *Module) timeout() time.Duration {
+	if m.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return m.Timeout
+}
+
+// callBudget is how long a call may take when the API server gives up after
+// apiTimeout: the answer has to travel back and be read, so the call ends a
+// margin earlier, a fifth of the timeout but at most a second.
+func callBudget(apiTimeout time.Duration) time.Duration {
+	margin := min(apiTimeout/5, time.Second)
+	return apiTimeout - margin
+}
+
+func (m *Module) String() string { return fmt.Sprintf("module %q", m.Name) }

@@ -1,0 +1,152 @@
+package admission
+
+import (
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/snapshot"
+)
+
+// request builds the module's input for req: the request's fields, its
+// objects projected, the namespace's labels, and for a statefulset module
+// the state of the StatefulSet the object belongs to.
+func (r *Reviewer) request(m *Module, req *admissionv1.AdmissionRequest) (*abi.AdmitRequest, error) {
+	in := &abi.AdmitRequest{
+		UID:         string(req.UID),
+		Operation:   string(req.Operation),
+		Kind:        abi.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind},
+		Resource:    abi.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource},
+		SubResource: req.SubResource,
+		Namespace:   req.Namespace,
+		Name:        req.Name,
+		UserInfo: abi.UserInfo{
+			Username: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups,
+		},
+		DryRun: req.DryRun != nil && *req.DryRun,
+		Now:    r.now(),
+		Config: m.Config,
+	}
+	if len(req.UserInfo.Extra) > 0 {
+		in.UserInfo.Extra = make(map[string][]string, len(req.UserInfo.Extra))
+		for k, v := range req.UserInfo.Extra {
+			in.UserInfo.Extra[k] = v
+		}
+	}
+	var err error
+	var obj, old any
+	if in.Object, obj, err = project(req.Kind.Kind, req.Object); err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	if in.OldObject, old, err = project(req.Kind.Kind, req.OldObject); err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	if req.Namespace != "" && r.NamespaceLabels != nil {
+		if in.NamespaceLabels, err = r.NamespaceLabels(req.Namespace); err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", req.Namespace, err)
+		}
+	}
+	if m.Admitter.Manifest().Subject == abi.SubjectStatefulSet && r.Lister != nil {
+		if obj == nil {
+			obj = old // a DELETE carries the old object only
+		}
+		if in.StatefulSet, err = r.statefulSet(req.Namespace, req.Name, obj, m.Config); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// statefulSet returns the state of the StatefulSet obj belongs to, as the
+// snapshot builder makes it for a reconcile, or nil.
+func (r *Reviewer) statefulSet(ns, name string, obj any, config []byte) (*abi.StatefulSetSubject, error) {
+	var keys []string
+	var err error
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		keys = []string{ns + "/" + name}
+	case *corev1.PersistentVolumeClaim:
+		// A claim being created has no namespace in its body when the
+		// request gives it in the URL.
+		c := *o
+		c.Namespace = ns
+		if keys, err = snapshot.SetKeysForClaim(&c, r.Lister); err != nil {
+			return nil, err
+		}
+	case *corev1.Pod:
+		p := *o
+		p.Namespace = ns
+		keys = snapshot.SetKeysForPod(&p)
+	case *unstructured.Unstructured:
+		u := o.DeepCopy()
+		u.SetNamespace(ns)
+		if k := snapshot.SetKeyForClaimUpdate(u); k != "" {
+			keys = []string{k}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	b := snapshot.Builder{Lister: r.Lister}
+	rr, err := b.StatefulSet(keys[0], config)
+	if err != nil || rr == nil {
+		return nil, err
+	}
+	return rr.StatefulSet, nil
+}
+
+// project decodes raw as kind and projects it into the wire type of its
+// kind; for a kind the ABI does not project, only JSON is set. It also
+// returns the decoded object, nil for an absent one.
+func project(kind string, raw runtime.RawExtension) (*abi.AdmitObject, any, error) {
+	if len(raw.Raw) == 0 {
+		return nil, nil, nil
+	}
+	out := &abi.AdmitObject{Kind: kind, JSON: raw.Raw}
+	var err error
+	var obj any
+	switch kind {
+	case abi.KindPersistentVolumeClaim:
+		var c corev1.PersistentVolumeClaim
+		if err = json.Unmarshal(raw.Raw, &c); err == nil {
+			out.PersistentVolumeClaim, obj = snapshot.ProjectClaim(&c), &c
+		}
+	case abi.KindStatefulSet:
+		var s appsv1.StatefulSet
+		if err = json.Unmarshal(raw.Raw, &s); err == nil {
+			out.StatefulSet, obj = snapshot.ProjectStatefulSet(&s), &s
+		}
+	case abi.KindPod:
+		var p corev1.Pod
+		if err = json.Unmarshal(raw.Raw, &p); err == nil {
+			out.Pod, obj = snapshot.ProjectPod(&p), &p
+		}
+	case abi.KindPersistentVolume:
+		var v corev1.PersistentVolume
+		if err = json.Unmarshal(raw.Raw, &v); err == nil {
+			out.PersistentVolume, obj = snapshot.ProjectVolume(&v), &v
+		}
+	case abi.KindStorageClass:
+		var c storagev1.StorageClass
+		if err = json.Unmarshal(raw.Raw, &c); err == nil {
+			out.StorageClass, obj = snapshot.ProjectStorageClass(&c), &c
+		}
+	case abi.KindVolumeClaimUpdate:
+		u := &unstructured.Unstructured{}
+		if err = u.UnmarshalJSON(raw.Raw); err == nil {
+			out.VolumeClaimUpdate, err = snapshot.ProjectClaimUpdate(u)
+			obj = u
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
+	}
+	return out, obj, nil
+}

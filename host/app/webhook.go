@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/admission"
+	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/snapshot"
+)
+
+// reconciles reports whether mod has a reconcile hook, and so a controller.
+func reconciles(mod controller.Module) bool {
+	return slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookReconcile)
+}
+
+// admitters returns the modules of mods with an admit hook, with their
+// entries' webhook settings.
+func admitters(file *config.File, mods []controller.Module) []*admission.Module {
+	var out []*admission.Module
+	for _, mod := range mods {
+		if !slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookAdmit) {
+			continue
+		}
+		am := &admission.Module{Name: mod.Name, Admitter: mod.Runtime, Granted: mod.Allowed, Config: mod.Config}
+		for i := range file.Modules {
+			if c := &file.Modules[i]; c.Name == mod.Name {
+				am.FailurePolicy, am.Timeout = c.FailurePolicy, c.WebhookTimeout
+			}
+		}
+		out = append(out, am)
+	}
+	return out
+}
+
+// startWebhook serves the admit hooks of mods on opts.WebhookAddr until ctx
+// is done, with a namespace informer of its own for the namespaces' labels.
+// It returns a function that stops it; nothing runs when no address is set.
+func startWebhook(ctx context.Context, opts Options, file *config.File, mods []controller.Module, lister snapshot.Lister,
+	client kubernetes.Interface, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	if opts.WebhookAddr == "" {
+		return func() {}, nil
+	}
+	if opts.WebhookCertDir == "" {
+		return nil, fmt.Errorf("%w: --webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key", ErrConfig)
+	}
+	factory := informers.NewSharedInformerFactory(client, file.Resync)
+	namespaces := factory.Core().V1().Namespaces()
+	nsInformer := namespaces.Informer()
+	r := &admission.Reviewer{
+		Lister: lister,
+		NamespaceLabels: func(name string) (map[string]string, error) {
+			ns, err := namespaces.Lister().Get(name)
+			if err != nil {
+				return nil, nil // unknown yet: the module sees no labels
+			}
+			return ns.Labels, nil
+		},
+		Observe: func(module string, o *admission.Outcome, took time.Duration) {
+			m.HookCalls.WithLabelValues(module, abi.HookAdmit, o.Result()).Inc()
+			m.HookSeconds.WithLabelValues(module, abi.HookAdmit).Observe(took.Seconds())
+			if reason := o.FailureReason(); reason != "" {
+				m.HookErrors.WithLabelValues(module, abi.HookAdmit, reason).Inc()
+			}
+		},
+		Logger: log,
+	}
+	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, admission.NewHandler(r, admitters(file, mods)), log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	stopCh := make(chan struct{})
+	factory.Start(stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced) {
+		close(stopCh)
+		_ = srv.Shutdown(context.Background())
+		return func() {}, nil
+	}
+	go func() {
+		if err := srv.Serve(); err != nil {
+			log.Error("webhook server", "err", err)
+		}
+	}()
+	log.Info("serving admission webhooks", "addr", srv.Addr(), "modules", len(admitters(file, mods)))
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		close(stopCh)
+		factory.Shutdown()
+	}, nil
+}
