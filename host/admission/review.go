@@ -191,7 +191,6 @@ func (r *Reviewer) now() string {
 	return now().UTC().Format(time.RFC3339Nano)
 }
 
-
 // FailureReason names why the failure policy answered, for metrics:
 // request, call or patch; "" when the module answered.
 func (o *Outcome) FailureReason() string {
