@@ -169,6 +169,12 @@ func Run(ctx context.Context, opts Options) error {
 			wg.Go(func() { c.RunWhile(ctx, writes) })
 		}
 		wg.Wait()
+		if len(ctrls) == 0 { // admit-only modules: the webhook server runs on
+			select {
+			case <-ctx.Done():
+			case <-writes.Done():
+			}
+		}
 	}
 	if opts.LeaderElection == nil {
 		run(ctx, context.WithoutCancel(ctx))
