@@ -33,7 +33,27 @@ type Case struct {
 	Config []byte
 	// Objects are the cluster's objects, with namespaces defaulted.
 	Objects []map[string]any
-	Expect  Expect
+	// Admit, when set, makes this an admission case: the request is
+	// reviewed once, with Objects as the host's caches, and Expect's
+	// admission fields are checked instead of the cluster.
+	Admit  *AdmitRequest
+	Expect Expect
+}
+
+// AdmitRequest is the admission request of an admission case.
+type AdmitRequest struct {
+	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	Operation string
+	// Object and OldObject are the request's objects as the API server
+	// sends them; either may be nil (CREATE has no old object, DELETE no
+	// object). The request's kind, resource, namespace and name are theirs.
+	Object, OldObject map[string]any
+	// User is the request's author: username and groups.
+	Username string
+	Groups   []string
+	DryRun   bool
+	// NamespaceLabels are the labels of the request's namespace.
+	NamespaceLabels map[string]string
 }
 
 // Expect is what the cluster must look like after the run.
@@ -51,6 +71,15 @@ type Expect struct {
 	Events []map[string]any
 	// NoActions requires that the module returned no action in any round.
 	NoActions bool
+
+	// Allowed, Message, Warnings and Object are an admission case's: the
+	// answer (nil: not checked), a substring of a denial's message, the
+	// warnings by substring one-to-one, and the object after the patch by
+	// subset.
+	Allowed  *bool
+	Message  string
+	Warnings []string
+	Object   map[string]any
 }
 
 // ObjectKey names an object of an `absent` expectation.

@@ -19,8 +19,10 @@ import (
 )
 
 var (
-	caseFields   = []string{"name", "now", "config", "objects", "expect"}
-	expectFields = []string{"present", "absent", "volumeDeletes", "events", "noActions"}
+	caseFields   = []string{"name", "now", "config", "objects", "admit", "expect"}
+	expectFields = []string{"present", "absent", "volumeDeletes", "events", "noActions", "allowed", "message", "warnings", "object"}
+	admitFields  = []string{"operation", "object", "oldObject", "userInfo", "dryRun", "namespaceLabels"}
+	userFields   = []string{"username", "groups"}
 	absentFields = []string{"apiVersion", "kind", "namespace", "name"}
 	deleteFields = []string{"driver", "volumeHandle"}
 	eventFields  = []string{"type", "reason", "message", "involvedObject"}
@@ -155,12 +157,118 @@ func (p *parser) parseCase(n *yaml.Node) (Case, error) {
 			return Case{}, err
 		}
 	}
+	if v, ok := fields["admit"]; ok {
+		if c.Admit, err = p.admit(v); err != nil {
+			return Case{}, err
+		}
+	}
 	if v, ok := fields["expect"]; ok {
 		if c.Expect, err = p.expect(v); err != nil {
 			return Case{}, err
 		}
 	}
+	if err := p.checkExpectKind(n, c); err != nil {
+		return Case{}, err
+	}
 	return c, nil
+}
+
+// checkExpectKind refuses expectations of the other kind of case: cluster
+// expectations in an admission case, answer expectations in a reconcile one.
+func (p *parser) checkExpectKind(n *yaml.Node, c Case) error {
+	e := c.Expect
+	admission := e.Allowed != nil || e.Message != "" || e.Warnings != nil || e.Object != nil
+	cluster := e.Present != nil || e.Absent != nil || e.VolumeDeletes != nil || e.Events != nil || e.NoActions
+	switch {
+	case c.Admit != nil && cluster:
+		return p.errorf(n, "an admission case (with admit:) expects allowed, message, warnings and object, not present, absent, volumeDeletes, events or noActions")
+	case c.Admit == nil && admission:
+		return p.errorf(n, "allowed, message, warnings and object are expectations of an admission case: add admit: with the request")
+	case c.Admit != nil && e.Allowed == nil:
+		return p.errorf(n, "an admission case must expect allowed: true or false")
+	}
+	return nil
+}
+
+// admit parses an admission case's request.
+func (p *parser) admit(n *yaml.Node) (*AdmitRequest, error) {
+	fields, err := p.fields(n, "admit", admitFields)
+	if err != nil {
+		return nil, err
+	}
+	a := &AdmitRequest{}
+	v, ok := fields["operation"]
+	if !ok {
+		return nil, p.errorf(n, "admit has no operation: add operation: CREATE (or UPDATE, DELETE, CONNECT)")
+	}
+	if a.Operation, err = p.str(v, "operation"); err != nil {
+		return nil, err
+	}
+	if !slices.Contains([]string{abi.OperationCreate, abi.OperationUpdate, abi.OperationDelete, abi.OperationConnect}, a.Operation) {
+		return nil, p.errorf(v, "operation %q is not CREATE, UPDATE, DELETE or CONNECT", a.Operation)
+	}
+	for _, f := range []struct {
+		name string
+		into *map[string]any
+	}{{"object", &a.Object}, {"oldObject", &a.OldObject}} {
+		if v, ok := fields[f.name]; ok {
+			if *f.into, _, err = p.object(v, "admit."+f.name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if a.Object == nil && a.OldObject == nil {
+		return nil, p.errorf(n, "admit has neither object nor oldObject: give the object the request is about")
+	}
+	if v, ok := fields["userInfo"]; ok {
+		uf, err := p.fields(v, "userInfo", userFields)
+		if err != nil {
+			return nil, err
+		}
+		if u, ok := uf["username"]; ok {
+			if a.Username, err = p.str(u, "userInfo.username"); err != nil {
+				return nil, err
+			}
+		}
+		if g, ok := uf["groups"]; ok {
+			items, err := p.seq(g, "userInfo.groups")
+			if err != nil {
+				return nil, err
+			}
+			for _, item := range items {
+				s, err := p.str(item, "userInfo.groups")
+				if err != nil {
+					return nil, err
+				}
+				a.Groups = append(a.Groups, s)
+			}
+		}
+	}
+	if v, ok := fields["dryRun"]; ok {
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+			return nil, p.errorf(v, "dryRun must be true or false")
+		}
+		a.DryRun = v.Value == "true"
+	}
+	if v, ok := fields["namespaceLabels"]; ok {
+		val, err := p.value(v)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := val.(map[string]any)
+		if !ok {
+			return nil, p.errorf(v, "namespaceLabels must be a mapping of label names to values")
+		}
+		a.NamespaceLabels = map[string]string{}
+		for k, x := range m {
+			s, ok := x.(string)
+			if !ok {
+				return nil, p.errorf(v, "namespaceLabels.%s must be a string", k)
+			}
+			a.NamespaceLabels[k] = s
+		}
+	}
+	return a, nil
 }
 
 func (p *parser) objects(n *yaml.Node) ([]map[string]any, error) {
@@ -303,6 +411,43 @@ func (p *parser) expect(n *yaml.Node) (Expect, error) {
 			return e, p.errorf(v, "noActions must be true or false")
 		}
 		e.NoActions = v.Value == "true"
+	}
+	if v, ok := fields["allowed"]; ok {
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+			return e, p.errorf(v, "allowed must be true or false")
+		}
+		allowed := v.Value == "true"
+		e.Allowed = &allowed
+	}
+	if v, ok := fields["message"]; ok {
+		if e.Message, err = p.str(v, "message"); err != nil {
+			return e, err
+		}
+	}
+	if v, ok := fields["warnings"]; ok {
+		items, err := p.seq(v, "warnings")
+		if err != nil {
+			return e, err
+		}
+		e.Warnings = []string{}
+		for _, item := range items {
+			s, err := p.str(item, "warnings")
+			if err != nil {
+				return e, err
+			}
+			e.Warnings = append(e.Warnings, s)
+		}
+	}
+	if v, ok := fields["object"]; ok {
+		val, err := p.value(v)
+		if err != nil {
+			return e, err
+		}
+		obj, ok := val.(map[string]any)
+		if !ok {
+			return e, p.errorf(v, "object must be a mapping: the fields the object after the patch must have")
+		}
+		e.Object = obj
 	}
 	return e, nil
 }

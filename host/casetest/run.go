@@ -66,15 +66,18 @@ func Run(ctx context.Context, mod controller.Module, c Case, log *slog.Logger) O
 
 func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case, log *slog.Logger) error {
 	m := mod.Runtime.Manifest()
-	kind, ok := subjectKinds[m.Subject]
-	if !ok {
-		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
-	}
 	if mod.Name == "" {
 		mod.Name = m.Name
 	}
 	if c.Config != nil {
 		mod.Config = c.Config
+	}
+	if c.Admit != nil {
+		return o.runAdmission(ctx, mod, c, log)
+	}
+	kind, ok := subjectKinds[m.Subject]
+	if !ok {
+		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
 	}
 	now := c.Now
 	if now.IsZero() {
