@@ -60,9 +60,13 @@ func TestRunAdmission(t *testing.T) {
 		{"patched", labeller, "  allowed: true\n  warnings: [labelled by web]\n  object: {metadata: {labels: {set: web}}}\n", ""},
 		{"wrong label", labeller, "  allowed: true\n  object: {metadata: {labels: {set: db}}}\n", `object.metadata.labels.set: want "db", got "web"`},
 		{"wrong answer", labeller, "  allowed: false\n", "the request was allowed, want denied"},
-		{"denied", func(*abi.AdmitRequest) (*abi.AdmitResponse, error) { return &abi.AdmitResponse{Message: "no claims today"}, nil },
+		{"denied", func(*abi.AdmitRequest) (*abi.AdmitResponse, error) {
+			return &abi.AdmitResponse{Message: "no claims today"}, nil
+		},
 			"  allowed: false\n  message: no claims\n", ""},
-		{"wrong message", func(*abi.AdmitRequest) (*abi.AdmitResponse, error) { return &abi.AdmitResponse{Message: "no claims today"}, nil },
+		{"wrong message", func(*abi.AdmitRequest) (*abi.AdmitResponse, error) {
+			return &abi.AdmitResponse{Message: "no claims today"}, nil
+		},
 			"  allowed: false\n  message: tomorrow\n", `message: "no claims today" does not contain "tomorrow"`},
 		{"module failed", func(*abi.AdmitRequest) (*abi.AdmitResponse, error) { return nil, errors.New("trap") },
 			"  allowed: false\n", "admission failed: module call failed: trap"},
