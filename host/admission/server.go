@@ -124,6 +124,9 @@ type Server struct {
 // Listen listens on addr with the serving certificate of certDir
 // (tls.crt, tls.key), reloaded when the files change.
 func Listen(addr, certDir string, h http.Handler, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	certs, err := NewCertWatcher(certDir, log)
 	if err != nil {
 		return nil, err
