@@ -92,6 +92,7 @@ e2e: build
 
 bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
+	cd host && $(GO) test -run '^$$' -bench AdmitRoundTrip -benchtime 10000x ./admission
 
 generate:
 	hack/gen-abi.sh

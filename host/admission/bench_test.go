@@ -32,7 +32,7 @@ func BenchmarkAdmitRoundTrip(b *testing.B) {
 	require.NoError(b, cluster.Load(map[string]any{
 		"apiVersion": "apps/v1", "kind": "StatefulSet",
 		"metadata": map[string]any{"name": "web", "namespace": "default"},
-		"spec": map[string]any{"volumeClaimTemplates": []any{map[string]any{"metadata": map[string]any{"name": "data"}}}},
+		"spec":     map[string]any{"volumeClaimTemplates": []any{map[string]any{"metadata": map[string]any{"name": "data"}}}},
 	}))
 	r := &admission.Reviewer{Lister: cluster}
 	mod := &admission.Module{Name: "storagepolicy", Admitter: guest, Granted: guest.Manifest().Capabilities}
@@ -46,9 +46,9 @@ func BenchmarkAdmitRoundTrip(b *testing.B) {
 	// difference is the server, the review and the patch.
 	in := &abi.AdmitRequest{
 		UID: "uid-1", Operation: "CREATE", Namespace: "default", Name: "data-web-0",
-		Kind:     abi.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"},
-		Resource: abi.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"},
-		Object:   &abi.AdmitObject{Kind: "PersistentVolumeClaim", PersistentVolumeClaim: &abi.PersistentVolumeClaim{Metadata: abi.ObjectMeta{Name: "data-web-0", Labels: map[string]string{"app": "web"}}}, JSON: []byte(claimJSON)},
+		Kind:        abi.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"},
+		Resource:    abi.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"},
+		Object:      &abi.AdmitObject{Kind: "PersistentVolumeClaim", PersistentVolumeClaim: &abi.PersistentVolumeClaim{Metadata: abi.ObjectMeta{Name: "data-web-0", Labels: map[string]string{"app": "web"}}}, JSON: []byte(claimJSON)},
 		StatefulSet: &abi.StatefulSetSubject{Set: &abi.StatefulSet{Metadata: abi.ObjectMeta{Name: "web", Namespace: "default"}}},
 	}
 	ans, err := guest.Admit(context.Background(), in)
