@@ -118,8 +118,8 @@ func (l Limits) withDefaults() Limits {
 }
 
 // HostMemoryBound is the most host memory, in bytes, the module's guests can
-// make the host hold at once, with the zero fields of l taken as their
-// defaults:
+// make the host hold at once through one hook's pool (a module has one pool
+// per hook), with the zero fields of l taken as their defaults:
 //
 //	Instances × (MemoryBytes (whole pages) + MaxTableElements × 8 + MaxOutputBytes + 100 MiB)
 //

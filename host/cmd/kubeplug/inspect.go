@@ -115,7 +115,8 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 			MemoryBytes: l.MemoryBytes, Deadline: l.Deadline.String(), Instances: l.Instances,
 			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,
 		},
-		HostMemoryBound: l.HostMemoryBound(),
+		// Each hook has a pool of its own (RATIONALE.md, "Why a pool per hook?").
+		HostMemoryBound: l.HostMemoryBound() * uint64(max(len(m.Hooks), 1)),
 	}
 	return d
 }
@@ -167,8 +168,12 @@ func (d description) writeText(w io.Writer) error {
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
 	field("SHA-256", d.SHA256)
 	lim := d.Limits
-	field("Host memory", fmt.Sprintf("at most %s with the default limits: %d instances x (%s memory + %d table elements + %s output + call stack)",
-		humanSize(int(d.HostMemoryBound)), lim.Instances, humanSize(int(lim.MemoryBytes)), lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
+	pools := ""
+	if n := len(m.Hooks); n > 1 {
+		pools = fmt.Sprintf("%d hooks x ", n)
+	}
+	field("Host memory", fmt.Sprintf("at most %s with the default limits: %s%d instances x (%s memory + %d table elements + %s output + call stack)",
+		humanSize(int(d.HostMemoryBound)), pools, lim.Instances, humanSize(int(lim.MemoryBytes)), lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
