@@ -18,14 +18,18 @@ import (
 // fakeAdmitter answers with a fixed answer or error, and records requests.
 type fakeAdmitter struct {
 	mutates bool
+	rules   []abi.AdmissionRule
 	answer  *abi.AdmitResponse
 	err     error
 	seen    []*abi.AdmitRequest
 }
 
 func (f *fakeAdmitter) Manifest() abi.Manifest {
+	if f.rules == nil && !f.mutates {
+		return abi.Manifest{Name: "fake", Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookReconcile}}
+	}
 	return abi.Manifest{Name: "fake", Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookAdmit},
-		Admission: &abi.Admission{Mutates: f.mutates}}
+		Admission: &abi.Admission{Mutates: f.mutates, Rules: f.rules, MatchConditions: []abi.MatchCondition{{Name: "c", Expression: "true"}}}}
 }
 
 func (f *fakeAdmitter) Admit(_ context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {

@@ -54,6 +54,9 @@ func TestWebhookWithHostileGuest(t *testing.T) {
 		{"garbage", "fail", false, false, "malformed"},
 		{"manyops", "fail", false, false, "admit.patch holds 5000 operations, more than the limit of 4096"},
 		{"badutf8", "fail", false, false, "invalid UTF-8"},
+		{"oversize", "fail", false, false, "larger than the 1 MiB limit"},
+		{"badpatch", "fail", false, false, "patch refused: the patch does not apply"},
+		{"badpatch", "ignore", true, false, ""},
 		{"result", "fail", false, false, "no answer to the admit hook"},
 		{"trap", "fail", false, false, "guest"},
 	}

@@ -58,6 +58,7 @@ func TestAdmit(t *testing.T) {
 	}{
 		{"manyops", runtime.KindOutput, "admit.patch holds 5000 operations, more than the limit of 4096"},
 		{"badutf8", runtime.KindOutput, "admit.message: invalid UTF-8"},
+		{"oversize", runtime.KindOutput, "larger than the 1 MiB limit"},
 		{"result", runtime.KindOutput, "no answer to the admit hook"},
 		{"noanswer", runtime.KindOutput, "no answer to the admit hook"},
 		{"loop", runtime.KindDeadline, "deadline"},

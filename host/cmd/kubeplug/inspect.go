@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -146,7 +147,11 @@ func (d description) writeText(w io.Writer) error {
 			caps = append(caps, c.Action)
 			continue
 		}
-		caps = append(caps, c.Action+" on "+strings.Join(c.Resources, ", "))
+		line := c.Action + " on " + strings.Join(c.Resources, ", ")
+		if len(c.Paths) > 0 {
+			line += " at " + strings.Join(c.Paths, ", ")
+		}
+		caps = append(caps, line)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := func(label, value string) {
@@ -162,6 +167,9 @@ func (d description) writeText(w io.Writer) error {
 	field("Subject", m.Subject)
 	field("Hooks", strings.Join(m.Hooks, ", "))
 	field("Capabilities", orNone(strings.Join(caps, "\n")))
+	if a := m.Admission; a != nil {
+		field("Admission", admissionText(a))
+	}
 	field("Description", orNone(m.Description))
 	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
 	field("File", d.Source)
@@ -226,4 +234,25 @@ func humanSize(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// admissionText describes what an admit hook admits, one rule a line.
+func admissionText(a *abi.Admission) string {
+	kind := "validating"
+	if a.Mutates {
+		kind = "mutating"
+	}
+	lines := []string{kind + " webhook"}
+	for _, r := range a.Rules {
+		groups := make([]string, len(r.APIGroups))
+		for i, g := range r.APIGroups {
+			groups[i] = cmp.Or(g, "core")
+		}
+		lines = append(lines, fmt.Sprintf("%s %s (%s/%s)", strings.Join(r.Operations, ","), strings.Join(r.Resources, ","),
+			strings.Join(groups, ","), strings.Join(r.APIVersions, ",")))
+	}
+	for _, c := range a.MatchConditions {
+		lines = append(lines, fmt.Sprintf("when %s: %s", c.Name, c.Expression))
+	}
+	return strings.Join(lines, "\n")
 }

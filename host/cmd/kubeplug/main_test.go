@@ -270,3 +270,27 @@ func TestHarness(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, "warnretain", "the first frame is the module's manifest")
 }
+
+// TestWebhookConfigUsage checks the flags webhook-config refuses before it
+// loads anything.
+func TestWebhookConfigUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no config", []string{"webhook-config", "--url", "https://x"}, "--config is required"},
+		{"neither", []string{"webhook-config", "--config", "h.yaml"}, "give exactly one of --service"},
+		{"both", []string{"webhook-config", "--config", "h.yaml", "--url", "https://x", "--service", "a/b"}, "give exactly one of --service"},
+		{"bad service", []string{"webhook-config", "--config", "h.yaml", "--service", "nonamespace"}, "want NAMESPACE/NAME[:PORT]"},
+		{"bad port", []string{"webhook-config", "--config", "h.yaml", "--service", "a/b:http"}, `port "http" is not a port number`},
+		{"missing ca", []string{"webhook-config", "--config", "h.yaml", "--url", "https://x", "--ca-bundle", "/nonexistent/ca.crt"}, "--ca-bundle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := kubeplug(t, "", tt.args...)
+			require.Equal(t, exitInput, code, errOut)
+			require.Contains(t, errOut, tt.msg)
+		})
+	}
+}

@@ -72,6 +72,18 @@ func admit(ptr, n uint32) uint64 {
 			ops[i] = abi.PatchOperation{Op: abi.PatchRemove, Path: "/a"}
 		}
 		return raw.Respond(&abi.Response{Admit: &abi.AdmitResponse{Allowed: true, Patch: ops}})
+	case "oversize":
+		big := make([]byte, 2<<20)
+		for i := range big {
+			big[i] = 'x'
+		}
+		return raw.Respond(&abi.Response{Admit: &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{
+			{Op: abi.PatchAdd, Path: "/metadata/labels/big", Value: append(append([]byte{'"'}, big...), '"')},
+		}}})
+	case "badpatch":
+		return raw.Respond(&abi.Response{Admit: &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{
+			{Op: abi.PatchRemove, Path: "/metadata/labels/nope"},
+		}}})
 	case "badutf8":
 		return raw.Respond(&abi.Response{Admit: &abi.AdmitResponse{Message: "\xff\xfe"}})
 	case "result":

@@ -1,0 +1,61 @@
+package admission_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/admission"
+)
+
+
+func TestWebhookConfigurations(t *testing.T) {
+	rule := abi.AdmissionRule{Operations: []string{"CREATE", "UPDATE"}, APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"statefulsets"}, Scope: "Namespaced"}
+	mutating := &fakeAdmitter{mutates: true}
+	validating := &fakeAdmitter{}
+	mods := []admission.WebhookModule{
+		{Module: &admission.Module{Name: "mut", Admitter: withRules(mutating, rule)}, Namespaces: []string{"a", "b"}},
+		{Module: &admission.Module{Name: "val", Admitter: withRules(validating, rule), FailurePolicy: admission.Ignore, Timeout: 3 * time.Second}},
+		{Module: &admission.Module{Name: "reconciler", Admitter: &fakeAdmitter{}}}, // no admission: not registered
+	}
+	mc, vc, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "sys", ServiceName: "hook", CABundle: []byte("pem")})
+	require.NoError(t, err)
+	require.Len(t, mc.Webhooks, 1)
+	require.Len(t, vc.Webhooks, 1)
+	require.Equal(t, "kubeplug", mc.Name)
+	require.Equal(t, "MutatingWebhookConfiguration", mc.Kind)
+
+	m := mc.Webhooks[0]
+	require.Equal(t, "mut.admit.kubeplug.dev", m.Name)
+	require.Equal(t, "/admit/mut", *m.ClientConfig.Service.Path)
+	require.Equal(t, int32(443), *m.ClientConfig.Service.Port)
+	require.Equal(t, []byte("pem"), m.ClientConfig.CABundle)
+	require.Equal(t, admissionregistrationv1.Fail, *m.FailurePolicy)
+	require.Equal(t, int32(10), *m.TimeoutSeconds)
+	require.Equal(t, admissionregistrationv1.SideEffectClassNone, *m.SideEffects)
+	require.Equal(t, []string{"v1"}, m.AdmissionReviewVersions)
+	require.Equal(t, []string{"a", "b"}, m.NamespaceSelector.MatchExpressions[0].Values)
+	require.Equal(t, []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, m.Rules[0].Operations)
+	require.Equal(t, admissionregistrationv1.NamespacedScope, *m.Rules[0].Scope)
+	require.Equal(t, "c", m.MatchConditions[0].Name)
+
+	v := vc.Webhooks[0]
+	require.Equal(t, admissionregistrationv1.Ignore, *v.FailurePolicy)
+	require.Equal(t, int32(3), *v.TimeoutSeconds)
+	require.Nil(t, v.NamespaceSelector)
+
+	_, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "http://127.0.0.1:1"})
+	require.ErrorContains(t, err, "want https://HOST[:PORT]")
+	mc, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "https://127.0.0.1:9443/"})
+	require.NoError(t, err)
+	require.Equal(t, "https://127.0.0.1:9443/admit/mut", *mc.Webhooks[0].ClientConfig.URL)
+}
+
+// withRules gives a fake admitter an admission section.
+func withRules(f *fakeAdmitter, r abi.AdmissionRule) admission.Admitter {
+	f.rules = []abi.AdmissionRule{r}
+	return f
+}
