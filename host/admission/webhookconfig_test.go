@@ -11,7 +11,6 @@ import (
 	"github.com/kubeplug/kubeplug/host/admission"
 )
 
-
 func TestWebhookConfigurations(t *testing.T) {
 	rule := abi.AdmissionRule{Operations: []string{"CREATE", "UPDATE"}, APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"statefulsets"}, Scope: "Namespaced"}
 	mutating := &fakeAdmitter{mutates: true}
