@@ -25,11 +25,13 @@ func reconciles(mod controller.Module) bool {
 }
 
 // admitters returns the modules of mods with an admit hook, with their
-// entries' webhook settings.
+// entries' webhook settings. A module in shadow mode is not served: its
+// entry may have no allow: list, and an admission answer cannot be recorded
+// without taking effect.
 func admitters(file *config.File, mods []controller.Module) []*admission.Module {
 	var out []*admission.Module
 	for _, mod := range mods {
-		if !slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookAdmit) {
+		if mod.Shadow || !slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookAdmit) {
 			continue
 		}
 		am := &admission.Module{Name: mod.Name, Admitter: mod.Runtime, Granted: mod.Allowed, Config: mod.Config}

@@ -23,7 +23,8 @@ would, and prints, as YAML for kubectl apply, a MutatingWebhookConfiguration for
 the modules whose admit hook mutates and a ValidatingWebhookConfiguration for
 the others: rules and matchConditions from each module's manifest,
 failurePolicy and timeoutSeconds from its entry's admission: settings,
-sideEffects None, admissionReviewVersions [v1], path /admit/<module>. The API
+sideEffects None, admissionReviewVersions [v1], path /admit/<module>. Entries in
+shadow mode are left out: kubeplug run does not serve their admit hooks. The API
 server reaches the host through --service (a Service in front of kubeplug run
 --webhook-addr) or at --url; --ca-bundle is the PEM of the CA that signed the
 serving certificate (with --service and cert-manager's CA injector it may be
@@ -48,6 +49,9 @@ left out).`,
 			var mods []admission.WebhookModule
 			for i := range file.Modules {
 				c := &file.Modules[i]
+				if c.Mode == config.ModeShadow {
+					continue // kubeplug run does not serve a shadow module's admit hook
+				}
 				l, err := loadModule(cmd.Context(), opts, log, c.Path, c.Limits)
 				if err != nil {
 					if exitCode(err) == exitInput {
