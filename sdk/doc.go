@@ -15,6 +15,11 @@
 //		})
 //	}
 //
+// A module may instead (or also) admit objects at the API server (ABI 1.1):
+// set Admit, an AdmitFunc answering with Allow, Deny or a patch
+// (Admission.Patch), and Admission, the rules the host's webhook
+// configuration is generated from; the host serves it as an admission webhook.
+//
 // Build it as a WASI reactor:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o example.wasm .
@@ -23,6 +28,6 @@
 // against the compiled module when KUBEPLUG_TEST_WASM names it.
 //
 // sdk imports only the standard library and abi (encoding/json only to decode
-// the module configuration). It must stay TinyGo-compatible and must never
+// the module configuration and to encode patch values). It must stay TinyGo-compatible and must never
 // import k8s.io/* or anything from the host: guests link it.
 package sdk
