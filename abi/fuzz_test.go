@@ -10,7 +10,9 @@ import (
 // it. They must return an error or a value, never panic, and whatever they
 // accept must encode again.
 func FuzzDecode(f *testing.F) {
-	for _, seed := range []interface{ MarshalMsg([]byte) ([]byte, error) }{sampleResponse(), sampleRequest(), &abi.Manifest{Name: "x", Hooks: []string{"reconcile"}}} {
+	for _, seed := range []interface{ MarshalMsg([]byte) ([]byte, error) }{sampleResponse(), sampleRequest(), &abi.Manifest{Name: "x", Hooks: []string{"reconcile"}},
+		&abi.Response{Admit: &abi.AdmitResponse{Allowed: true, Warnings: []string{"w"}, Patch: []abi.PatchOperation{{Op: "add", Path: "/a", Value: []byte(`1`)}}}},
+		&abi.AdmitRequest{Operation: "CREATE", Object: &abi.AdmitObject{Kind: "Pod", Pod: &abi.Pod{}, JSON: []byte(`{}`)}}} {
 		b, err := seed.MarshalMsg(nil)
 		if err != nil {
 			f.Fatal(err)
@@ -33,6 +35,11 @@ func FuzzDecode(f *testing.F) {
 		if q, err := abi.DecodeReconcileRequest(b); err == nil {
 			if _, err := q.MarshalMsg(nil); err != nil {
 				t.Fatalf("re-encode request: %v", err)
+			}
+		}
+		if q, err := abi.DecodeAdmitRequest(b); err == nil {
+			if _, err := q.MarshalMsg(nil); err != nil {
+				t.Fatalf("re-encode admit request: %v", err)
 			}
 		}
 	})
