@@ -8,6 +8,8 @@ import (
 	"io"
 	"reflect"
 	"sync"
+
+	"github.com/kubeplug/kubeplug/abi"
 )
 
 // configCache keeps the last decoded configuration. The host sends the same
@@ -31,12 +33,20 @@ var configCache struct {
 //
 //	cfg := config{Label: "example.com/skip"}
 //	if err := req.Config(&cfg); err != nil { return sdk.Result{}, err }
-func (r *Request) Config(v any) error {
+func (r *Request) Config(v any) error { return decodeConfig(r.in.Config, v) }
+
+// AdmitConfig decodes an admit request's configuration into v, as
+// Request.Config does for a reconcile (same rules, same cache).
+//
+//	cfg := config{}
+//	if err := sdk.AdmitConfig(req, &cfg); err != nil { return sdk.Admission{}, err }
+func AdmitConfig(req *abi.AdmitRequest, v any) error { return decodeConfig(req.Config, v) }
+
+func decodeConfig(raw []byte, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%w: Config needs a non-nil pointer, got %T", ErrConfig, v)
 	}
-	raw := r.in.Config
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}

@@ -177,3 +177,15 @@ func mustDuration(t *testing.T, s string) time.Duration {
 	}
 	return d
 }
+
+func TestAdmitConfig(t *testing.T) {
+	var cfg struct {
+		Strict bool `json:"strict"`
+	}
+	if err := sdk.AdmitConfig(&abi.AdmitRequest{Config: []byte(`{"strict":true}`)}, &cfg); err != nil || !cfg.Strict {
+		t.Fatalf("AdmitConfig: %v, %+v", err, cfg)
+	}
+	if err := sdk.AdmitConfig(&abi.AdmitRequest{Config: []byte(`{"strikt":true}`)}, &cfg); !errors.Is(err, sdk.ErrConfig) {
+		t.Fatalf("an unknown field: %v, want ErrConfig", err)
+	}
+}
