@@ -29,8 +29,8 @@ func admitRequest(name string) *abi.AdmitRequest {
 
 func TestAdmit(t *testing.T) {
 	m := load(t, "admitter", runtime.Limits{Deadline: 300 * time.Millisecond}, runtime.Options{})
-	require.True(t, m.Hooks(abi.HookAdmit))
-	require.True(t, m.Hooks(abi.HookReconcile))
+	require.True(t, m.HasHook(abi.HookAdmit))
+	require.True(t, m.HasHook(abi.HookReconcile))
 
 	answers := []struct {
 		name string
@@ -87,7 +87,7 @@ func TestAdmit(t *testing.T) {
 
 func TestAdmitOnA10Module(t *testing.T) {
 	m := load(t, "good", runtime.Limits{}, runtime.Options{})
-	require.False(t, m.Hooks(abi.HookAdmit))
+	require.False(t, m.HasHook(abi.HookAdmit))
 	_, err := m.Admit(context.Background(), admitRequest("allow"))
 	require.ErrorIs(t, err, abi.ErrNoHook)
 	_, err = m.Reconcile(context.Background(), request("default/ok"))

@@ -140,9 +140,9 @@ func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 	return resp.Admit, nil
 }
 
-// Hooks reports whether the module implements hook (abi.HookReconcile,
+// HasHook reports whether the module implements hook (abi.HookReconcile,
 // abi.HookAdmit).
-func (m *Module) Hooks(hook string) bool {
+func (m *Module) HasHook(hook string) bool {
 	for h, spec := range hookTable {
 		if spec.name == hook {
 			return m.pools[h] != nil
