@@ -33,7 +33,7 @@ type Module struct {
 	// applies to this module only.
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
-	pool     *pool
+	pool     *pool[*instance]
 	log      atomic.Pointer[slog.Logger]
 	// reconciles is whether the manifest declares the reconcile hook.
 	reconciles bool
@@ -93,7 +93,7 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		return fmt.Errorf("load module %q: provide checkpoints: %w", m.source, err)
 	}
 
-	m.pool = newPool(m.limits.Instances)
+	m.pool = newPool[*instance](m.limits.Instances)
 	inst, _, err := m.newInstance(ctx)
 	if err != nil {
 		return loadError(m.source, ErrStart, "%v: fix the module's initialization (its stderr is in the log)", err)
@@ -184,24 +184,24 @@ func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 		// Calling would only interrupt the guest at once and cost an instance.
 		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, err)
 	}
-	inst, err := m.pool.acquire(ctx)
+	inst, idle, err := m.pool.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.name, req.Key, ErrClosed)
 		}
 		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.name, req.Key, err)
 	}
-	if inst == nil {
+	if !idle {
 		var kind ErrorKind
 		inst, kind, err = m.newInstance(ctx)
 		if err != nil {
-			m.pool.release(nil, false)
+			m.pool.release(nil, false, false)
 			return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
 		}
 		m.pool.added()
 	}
 	res, kind, keep, err := inst.doReconcile(ctx, m.limits, req)
-	m.pool.release(inst, keep)
+	m.pool.release(inst, true, keep)
 	if err != nil {
 		if m.interrupted.Load() {
 			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.name, req.Key, ErrClosed, err)

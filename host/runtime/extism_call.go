@@ -1,0 +1,245 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// pluginInstance is one instance of an Extism plugin: go-sdk's Plugin (the
+// plugin's module and its own instance of Extism's kernel) and the call
+// context its calls run under. It serves one call at a time (the pool
+// guarantees it).
+type pluginInstance struct {
+	plugin *Plugin
+	p      *extism.Plugin
+	ctx    *callContext
+	// mems are the instance's linear memories (the plugin's and the
+	// kernel's), for telling an out-of-memory trap from another.
+	mems *memories
+}
+
+// extismLogLevel is set once: go-sdk's log level is a process-wide setting,
+// and below info it would also log go-sdk's own lines on every call.
+var extismLogLevel sync.Once
+
+// newInstance instantiates the plugin under the same rules as a hook call:
+// one Limits.Deadline, the memory cap and allocator. The plugin's
+// _initialize, if any, runs at its first call, under that call's deadline.
+func (p *Plugin) newInstance(parent context.Context) (*pluginInstance, ErrorKind, error) {
+	extismLogLevel.Do(func() { extism.SetLogLevel(extism.LogLevelInfo) })
+	inst := &pluginInstance{plugin: p, ctx: newCallContext()}
+	alloc, mems := newMemories(inst)
+	inst.mems = mems
+	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, alloc), p.limits.Deadline)
+	// A module config with nothing in it: no arguments, no environment, no
+	// directories, stdout and stderr discarded, the deterministic clocks and
+	// randomness wazero gives by default.
+	pi, err := p.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig()})
+	if inst.ctx.finish() {
+		if pi != nil {
+			_ = pi.Close(context.Background())
+		}
+		return nil, KindDeadline, fmt.Errorf("instantiate: %w", inst.ctx.interrupted(p.limits.Deadline))
+	}
+	if err != nil {
+		kind, err := inst.classify(err, p.limits)
+		return nil, kind, fmt.Errorf("instantiate: %w", err)
+	}
+	inst.p = pi
+	pi.SetLogger(inst.logLine)
+	return inst, 0, nil
+}
+
+// close releases the instance.
+func (inst *pluginInstance) close() {
+	if inst.p != nil {
+		_ = inst.p.Close(context.Background())
+	}
+}
+
+// logLine writes one of the plugin's log lines (the PDK's log functions)
+// within the call's log budget (log.go), and nothing once its deadline has
+// passed.
+func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
+	if inst.ctx.Err() != nil || !inst.ctx.log.record() {
+		return
+	}
+	b := inst.ctx.log.take([]byte(msg))
+	if len(b) > maxLogBytes {
+		b = b[:maxLogBytes]
+	}
+	l := slog.LevelInfo
+	switch level {
+	case extism.LogLevelTrace, extism.LogLevelDebug:
+		l = slog.LevelDebug
+	case extism.LogLevelWarn:
+		l = slog.LevelWarn
+	case extism.LogLevelError:
+		l = slog.LevelError
+	}
+	inst.plugin.logger().Log(context.Background(), l, string(b))
+}
+
+// call calls the Extism function export with input in and returns its
+// output. keep says whether the instance may serve another call.
+func (inst *pluginInstance) call(parent context.Context, l Limits, export string, in []byte) (out []byte, kind ErrorKind, keep bool, err error) {
+	ctx := inst.ctx.start(parent, l.Deadline)
+	rc, out, err := inst.p.CallWithContext(ctx, export, in)
+	fired := inst.ctx.finish()
+	inst.ctx.log.report(inst.plugin.logger())
+	if fired {
+		return nil, KindDeadline, false, inst.ctx.interrupted(l.Deadline)
+	}
+	if err != nil {
+		if msg := inst.p.GetError(); msg != "" && msg == err.Error() {
+			// The plugin set an error (the PDK's error function) and
+			// returned: it failed, it did not trap.
+			return nil, KindStatus, true, abi.StatusError(abi.StatusFailed, msg)
+		}
+		kind, err := inst.classify(err, l)
+		return nil, kind, false, err
+	}
+	if rc != 0 {
+		return nil, KindStatus, true, abi.StatusError(abi.StatusFailed, fmt.Sprintf("%s returned %d without an error message", export, rc))
+	}
+	if len(out) > l.MaxOutputBytes {
+		return nil, KindOutput, false, fmt.Errorf("output of %d bytes is larger than the %s limit", len(out), humanBytes(uint64(l.MaxOutputBytes)))
+	}
+	return out, 0, true, nil
+}
+
+// classify is instance.classify for a plugin.
+func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
+	if err := checkpointExit(err, l); err != nil {
+		return KindDeadline, err
+	}
+	// Within one 64 KiB page of the cap: the plugin's allocator could not
+	// grow its memory, or the kernel's, any further.
+	if inst.mems.full(pageSize) {
+		return KindMemory, &guestError{fmt.Sprintf("out of memory at the %s limit: %s", humanBytes(uint64(l.memoryPages())*pageSize), firstLine(err)), err}
+	}
+	return KindTrap, &guestError{"guest trapped: " + firstLine(err), err}
+}
+
+// invoke calls hook on an idle instance (creating one if none is idle and
+// fewer than Limits.Instances exist, or waiting for one) with the encoded
+// request in, and hands the output to decode, which returns the answer's
+// status and message. It is the one way into a plugin's hooks: each hook is
+// an entry in extismHookExports and a typed method over invoke.
+func (p *Plugin) invoke(ctx context.Context, hook, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
+	if !p.hooks[hook] {
+		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, abi.ErrNoHook)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, err)
+	}
+	inst, idle, err := p.pool.acquire(ctx)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return fmt.Errorf("module %q %s %q: module %w", p.name, hook, key, ErrClosed)
+		}
+		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", p.name, hook, key, err)
+	}
+	if !idle {
+		var kind ErrorKind
+		inst, kind, err = p.newInstance(ctx)
+		if err != nil {
+			p.pool.release(nil, false, false)
+			return &CallError{Module: p.name, Key: key, Kind: kind, Err: err}
+		}
+		p.pool.added()
+	}
+	kind, keep, err := p.roundTrip(ctx, inst, hook, in, decode)
+	p.pool.release(inst, true, keep)
+	if err != nil {
+		if p.interrupted.Load() {
+			return fmt.Errorf("module %q %s %q: module %w during the call: %v", p.name, hook, key, ErrClosed, err)
+		}
+		return &CallError{Module: p.name, Key: key, Kind: kind, Err: err}
+	}
+	return nil
+}
+
+func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, hook string, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
+	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hook], in)
+	if err != nil {
+		return kind, keep, err
+	}
+	status, message, err := decode(out)
+	if err != nil {
+		return KindOutput, false, err
+	}
+	if err := abi.StatusError(status, message); err != nil {
+		return KindStatus, keep && status != abi.StatusPanic, err
+	}
+	return 0, keep, nil
+}
+
+// jsonReconcileRequest is a ReconcileRequest in the JSON encoding, where
+// the configuration is the JSON value itself rather than base64 bytes.
+type jsonReconcileRequest struct {
+	*abi.ReconcileRequest
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// Reconcile calls the plugin's reconcile hook, as Module.Reconcile does.
+func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+	if req == nil {
+		return nil, &CallError{Module: p.name, Kind: KindInput, Err: errors.New("nil request")}
+	}
+	var in []byte
+	var err error
+	if p.encoding == EncodingMsgpack {
+		in, err = req.MarshalMsg(nil)
+	} else {
+		in, err = json.Marshal(jsonReconcileRequest{req, json.RawMessage(req.Config)})
+	}
+	if err != nil {
+		return nil, &CallError{Module: p.name, Key: req.Key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
+	}
+	var res *abi.Result
+	err = p.invoke(ctx, abi.HookReconcile, req.Key, in, func(out []byte) (abi.Status, string, error) {
+		resp, err := p.decodeResponse(out)
+		if err != nil {
+			return 0, "", err
+		}
+		res = resp.Result
+		return resp.Status, resp.Message, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &abi.Result{}
+	}
+	return res, nil
+}
+
+// decodeResponse decodes a hook's Response in the plugin's encoding, with
+// the same checks as a native module's output.
+func (p *Plugin) decodeResponse(out []byte) (*abi.Response, error) {
+	if p.encoding == EncodingMsgpack {
+		return decodeOutput(out, p.limits)
+	}
+	resp := &abi.Response{}
+	if err := decodeJSONOutput(out, p.limits, resp); err != nil {
+		return nil, err
+	}
+	if holdsNoString(resp) {
+		return resp, nil
+	}
+	if err := ownStrings(resp); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	return resp, nil
+}
