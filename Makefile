@@ -63,7 +63,7 @@ test: check-generate test-unit test-guests test-cases test-fuzz e2e
 test-unit:
 	$(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) vet ./... && $(GO) test ./...
-	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls' ./runtime
+	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls|TestExtismPoolUnderConcurrentCalls' ./runtime
 
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \
