@@ -59,6 +59,10 @@ cannot be read, with status 2.`,
 type description struct {
 	Manifest   abi.Manifest `json:"manifest"`
 	ABIVersion string       `json:"abiVersion"`
+	// Kind is "kubeplug" for a native module, "extism" for an Extism
+	// plugin, whose hook messages are in Encoding ("json" or "msgpack").
+	Kind     string `json:"kind"`
+	Encoding string `json:"encoding,omitempty"`
 	Source     string       `json:"source"`
 	Size       int          `json:"size"`
 	SHA256     string       `json:"sha256"`
@@ -116,6 +120,11 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,
 		},
 		HostMemoryBound: l.HostMemoryBound(),
+		Kind:            "kubeplug",
+	}
+	if info.Extism {
+		d.Kind, d.Encoding = "extism", info.Encoding
+		d.HostMemoryBound = l.ExtismHostMemoryBound()
 	}
 	return d
 }
@@ -160,6 +169,9 @@ func (d description) writeText(w io.Writer) error {
 	field("ABI version", d.ABIVersion)
 	field("Subject", m.Subject)
 	field("Hooks", strings.Join(m.Hooks, ", "))
+	if d.Kind == "extism" {
+		field("Kind", "Extism plugin, hook messages in "+d.Encoding)
+	}
 	field("Capabilities", orNone(strings.Join(caps, "\n")))
 	field("Description", orNone(m.Description))
 	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
@@ -167,8 +179,12 @@ func (d description) writeText(w io.Writer) error {
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
 	field("SHA-256", d.SHA256)
 	lim := d.Limits
-	field("Host memory", fmt.Sprintf("at most %s with the default limits: %d instances x (%s memory + %d table elements + %s output + call stack)",
-		humanSize(int(d.HostMemoryBound)), lim.Instances, humanSize(int(lim.MemoryBytes)), lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
+	memory := humanSize(int(lim.MemoryBytes)) + " memory"
+	if d.Kind == "extism" {
+		memory = "2 x " + memory + " (the plugin's and Extism's kernel's)"
+	}
+	field("Host memory", fmt.Sprintf("at most %s with the default limits: %d instances x (%s + %d table elements + %s output + call stack)",
+		humanSize(int(d.HostMemoryBound)), lim.Instances, memory, lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
