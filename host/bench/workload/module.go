@@ -56,6 +56,57 @@ func Guest(tb testing.TB, dir string) []byte {
 	return b
 }
 
+// AssemblyScript builds the AssemblyScript Extism plugin at dir (relative to
+// the repository root, e.g. "examples/warnretain-as") as make guests does
+// (npm ci, then its build script), once per test binary.
+func AssemblyScript(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if b, ok := builds[dir]; ok {
+		return b
+	}
+	tmp, err := os.MkdirTemp("", "kubeplug-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "plugin.wasm")
+	for _, args := range [][]string{
+		{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"},
+		{"npm", "run", "--silent", "build", "--", "--outFile", out},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = filepath.Join(root(), dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("build plugin %s: %s: %v\n%s", dir, args[:2], err, b)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	builds[dir] = b
+	return b
+}
+
+// LoadAny loads wasm, a native module or an Extism plugin, into a new
+// engine with default limits, as the host does.
+func LoadAny(tb testing.TB, source string, wasm []byte) kpruntime.Loaded {
+	tb.Helper()
+	ctx := context.Background()
+	e, err := kpruntime.NewEngine(ctx, kpruntime.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close(ctx) })
+	m, err := e.LoadAny(ctx, source, wasm, kpruntime.DefaultLimits())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
 // Load loads the guest at dir into a new engine with default limits
 // (deadline on, as in production).
 func Load(tb testing.TB, dir string) *kpruntime.Module {
@@ -80,11 +131,16 @@ func Load(tb testing.TB, dir string) *kpruntime.Module {
 // cannot run inside a benchmark, so it times a fixed loop itself: at least
 // 3 passes and 500 ms.
 func NativeNsPerOp(tb testing.TB, reqs []*abi.ReconcileRequest, check func(testing.TB, *abi.Result)) float64 {
-	h := sdktest.New(tb)
+	return NsPerOp(tb, sdktest.New(tb).Reconcile, reqs, check)
+}
+
+// NsPerOp is NativeNsPerOp through any reconcile: a loaded module's, to
+// report two modules' ratio from one benchmark.
+func NsPerOp(tb testing.TB, reconcile func(*abi.ReconcileRequest) (*abi.Result, error), reqs []*abi.ReconcileRequest, check func(testing.TB, *abi.Result)) float64 {
 	start, n := time.Now(), 0
 	for n < 3 || time.Since(start) < 500*time.Millisecond {
 		for _, req := range reqs {
-			res, err := h.Reconcile(req)
+			res, err := reconcile(req)
 			if err != nil {
 				tb.Fatal(err)
 			}
