@@ -28,7 +28,7 @@ func workloads(tb testing.TB) map[string]*abi.ReconcileRequest {
 	set := workload.StatefulSet(tb, replicas)
 	set.StatefulSet.Set.Spec.PersistentVolumeClaimRetentionPolicy = &abi.StatefulSetPersistentVolumeClaimPolicy{WhenDeleted: "Retain", WhenScaled: "Delete"}
 	return map[string]*abi.ReconcileRequest{
-		"empty": {Subject: abi.SubjectStatefulSet, Key: "default/web", Now: "2026-01-01T00:00:00Z"},
+		"empty":  {Subject: abi.SubjectStatefulSet, Key: "default/web", Now: "2026-01-01T00:00:00Z"},
 		"set100": set,
 	}
 }

@@ -61,13 +61,13 @@ type description struct {
 	ABIVersion string       `json:"abiVersion"`
 	// Kind is "kubeplug" for a native module, "extism" for an Extism
 	// plugin, whose hook messages are in Encoding ("json" or "msgpack").
-	Kind     string `json:"kind"`
-	Encoding string `json:"encoding,omitempty"`
-	Source     string       `json:"source"`
-	Size       int          `json:"size"`
-	SHA256     string       `json:"sha256"`
-	Exports    []function   `json:"exports"`
-	Imports    []function   `json:"imports"`
+	Kind     string     `json:"kind"`
+	Encoding string     `json:"encoding,omitempty"`
+	Source   string     `json:"source"`
+	Size     int        `json:"size"`
+	SHA256   string     `json:"sha256"`
+	Exports  []function `json:"exports"`
+	Imports  []function `json:"imports"`
 	// Allow is the allow: block (YAML) that grants the module what its
 	// manifest asks, to paste under its entry in host.yaml.
 	Allow string `json:"allow"`
