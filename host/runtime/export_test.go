@@ -24,3 +24,11 @@ var OwnStringsForTest = ownStrings
 func DecodeOutputForTest(out []byte, l Limits) (*abi.Response, error) {
 	return decodeOutput(out, l.withDefaults())
 }
+
+// SetExtismCloseOnDoneForTest makes plugins loaded until the returned
+// function is called enforce their deadline with wazero's
+// close-on-context-done instead of checkpoints.
+func SetExtismCloseOnDoneForTest() (restore func()) {
+	extismCloseOnDone = true
+	return func() { extismCloseOnDone = false }
+}

@@ -40,6 +40,12 @@ const (
 	EncodingMsgpack = "msgpack"
 )
 
+// extismCloseOnDone, set only by the benchmark that compares the two,
+// enforces the deadline as go-sdk does (wazero's close-on-context-done,
+// the plugin not rewritten) instead of by checkpoints (RATIONALE.md: "Why
+// are Extism plugins stopped by the same checkpoints?").
+var extismCloseOnDone bool
+
 // extismHookExports are the Extism functions of the hooks, by hook name.
 // A hook is one entry here and one typed call in extism_call.go.
 var extismHookExports = map[string]string{
@@ -132,6 +138,9 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 	if err != nil {
 		return err
 	}
+	if extismCloseOnDone {
+		instrumented = wasm
+	}
 	// The interpreter both validates the plugin as written (see original.go)
 	// and describes its imports and exports.
 	written, err := p.engine.validator.CompileModule(ctx, wasm)
@@ -153,7 +162,8 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(p.engine.cache).
-		WithMemoryLimitPages(p.limits.memoryPages())
+		WithMemoryLimitPages(p.limits.memoryPages()).
+		WithCloseOnContextDone(extismCloseOnDone)
 	manifest := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: instrumented, Name: "main"}}}
 	checkpoint := extism.NewHostFunctionWithStack(checkpointImport.Name, p.checkpoint, nil, []extism.ValueType{extism.ValueTypeI32})
 	checkpoint.SetNamespace(checkpointImport.Module)

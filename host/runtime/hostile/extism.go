@@ -104,6 +104,9 @@ type extismShape struct {
 	hook []byte
 	// response, when set, is what reconcile outputs (hook is then ignored).
 	response []byte
+	// spin is how many loop iterations reconcile runs before it outputs
+	// response.
+	spin int32
 }
 
 func (s extismShape) bytes() []byte {
@@ -130,7 +133,12 @@ func (s extismShape) bytes() []byte {
 	if s.response != nil {
 		pages = (extismResponseAt+uint32(len(s.response)))>>16 + 1
 		data = append(data, wb.Data{Offset: extismResponseAt, Bytes: s.response})
-		hook = wb.Cat(wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
+		hook = wb.Cat(
+			[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty}, // for i < spin: i++
+			wb.Op(wb.OpLocalGet, 0), wb.I32Const(s.spin), []byte{0x4f}, wb.Op(wb.OpBrIf, 1),
+			wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 0),
+			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
+			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
 	}
 	return wb.Module{
 		Imports:     imports,
@@ -174,3 +182,9 @@ func (s extismShape) bytes() []byte {
 // whose reconcile outputs response, for tests that need a plugin beside
 // the corpus.
 func ExtismAnswering(response []byte) []byte { return extismShape{response: response}.bytes() }
+
+// ExtismSpinning is ExtismAnswering after a loop of iterations passes: guest
+// CPU for measuring what enforcing the deadline costs.
+func ExtismSpinning(response []byte, iterations int32) []byte {
+	return extismShape{response: response, spin: iterations}.bytes()
+}
