@@ -75,8 +75,10 @@ func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 		return
 	}
 	b := inst.ctx.log.take([]byte(msg))
+	var attrs []slog.Attr
 	if len(b) > maxLogBytes {
 		b = b[:maxLogBytes]
+		attrs = append(attrs, slog.Bool("truncated", true))
 	}
 	l := slog.LevelInfo
 	switch level {
@@ -87,7 +89,7 @@ func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 	case extism.LogLevelError:
 		l = slog.LevelError
 	}
-	inst.plugin.logger().Log(context.Background(), l, string(b))
+	inst.plugin.logger().LogAttrs(context.Background(), l, string(b), attrs...)
 }
 
 // call calls the Extism function export with input in and returns its

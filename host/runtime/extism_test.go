@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,4 +198,82 @@ func TestExtismPoolUnderConcurrentCalls(t *testing.T) {
 	require.NoError(t, p.Close(context.Background()))
 	_, err := p.Reconcile(context.Background(), request("default/web"))
 	require.ErrorIs(t, err, runtime.ErrClosed)
+}
+
+// A plugin whose manifest asks for MessagePack gets the native module's
+// encoding and checks.
+func TestExtismMsgpack(t *testing.T) {
+	resp, err := (&abi.Response{Status: abi.StatusOK, Result: &abi.Result{RequeueAfterMillis: 42}}).MarshalMsg(nil)
+	require.NoError(t, err)
+	eng := newEngine(t, runtime.Options{})
+	p, err := eng.LoadAny(context.Background(), "msgpack.wasm", hostile.ExtismAnsweringMsgpack(resp), runtime.Limits{})
+	require.NoError(t, err)
+	require.Equal(t, runtime.EncodingMsgpack, p.Info().Encoding)
+	res, err := p.Reconcile(context.Background(), request("default/web"))
+	require.NoError(t, err)
+	require.EqualValues(t, 42, res.RequeueAfterMillis)
+
+	// JSON where MessagePack was declared is not one well-formed message.
+	p, err = eng.LoadAny(context.Background(), "liar.wasm", hostile.ExtismAnsweringMsgpack([]byte(`{"status":0}`)), runtime.Limits{})
+	require.NoError(t, err)
+	_, err = p.Reconcile(context.Background(), request("default/web"))
+	require.ErrorIs(t, err, runtime.KindOutput)
+}
+
+// A manifest that declares an encoding the profile does not know, or an
+// ABI this host does not speak, is refused with what to fix.
+func TestExtismManifestRefusals(t *testing.T) {
+	eng := newEngine(t, runtime.Options{})
+	_, err := eng.LoadAny(context.Background(), "xml.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","abiVersion":"1.0.0","subject":"statefulset","hooks":["reconcile"],"encoding":"xml"}`), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrManifest)
+	require.ErrorContains(t, err, `encoding "xml" is not "json" or "msgpack"`)
+	_, err = eng.LoadAny(context.Background(), "abi2.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","abiVersion":"2.0.0","subject":"statefulset","hooks":["reconcile"]}`), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrABIVersion)
+	require.ErrorContains(t, err, "built for kubeplug ABI 2.0.0")
+	_, err = eng.LoadAny(context.Background(), "noversion.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","subject":"statefulset","hooks":["reconcile"]}`), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrABIVersion)
+	require.ErrorContains(t, err, `abiVersion ""`)
+	_, err = eng.LoadAny(context.Background(), "admit.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","abiVersion":"1.0.0","subject":"statefulset","hooks":["reconcile","admit"]}`), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrManifest)
+}
+
+// What a plugin logs with the PDK reaches the host log, tagged with the
+// module's name, within the same per-call budget as a native module's log.
+func TestExtismLogs(t *testing.T) {
+	tests := []struct {
+		name    string
+		message string
+		times   int32
+		records int
+		dropped int
+	}{
+		{"one line", "hello from the plugin", 1, 1, 0},
+		{"long line truncated", strings.Repeat("z", 5000), 1, 1, 0},
+		{"flood", "again", 1000, 256, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &logSink{}
+			eng := newEngine(t, runtime.Options{Logger: sink.logger()})
+			p, err := eng.LoadAny(context.Background(), "logs.wasm", hostile.ExtismLogging(tt.message, tt.times), runtime.Limits{})
+			require.NoError(t, err)
+			p.SetName("entry")
+			_, err = p.Reconcile(context.Background(), request("default/web"))
+			require.NoError(t, err)
+			records, dropped := 0, 0
+			for _, r := range sink.all() {
+				require.Equal(t, "entry", r.Attrs["module"], "%+v", r)
+				if r.Message == "guest output over the per-call budget was dropped" {
+					dropped++
+					continue
+				}
+				require.Equal(t, slog.LevelInfo, r.Level)
+				require.LessOrEqual(t, len(r.Message), 4096)
+				require.True(t, strings.HasPrefix(tt.message, r.Message), "%q", r.Message)
+				records++
+			}
+			require.Equal(t, tt.records, records)
+			require.Equal(t, tt.dropped, dropped)
+		})
+	}
 }

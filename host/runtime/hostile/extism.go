@@ -96,6 +96,9 @@ const (
 // manifest sits at 0.
 const extismResponseAt = 1 << 16
 
+// extismLogAt is where a plugin's log message sits, between the two.
+const extismLogAt = 1 << 15
+
 // extismShape is a plugin of the corpus.
 type extismShape struct {
 	// imports are more imports, after the three every plugin has.
@@ -107,18 +110,32 @@ type extismShape struct {
 	// spin is how many loop iterations reconcile runs before it outputs
 	// response.
 	spin int32
+	// encoding is the manifest's encoding; empty leaves it out (JSON).
+	encoding string
+	// manifest, when set, is what kubeplug_manifest outputs instead.
+	manifest []byte
+	// logs, when set, is a message reconcile logs with log_info (imported
+	// as the last import) logTimes times before it answers.
+	logs     []byte
+	logTimes int32
 }
 
 func (s extismShape) bytes() []byte {
-	man, err := json.Marshal(abi.Manifest{
+	man, err := json.Marshal(struct {
+		abi.Manifest
+		Encoding string `json:"encoding,omitempty"`
+	}{abi.Manifest{
 		Name:       "hostile",
 		Version:    "0.0.1",
 		ABIVersion: abi.Current.String(),
 		Subject:    abi.SubjectStatefulSet,
 		Hooks:      []string{abi.HookReconcile},
-	})
+	}, s.encoding})
 	if err != nil {
 		panic(err) // a fixed value: cannot fail
+	}
+	if s.manifest != nil {
+		man = s.manifest
 	}
 	i32, i64 := wb.I32, wb.I64
 	imports := append([]wb.Import{
@@ -127,15 +144,26 @@ func (s extismShape) bytes() []byte {
 		{Module: extismEnv, Name: "output_set", Params: []byte{i64, i64}},
 		{Module: extismEnv, Name: "store_u64", Params: []byte{i64, i64}},
 	}, s.imports...)
-	output := uint32(len(imports)) // the index of the output function below
+	output := uint32(len(imports)) // the index of the output function below; kcopy is the next
 	data := []wb.Data{{Offset: 0, Bytes: man}}
 	hook, pages := s.hook, uint32(2)
+	if s.logs != nil {
+		imports = append(imports, wb.Import{Module: extismEnv, Name: "log_info", Params: []byte{i64}})
+		output++
+		data = append(data, wb.Data{Offset: extismLogAt, Bytes: s.logs})
+	}
 	if s.response != nil {
 		pages = (extismResponseAt+uint32(len(s.response)))>>16 + 1
 		data = append(data, wb.Data{Offset: extismResponseAt, Bytes: s.response})
+		var logs []byte
+		if s.logs != nil { // log_info(kcopy(logs)), logTimes times
+			logs = wb.Cat(wb.I32Const(extismLogAt), wb.I32Const(int32(len(s.logs))), wb.Op(wb.OpCall, output+1), wb.Op(wb.OpCall, output-1))
+		}
+		spin := max(s.spin, s.logTimes)
 		hook = wb.Cat(
-			[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty}, // for i < spin: i++
-			wb.Op(wb.OpLocalGet, 0), wb.I32Const(s.spin), []byte{0x4f}, wb.Op(wb.OpBrIf, 1),
+			[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty}, // for i < spin: logs; i++
+			wb.Op(wb.OpLocalGet, 0), wb.I32Const(spin), []byte{0x4f}, wb.Op(wb.OpBrIf, 1),
+			logs,
 			wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 0),
 			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
 			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
@@ -146,10 +174,18 @@ func (s extismShape) bytes() []byte {
 		Data:        data,
 		Funcs: []wb.Func{
 			{
-				// output(ptr, len i32): copy [ptr, ptr+len) into the kernel's
-				// memory, 8 bytes at a time and then the rest a byte at a
-				// time, and make it the call's output.
-				Params: []byte{i32, i32}, Locals: []wb.Locals{{N: 1, Type: i64}, {N: 1, Type: i32}},
+				// output(ptr, len i32): make [ptr, ptr+len) the call's output.
+				Params: []byte{i32, i32},
+				Body: wb.Cat(
+					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 1), wb.Op(wb.OpCall, output+1),
+					wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extOutputSet),
+				),
+			},
+			{
+				// kcopy(ptr, len i32) -> off i64: copy [ptr, ptr+len) into the
+				// kernel's memory, 8 bytes at a time and then the rest a byte
+				// at a time.
+				Params: []byte{i32, i32}, Results: []byte{i64}, Locals: []wb.Locals{{N: 1, Type: i64}, {N: 1, Type: i32}},
 				Body: wb.Cat(
 					wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extAlloc), wb.Op(wb.OpLocalSet, 2), // off = alloc(len)
 					[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty},
@@ -166,7 +202,7 @@ func (s extismShape) bytes() []byte {
 					wb.Op(wb.OpCall, extStoreU8),
 					wb.Op(wb.OpLocalGet, 3), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 3),
 					wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
-					wb.Op(wb.OpLocalGet, 2), wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extOutputSet),
+					wb.Op(wb.OpLocalGet, 2),
 				),
 			},
 			{
@@ -187,4 +223,22 @@ func ExtismAnswering(response []byte) []byte { return extismShape{response: resp
 // CPU for measuring what enforcing the deadline costs.
 func ExtismSpinning(response []byte, iterations int32) []byte {
 	return extismShape{response: response, spin: iterations}.bytes()
+}
+
+// ExtismAnsweringMsgpack is ExtismAnswering for a plugin whose manifest asks
+// for MessagePack messages; response is then a MessagePack Response.
+func ExtismAnsweringMsgpack(response []byte) []byte {
+	return extismShape{response: response, encoding: "msgpack"}.bytes()
+}
+
+// ExtismWithManifest is ExtismAnswering with `{"status":0}` for a plugin
+// whose kubeplug_manifest outputs manifest.
+func ExtismWithManifest(manifest string) []byte {
+	return extismShape{response: []byte(`{"status":0}`), manifest: []byte(manifest)}.bytes()
+}
+
+// ExtismLogging is ExtismAnswering with `{"status":0}` for a plugin whose
+// reconcile first logs message with the PDK's log_info, times times.
+func ExtismLogging(message string, times int32) []byte {
+	return extismShape{response: []byte(`{"status":0}`), logs: []byte(message), logTimes: times}.bytes()
 }
