@@ -31,35 +31,28 @@ func root() string {
 // root, e.g. "guests/retention") for wasip1, once per test binary.
 func Guest(tb testing.TB, dir string) []byte {
 	tb.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if b, ok := builds[dir]; ok {
-		return b
-	}
-	tmp, err := os.MkdirTemp("", "kubeplug-bench-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "guest.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+dir)
-	cmd.Dir = root()
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build guest %s: %v\n%s", dir, err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	builds[dir] = b
-	return b
+	return build(tb, dir, func(out string) [][]string {
+		return [][]string{{"go", "build", "-buildmode=c-shared", "-o", out, "./" + dir}}
+	})
 }
 
 // AssemblyScript builds the AssemblyScript Extism plugin at dir (relative to
 // the repository root, e.g. "examples/warnretain-as") as make guests does
 // (npm ci, then its build script), once per test binary.
 func AssemblyScript(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	return build(tb, dir, func(out string) [][]string {
+		return [][]string{
+			{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"},
+			{"npm", "run", "--silent", "build", "--", "--outFile", out},
+		}
+	})
+}
+
+// build runs the commands that write the module at dir to out (Go commands
+// in the repository root, others in dir), once per test binary, and
+// returns the module's bytes.
+func build(tb testing.TB, dir string, commands func(out string) [][]string) []byte {
 	tb.Helper()
 	mu.Lock()
 	defer mu.Unlock()
@@ -71,15 +64,16 @@ func AssemblyScript(tb testing.TB, dir string) []byte {
 		tb.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "plugin.wasm")
-	for _, args := range [][]string{
-		{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"},
-		{"npm", "run", "--silent", "build", "--", "--outFile", out},
-	} {
+	out := filepath.Join(tmp, "module.wasm")
+	for _, args := range commands(out) {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir = filepath.Join(root(), dir)
+		if args[0] == "go" {
+			cmd.Dir = root()
+			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		}
 		if b, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("build plugin %s: %s: %v\n%s", dir, args[:2], err, b)
+			tb.Fatalf("build %s: %s: %v\n%s", dir, args[:2], err, b)
 		}
 	}
 	b, err := os.ReadFile(out)
