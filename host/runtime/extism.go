@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -39,6 +40,10 @@ const (
 	EncodingJSON    = "json"
 	EncodingMsgpack = "msgpack"
 )
+
+// extismWASIOutputEnv, when set in the host's environment, makes go-sdk give
+// every plugin instance the process's stdout and stderr.
+const extismWASIOutputEnv = "EXTISM_ENABLE_WASI_OUTPUT"
 
 // extismCloseOnDone, set only by the benchmark that compares the two,
 // enforces the deadline as go-sdk does (wazero's close-on-context-done,
@@ -108,6 +113,9 @@ func (e *Engine) LoadPlugin(ctx context.Context, source string, wasm []byte, lim
 	}
 	defer e.loads.Done()
 
+	if _, set := os.LookupEnv(extismWASIOutputEnv); set {
+		return nil, loadError(source, ErrStart, "%s is set, which makes go-sdk write Extism plugins' stdout and stderr to the host's, past the log budget: unset it", extismWASIOutputEnv)
+	}
 	sum := sha256.Sum256(wasm)
 	p := &Plugin{
 		engine: e,

@@ -277,3 +277,30 @@ func TestExtismLogs(t *testing.T) {
 		})
 	}
 }
+
+// go-sdk hands plugins the process's stdout and stderr when
+// EXTISM_ENABLE_WASI_OUTPUT is set: the host refuses to load plugins then,
+// rather than let their output past the log budget.
+func TestExtismRefusesWASIOutputEnvironment(t *testing.T) {
+	t.Setenv("EXTISM_ENABLE_WASI_OUTPUT", "1")
+	_, err := newEngine(t, runtime.Options{}).LoadAny(context.Background(), "plugin.wasm", hostile.ExtismAnswering([]byte(`{"status":0}`)), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrStart)
+	require.ErrorContains(t, err, "EXTISM_ENABLE_WASI_OUTPUT is set")
+}
+
+// A plugin is compiled through the Engine's compilation cache: loading it
+// fills the cache directory, and a second Engine on the same directory
+// loads it again.
+func TestExtismSharesTheCompilationCache(t *testing.T) {
+	dir := t.TempDir()
+	wasm := hostile.ExtismAnswering([]byte(`{"status":0}`))
+	_, err := newEngine(t, runtime.Options{CacheDir: dir}).LoadAny(context.Background(), "plugin.wasm", wasm, runtime.Limits{})
+	require.NoError(t, err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, entries, "compiled code in the cache directory")
+	p, err := newEngine(t, runtime.Options{CacheDir: dir}).LoadAny(context.Background(), "plugin.wasm", wasm, runtime.Limits{})
+	require.NoError(t, err)
+	_, err = p.Reconcile(context.Background(), request("default/web"))
+	require.NoError(t, err)
+}
