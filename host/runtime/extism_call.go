@@ -199,49 +199,59 @@ func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 	if req == nil {
 		return nil, &CallError{Module: p.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
+	resp, err := callHook(ctx, p, abi.HookReconcile, req.Key,
+		jsonReconcileRequest{req, json.RawMessage(req.Config)}, req, decodeOutput,
+		func(r *abi.Response) (abi.Status, string) { return r.Status, r.Message })
+	if err != nil {
+		return nil, err
+	}
+	if resp.Result == nil {
+		return &abi.Result{}, nil
+	}
+	return resp.Result, nil
+}
+
+// callHook is one typed hook call of a plugin: the request encoded in the
+// plugin's encoding (asJSON is its JSON form, asMsgpack the wire type), the
+// answer decoded with the same checks as a native module's output
+// (decodeMsgpack for MessagePack; for JSON the shape bounds, then
+// ownStrings) and its status turned into an error. A new hook is an entry
+// in extismHookExports and a method that calls this.
+func callHook[Resp any](ctx context.Context, p *Plugin, hook, key string,
+	asJSON any, asMsgpack interface{ MarshalMsg([]byte) ([]byte, error) },
+	decodeMsgpack func([]byte, Limits) (*Resp, error), status func(*Resp) (abi.Status, string),
+) (*Resp, error) {
 	var in []byte
 	var err error
 	if p.encoding == EncodingMsgpack {
-		in, err = req.MarshalMsg(nil)
+		in, err = asMsgpack.MarshalMsg(nil)
 	} else {
-		in, err = json.Marshal(jsonReconcileRequest{req, json.RawMessage(req.Config)})
+		in, err = json.Marshal(asJSON)
 	}
 	if err != nil {
-		return nil, &CallError{Module: p.name, Key: req.Key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
+		return nil, &CallError{Module: p.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
 	}
-	var res *abi.Result
-	err = p.invoke(ctx, abi.HookReconcile, req.Key, in, func(out []byte) (abi.Status, string, error) {
-		resp, err := p.decodeResponse(out)
-		if err != nil {
-			return 0, "", err
+	var resp *Resp
+	err = p.invoke(ctx, hook, key, in, func(out []byte) (abi.Status, string, error) {
+		var derr error
+		if p.encoding == EncodingMsgpack {
+			resp, derr = decodeMsgpack(out, p.limits)
+		} else {
+			resp = new(Resp)
+			if derr = decodeJSONOutput(out, p.limits, resp); derr == nil {
+				if derr = ownStrings(resp); derr != nil {
+					derr = fmt.Errorf("output: %w", derr)
+				}
+			}
 		}
-		res = resp.Result
-		return resp.Status, resp.Message, nil
+		if derr != nil {
+			return 0, "", derr
+		}
+		st, msg := status(resp)
+		return st, msg, nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if res == nil {
-		res = &abi.Result{}
-	}
-	return res, nil
-}
-
-// decodeResponse decodes a hook's Response in the plugin's encoding, with
-// the same checks as a native module's output.
-func (p *Plugin) decodeResponse(out []byte) (*abi.Response, error) {
-	if p.encoding == EncodingMsgpack {
-		return decodeOutput(out, p.limits)
-	}
-	resp := &abi.Response{}
-	if err := decodeJSONOutput(out, p.limits, resp); err != nil {
-		return nil, err
-	}
-	if holdsNoString(resp) {
-		return resp, nil
-	}
-	if err := ownStrings(resp); err != nil {
-		return nil, fmt.Errorf("output: %w", err)
 	}
 	return resp, nil
 }
