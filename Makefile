@@ -21,6 +21,7 @@ FUZZ_LONG ?= 5m
 FUZZ_TARGETS := \
 	.:./abi:FuzzDecode \
 	host:./runtime:FuzzDecodeOutput \
+	host:./runtime:FuzzDecodeJSONOutput \
 	host:./runtime/internal/checkpoint:FuzzInsert \
 	host:./runtime/internal/checkpoint:FuzzInsertCharges \
 	host:./config:FuzzParse \

@@ -32,3 +32,9 @@ func SetExtismCloseOnDoneForTest() (restore func()) {
 	extismCloseOnDone = true
 	return func() { extismCloseOnDone = false }
 }
+
+// DecodeJSONOutputForTest is what a JSON plugin's reconcile answer goes
+// through, for FuzzDecodeJSONOutput.
+func DecodeJSONOutputForTest(out []byte, l Limits) (*abi.Response, error) {
+	return decodeJSONAnswer[abi.Response](out, l.withDefaults())
+}

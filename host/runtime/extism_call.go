@@ -237,12 +237,7 @@ func callHook[Resp any](ctx context.Context, p *Plugin, hook, key string,
 		if p.encoding == EncodingMsgpack {
 			resp, derr = decodeMsgpack(out, p.limits)
 		} else {
-			resp = new(Resp)
-			if derr = decodeJSONOutput(out, p.limits, resp); derr == nil {
-				if derr = ownStrings(resp); derr != nil {
-					derr = fmt.Errorf("output: %w", derr)
-				}
-			}
+			resp, derr = decodeJSONAnswer[Resp](out, p.limits)
 		}
 		if derr != nil {
 			return 0, "", derr
@@ -252,6 +247,19 @@ func callHook[Resp any](ctx context.Context, p *Plugin, hook, key string,
 	})
 	if err != nil {
 		return nil, err
+	}
+	return resp, nil
+}
+
+// decodeJSONAnswer decodes a plugin's JSON answer into a new Resp: its shape
+// bounded before it is decoded, its strings checked after.
+func decodeJSONAnswer[Resp any](out []byte, l Limits) (*Resp, error) {
+	resp := new(Resp)
+	if err := decodeJSONOutput(out, l, resp); err != nil {
+		return nil, err
+	}
+	if err := ownStrings(resp); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
 	}
 	return resp, nil
 }

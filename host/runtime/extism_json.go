@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -99,7 +100,9 @@ func checkJSONShape(out []byte, l Limits) error {
 			case '{':
 				stack = append(stack, jsonFrame{wantKey: true})
 			case '[':
-				isActions := len(stack) == 2 && !stack[0].array && stack[0].key == "result" && !stack[1].array && stack[1].key == "actions"
+				// encoding/json matches keys without regard to case.
+				isActions := len(stack) == 2 && !stack[0].array && strings.EqualFold(stack[0].key, "result") &&
+					!stack[1].array && strings.EqualFold(stack[1].key, "actions")
 				stack = append(stack, jsonFrame{array: true, actions: isActions})
 			}
 		}
