@@ -44,6 +44,16 @@ func Extism() []Module {
 			Wasm: extismShape{hook: kernelBomb}.bytes(),
 		},
 		{
+			// A WASI plugin whose _initialize never returns: go-sdk runs it
+			// before the first call (kubeplug_manifest, at load), under that
+			// call's deadline.
+			Class: "extism-initialize-loop", Stage: StageLoad, Want: "kubeplug_manifest: deadline exceeded after",
+			Wasm: extismShape{
+				initialize: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd}),
+				response:   []byte(`{"status":0}`),
+			}.bytes(),
+		},
+		{
 			Class: "extism-output-huge", Stage: StageCall, Want: "larger than the 1 MiB limit",
 			Wasm: extismShape{hook: wb.Cat(
 				wb.I64Const(2<<20), wb.Op(wb.OpCall, extAlloc), wb.I64Const(2<<20), wb.Op(wb.OpCall, extOutputSet), wb.I32Const(0),
@@ -114,6 +124,9 @@ type extismShape struct {
 	encoding string
 	// manifest, when set, is what kubeplug_manifest outputs instead.
 	manifest []byte
+	// initialize, when set, is the body of an exported _initialize, and the
+	// plugin imports WASI (go-sdk calls _initialize only then).
+	initialize []byte
 	// logs, when set, is a message reconcile logs with log_info (imported
 	// as the last import) logTimes times before it answers.
 	logs     []byte
@@ -147,6 +160,10 @@ func (s extismShape) bytes() []byte {
 	output := uint32(len(imports)) // the index of the output function below; kcopy is the next
 	data := []wb.Data{{Offset: 0, Bytes: man}}
 	hook, pages := s.hook, uint32(2)
+	if s.initialize != nil { // a WASI import, before log_info's
+		imports = append(imports, wb.Import{Module: abi.WASIModule, Name: "sched_yield", Results: []byte{i32}})
+		output++
+	}
 	if s.logs != nil {
 		imports = append(imports, wb.Import{Module: extismEnv, Name: "log_info", Params: []byte{i64}})
 		output++
@@ -168,7 +185,7 @@ func (s extismShape) bytes() []byte {
 			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
 			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
 	}
-	return wb.Module{
+	mod := wb.Module{
 		Imports:     imports,
 		MemoryPages: pages,
 		Data:        data,
@@ -211,7 +228,11 @@ func (s extismShape) bytes() []byte {
 			},
 			{Export: "reconcile", Results: []byte{i32}, Locals: []wb.Locals{{N: 1, Type: i32}}, Body: hook},
 		},
-	}.Bytes()
+	}
+	if s.initialize != nil {
+		mod.Funcs = append(mod.Funcs, wb.Func{Export: "_initialize", Body: s.initialize})
+	}
+	return mod.Bytes()
 }
 
 // ExtismAnswering returns a well-behaved Extism plugin of the same shape
