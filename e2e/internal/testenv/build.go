@@ -83,13 +83,14 @@ func Guest(dir string) (string, error) {
 }
 
 // buildAssemblyScript builds the AssemblyScript Extism plugin in dir (it has
-// a package.json) as make guests does: npm ci with its lock file, then its
-// build script (asc).
+// a package.json) as make guests does: npm ci with its lock file unless
+// that is installed already, then its build script (asc).
 func buildAssemblyScript(dir, out string) error {
-	for _, args := range [][]string{
-		{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"},
-		{"npm", "run", "--silent", "build", "--", "--outFile", out},
-	} {
+	commands := [][]string{{"npm", "run", "--silent", "build", "--", "--outFile", out}}
+	if !npmInstalled(filepath.Join(Root(), dir)) {
+		commands = append([][]string{{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"}}, commands...)
+	}
+	for _, args := range commands {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir = filepath.Join(Root(), dir)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -97,6 +98,19 @@ func buildAssemblyScript(dir, out string) error {
 		}
 	}
 	return nil
+}
+
+// npmInstalled reports whether dir's node_modules is what its lock file
+// pins, as the Makefile decides it: installed after the lock last changed.
+// npm ci would delete and install it again, under any other build reading
+// it.
+func npmInstalled(dir string) bool {
+	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	if err != nil {
+		return false
+	}
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	return err == nil && installed.ModTime().After(lock.ModTime())
 }
 
 func scratch() error {
