@@ -145,24 +145,24 @@ func (p *Plugin) invoke(ctx context.Context, hook, key string, in []byte, decode
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, err)
 	}
-	inst, idle, err := p.pool.acquire(ctx)
+	inst, err := p.pool.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return fmt.Errorf("module %q %s %q: module %w", p.name, hook, key, ErrClosed)
 		}
 		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", p.name, hook, key, err)
 	}
-	if !idle {
+	if inst == nil {
 		var kind ErrorKind
 		inst, kind, err = p.newInstance(ctx)
 		if err != nil {
-			p.pool.release(nil, false, false)
+			p.pool.release(nil, false)
 			return &CallError{Module: p.name, Key: key, Kind: kind, Err: err}
 		}
 		p.pool.added()
 	}
 	kind, keep, err := p.roundTrip(ctx, inst, hook, in, decode)
-	p.pool.release(inst, true, keep)
+	p.pool.release(inst, keep)
 	if err != nil {
 		if p.interrupted.Load() {
 			return fmt.Errorf("module %q %s %q: module %w during the call: %v", p.name, hook, key, ErrClosed, err)

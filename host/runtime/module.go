@@ -184,24 +184,24 @@ func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 		// Calling would only interrupt the guest at once and cost an instance.
 		return nil, fmt.Errorf("module %q reconcile %q: %w", m.name, req.Key, err)
 	}
-	inst, idle, err := m.pool.acquire(ctx)
+	inst, err := m.pool.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("module %q reconcile %q: module %w", m.name, req.Key, ErrClosed)
 		}
 		return nil, fmt.Errorf("module %q reconcile %q: waiting for a free instance: %w", m.name, req.Key, err)
 	}
-	if !idle {
+	if inst == nil {
 		var kind ErrorKind
 		inst, kind, err = m.newInstance(ctx)
 		if err != nil {
-			m.pool.release(nil, false, false)
+			m.pool.release(nil, false)
 			return nil, &CallError{Module: m.name, Key: req.Key, Kind: kind, Err: err}
 		}
 		m.pool.added()
 	}
 	res, kind, keep, err := inst.doReconcile(ctx, m.limits, req)
-	m.pool.release(inst, true, keep)
+	m.pool.release(inst, keep)
 	if err != nil {
 		if m.interrupted.Load() {
 			return nil, fmt.Errorf("module %q reconcile %q: module %w during the call: %v", m.name, req.Key, ErrClosed, err)

@@ -10,9 +10,12 @@ import (
 // whole duration; an instance is created only when no idle one is left, so
 // live instances never outnumber slots.
 //
-// T is the instance type: a native module's *instance or an Extism
-// plugin's *pluginInstance.
-type pool[T interface{ close() }] struct {
+// T is the instance type, a pointer: a native module's *instance or an
+// Extism plugin's *pluginInstance; its zero value (nil) is "no instance".
+type pool[T interface {
+	comparable
+	close()
+}] struct {
 	slots chan struct{} // one token per call in flight
 
 	mu       sync.Mutex
@@ -24,38 +27,40 @@ type pool[T interface{ close() }] struct {
 	created, discarded atomic.Uint64
 }
 
-func newPool[T interface{ close() }](size int) *pool[T] {
+func newPool[T interface {
+	comparable
+	close()
+}](size int) *pool[T] {
 	return &pool[T]{slots: make(chan struct{}, size), closedCh: make(chan struct{})}
 }
 
-// acquire waits for a slot and returns an idle instance (ok), or ok false
-// when the caller must create one (and then call added).
-func (p *pool[T]) acquire(ctx context.Context) (inst T, ok bool, err error) {
+// acquire waits for a slot and returns an idle instance, or nil when the
+// caller must create one (and then call added).
+func (p *pool[T]) acquire(ctx context.Context) (inst T, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
-			return inst, false, ctx.Err()
+			return inst, ctx.Err()
 		case <-p.closedCh:
-			return inst, false, ErrClosed
+			return inst, ErrClosed
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		<-p.slots
-		return inst, false, ErrClosed
+		return inst, ErrClosed
 	}
 	if n := len(p.idle); n > 0 {
 		inst = p.idle[n-1]
-		var zero T
-		p.idle[n-1] = zero
+		var none T
+		p.idle[n-1] = none
 		p.idle = p.idle[:n-1]
-		return inst, true, nil
 	}
-	return inst, false, nil
+	return inst, nil
 }
 
 // added counts an instance the holder of a slot created.
@@ -78,10 +83,11 @@ func (p *pool[T]) seed(inst T) {
 	p.mu.Unlock()
 }
 
-// release gives back a slot, and inst (if has) to the idle list when keep
+// release gives back a slot, and inst (if not nil) to the idle list when keep
 // is set, closing it otherwise.
-func (p *pool[T]) release(inst T, has, keep bool) {
-	if has {
+func (p *pool[T]) release(inst T, keep bool) {
+	var none T
+	if inst != none {
 		p.mu.Lock()
 		keep = keep && !p.closed
 		if keep {
