@@ -41,10 +41,11 @@ func (p *Plugin) newInstance(parent context.Context) (*pluginInstance, ErrorKind
 	alloc, mems := newMemories(inst)
 	inst.mems = mems
 	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, alloc), p.limits.Deadline)
-	// A module config with nothing in it: no arguments, no environment, no
-	// directories, stdout and stderr discarded, the deterministic clocks and
-	// randomness wazero gives by default.
-	pi, err := p.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig()})
+	// No arguments, no environment, no directories, stdout and stderr
+	// discarded, wazero's deterministic clocks, and the native modules'
+	// randomness, which fails once the deadline has passed (rand.go).
+	cfg := wazero.NewModuleConfig().WithRandSource(newRandSource(inst.ctx))
+	pi, err := p.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: cfg})
 	if inst.ctx.finish() {
 		if pi != nil {
 			_ = pi.Close(context.Background())
