@@ -7,6 +7,10 @@ GUESTDIR  := $(BUILD)/guests
 # Every directory under guests/ and examples/ with a main.go is a module.
 GUEST_SRC := $(sort $(patsubst %/main.go,%,$(wildcard guests/*/main.go examples/*/main.go)))
 GUESTS    := $(foreach d,$(GUEST_SRC),$(GUESTDIR)/$(notdir $(d)).wasm)
+# Extism plugins written in AssemblyScript, each as <dir>:<its Go twin>: the
+# plugin must pass its twin's tests (run against the plugin) and case files.
+AS_TWINS  := examples/warnretain-as:examples/warnretain
+AS_GUESTS := $(foreach t,$(AS_TWINS),$(GUESTDIR)/$(notdir $(firstword $(subst :, ,$(t)))).wasm)
 # GUEST_TOOLCHAIN=tinygo builds guests with TinyGo instead of stock Go.
 GUEST_TOOLCHAIN ?= go
 BENCHTIME ?= 2s
@@ -17,6 +21,7 @@ FUZZ_LONG ?= 5m
 FUZZ_TARGETS := \
 	.:./abi:FuzzDecode \
 	host:./runtime:FuzzDecodeOutput \
+	host:./runtime:FuzzDecodeJSONOutput \
 	host:./runtime/internal/checkpoint:FuzzInsert \
 	host:./runtime/internal/checkpoint:FuzzInsertCharges \
 	host:./config:FuzzParse \
@@ -29,7 +34,7 @@ all: build guests
 build:
 	cd host && $(GO) build -o $(KUBEPLUG) ./cmd/kubeplug
 
-guests: $(GUESTS)
+guests: $(GUESTS) $(AS_GUESTS)
 
 # Guests are rebuilt every time: go build is incremental and knows the
 # dependencies far better than make does.
@@ -43,6 +48,15 @@ $(GUESTDIR)/%.wasm: FORCE
 	fi
 FORCE:
 
+# An AssemblyScript plugin is built from source with the versions its
+# package-lock.json pins (npm ci, once per change of the lock), then asc.
+$(AS_GUESTS): $(GUESTDIR)/%.wasm: FORCE
+	@mkdir -p $(GUESTDIR)
+	@echo "asc examples/$* -> $@"
+	@cd examples/$* && \
+	if [ ! node_modules/.package-lock.json -nt package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; fi && \
+	npm run --silent build -- --outFile $@
+
 # make test: unit tests of both modules, every guest tested natively and again
 # against its compiled .wasm, and every guest's case files through kubeplug test.
 test: check-generate test-unit test-guests test-cases test-fuzz e2e
@@ -50,12 +64,17 @@ test: check-generate test-unit test-guests test-cases test-fuzz e2e
 test-unit:
 	$(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) vet ./... && $(GO) test ./...
-	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls' ./runtime
+	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls|TestExtismPoolUnderConcurrentCalls' ./runtime
 
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \
 		echo "== $$d against $(GUESTDIR)/$$(basename $$d).wasm"; \
 		KUBEPLUG_BIN=$(KUBEPLUG) KUBEPLUG_TEST_WASM=$(GUESTDIR)/$$(basename $$d).wasm $(GO) test -count=1 ./$$d/...; \
+	done
+	@set -e; for t in $(AS_TWINS); do \
+		d=$${t%%:*}; twin=$${t#*:}; \
+		echo "== $$twin's tests against $(GUESTDIR)/$$(basename $$d).wasm"; \
+		KUBEPLUG_BIN=$(KUBEPLUG) KUBEPLUG_TEST_WASM=$(GUESTDIR)/$$(basename $$d).wasm $(GO) test -count=1 ./$$twin/...; \
 	done
 
 test-cases: build guests
@@ -64,6 +83,11 @@ test-cases: build guests
 			echo "== kubeplug test --module $(GUESTDIR)/$$(basename $$d).wasm $$d/testdata"; \
 			$(KUBEPLUG) test --module $(GUESTDIR)/$$(basename $$d).wasm $$d/testdata; \
 		fi; \
+	done
+	@set -e; for t in $(AS_TWINS); do \
+		d=$${t%%:*}; twin=$${t#*:}; \
+		echo "== kubeplug test --module $(GUESTDIR)/$$(basename $$d).wasm $$twin/testdata"; \
+		$(KUBEPLUG) test --module $(GUESTDIR)/$$(basename $$d).wasm $$twin/testdata; \
 	done
 
 # Every fuzz target for a short, fixed time (make test), or longer (make fuzz).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/examples/warnretain/policy"
 	"github.com/kubeplug/kubeplug/sdk"
 	"github.com/kubeplug/kubeplug/sdk/sdktest"
 )
@@ -31,8 +32,8 @@ func TestReconcile(t *testing.T) {
 		{"no claim templates", sdktest.StatefulSet("web", 3, sdktest.Templates()), "", false},
 		{"scaled to zero still keeps claims", sdktest.StatefulSet("web", 0), "", true},
 		{"under deletion", sdktest.StatefulSet("web", 3, sdktest.Deleting(now)), "", false},
-		{"opt-out label", sdktest.StatefulSet("web", 3, sdktest.Labels(OptOutLabel, "true")), "", false},
-		{"opt-out label not true", sdktest.StatefulSet("web", 3, sdktest.Labels(OptOutLabel, "false")), "", true},
+		{"opt-out label", sdktest.StatefulSet("web", 3, sdktest.Labels(policy.OptOutLabel, "true")), "", false},
+		{"opt-out label not true", sdktest.StatefulSet("web", 3, sdktest.Labels(policy.OptOutLabel, "false")), "", true},
 		{"namespace ignored", sdktest.StatefulSet("web", 3, sdktest.Namespace("kube-system")), `{"ignoreNamespaces": ["kube-system"]}`, false},
 		{"other namespace ignored", sdktest.StatefulSet("web", 3), `{"ignoreNamespaces": ["kube-system"]}`, true},
 		{"empty config", sdktest.StatefulSet("web", 3), `{}`, true},
@@ -52,10 +53,10 @@ func TestReconcile(t *testing.T) {
 				t.Fatalf("actions = %+v, want one warning", res.Actions)
 			}
 			a := res.Actions[0]
-			if a.Type != abi.ActionEvent || a.Target != sdk.RefOf(set) || a.Event.Type != abi.EventWarning || a.Event.Reason != Reason {
-				t.Errorf("action = %+v, want a %s warning on the set", a, Reason)
+			if a.Type != abi.ActionEvent || a.Target != sdk.RefOf(set) || a.Event.Type != abi.EventWarning || a.Event.Reason != policy.Reason {
+				t.Errorf("action = %+v, want a %s warning on the set", a, policy.Reason)
 			}
-			if !strings.Contains(a.Event.Message, "data-web-*") || !strings.Contains(a.Event.Message, OptOutLabel) {
+			if !strings.Contains(a.Event.Message, "data-web-*") || !strings.Contains(a.Event.Message, policy.OptOutLabel) {
 				t.Errorf("message %q does not name the claims and the opt-out", a.Event.Message)
 			}
 		})

@@ -194,7 +194,7 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
-		rm, err := engine.Load(ctx, c.Path, wasm, c.Limits)
+		rm, err := engine.LoadAny(ctx, c.Path, wasm, c.Limits)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
 		}

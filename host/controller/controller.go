@@ -22,7 +22,7 @@ import (
 )
 
 // Guest is a loaded module as the controller calls it. *runtime.Module
-// implements it; tests use fakes.
+// and *runtime.Plugin (an Extism plugin) implement it; tests use fakes.
 type Guest interface {
 	Manifest() abi.Manifest
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
@@ -31,7 +31,10 @@ type Guest interface {
 	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 }
 
-var _ Guest = (*runtime.Module)(nil)
+var (
+	_ Guest = (*runtime.Module)(nil)
+	_ Guest = (*runtime.Plugin)(nil)
+)
 
 // Module is a loaded module and how the host configuration runs it.
 type Module struct {

@@ -3,11 +3,13 @@ package runtime_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/host/runtime/hostile"
 	"github.com/kubeplug/kubeplug/host/runtime/internal/checkpoint"
 )
 
@@ -96,5 +98,53 @@ func BenchmarkInstrument(b *testing.B) {
 		if _, err := checkpoint.Insert(wasm, checkpoint.Import{Module: "m", Name: "n"}, 1000); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkExtismDeadline is what enforcing the deadline costs an Extism
+// plugin's own code: a plugin that loops 10 million times per call, with
+// the checkpoints the host inserts, and with go-sdk's way (wazero's
+// close-on-context-done, which checks for the context at every loop head
+// and function entry). x-checkpoints is the ratio to the first, timed in
+// the same process just before.
+func BenchmarkExtismDeadline(b *testing.B) {
+	ctx := context.Background()
+	wasm := hostile.ExtismSpinning([]byte(`{"status":0}`), 10_000_000)
+	req := &abi.ReconcileRequest{}
+	loadWith := func(b *testing.B, closeOnDone bool) runtime.Loaded {
+		if closeOnDone {
+			defer runtime.SetExtismCloseOnDoneForTest()()
+		}
+		m, err := newEngine(b, runtime.Options{CacheDir: b.TempDir()}).LoadAny(ctx, "spin.wasm", wasm, runtime.Limits{Deadline: time.Minute})
+		require.NoError(b, err)
+		return m
+	}
+	timed := func(m runtime.Loaded) float64 {
+		start, n := time.Now(), 0
+		for n < 3 || time.Since(start) < 500*time.Millisecond {
+			if _, err := m.Reconcile(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(n)
+	}
+	for _, closeOnDone := range []bool{false, true} {
+		name := "checkpoints"
+		if closeOnDone {
+			name = "close-on-done"
+		}
+		b.Run(name, func(b *testing.B) {
+			base := timed(loadWith(b, false))
+			m := loadWith(b, closeOnDone)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := m.Reconcile(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/base, "x-checkpoints")
+		})
 	}
 }

@@ -57,6 +57,16 @@ func instantiateCheckpoint(ctx context.Context, r wazero.Runtime) error {
 // was closed under it: then it ends the call. The caller learns why from the
 // call's context (see callContext), not from this error.
 func checkpointFunc(ctx context.Context, mod api.Module, stack []uint64) {
+	checkpointDeadline(ctx)
+	if mod.IsClosed() {
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
+	stack[0] = checkpointInterval
+}
+
+// checkpointDeadline ends the call (it panics with the exit error wazero
+// turns into the call's error) when ctx is done.
+func checkpointDeadline(ctx context.Context) {
 	if err := ctx.Err(); err != nil {
 		code := uint32(sys.ExitCodeDeadlineExceeded)
 		if errors.Is(err, context.Canceled) {
@@ -64,8 +74,4 @@ func checkpointFunc(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		panic(sys.NewExitError(code))
 	}
-	if mod.IsClosed() {
-		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
-	}
-	stack[0] = checkpointInterval
 }

@@ -38,6 +38,12 @@
 //
 // The corpus of hostile modules the tests run is in package hostile.
 //
-// This package imports wazero, the standard library and abi only. It must
-// know nothing of Kubernetes: no k8s.io/* and no other host package.
+// Extism plugins (SPEC.md, "The Extism profile") run through
+// github.com/extism/go-sdk under the same sandbox: Engine.LoadAny tells the
+// two kinds apart, LoadPlugin loads a *Plugin, and both kinds satisfy
+// Loaded (extism*.go, loader.go).
+//
+// This package imports wazero, the standard library, abi and Extism's
+// go-sdk only. It must know nothing of Kubernetes: no k8s.io/* and no other
+// host package.
 package runtime

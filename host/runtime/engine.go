@@ -38,8 +38,10 @@ type Engine struct {
 	validator wazero.Runtime
 	validated validatedSet
 
-	mu      sync.Mutex
-	modules map[*Module]struct{}
+	mu sync.Mutex
+	// modules are the loaded modules of either kind (*Module, *Plugin),
+	// which Close closes.
+	modules map[closer]struct{}
 	closed  bool
 	// loads counts Loads in progress, which Close waits for before it
 	// closes the compilation cache under them.
@@ -69,7 +71,7 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 		logger:    logger,
 		workers:   workers,
 		validator: newValidator(ctx),
-		modules:   map[*Module]struct{}{},
+		modules:   map[closer]struct{}{},
 	}, nil
 }
 
@@ -87,7 +89,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.loads.Wait() // a Load that finishes now sees closed and cleans up
 
 	e.mu.Lock()
-	mods := make([]*Module, 0, len(e.modules))
+	mods := make([]closer, 0, len(e.modules))
 	for m := range e.modules {
 		mods = append(mods, m)
 	}
@@ -127,21 +129,14 @@ var wasmMagic = []byte("\x00asm")
 // Errors wrap ErrNotModule, ErrABIVersion, ErrMissingExport,
 // ErrForbiddenImport, ErrManifest, ErrStart, ErrLimits or ErrClosed.
 func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Limits) (*Module, error) {
-	if err := limits.Validate(); err != nil {
-		return nil, fmt.Errorf("load module %q: %w", source, err)
+	limits, err := e.beginLoad(source, limits)
+	if err != nil {
+		return nil, err
 	}
-	limits = limits.withDefaults()
+	defer e.loads.Done()
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		return nil, loadError(source, ErrNotModule, "it does not start with the WebAssembly magic bytes: point the module at a .wasm file")
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, fmt.Errorf("load module %q: engine %w", source, ErrClosed)
-	}
-	e.loads.Add(1)
-	e.mu.Unlock()
-	defer e.loads.Done()
 
 	sum := sha256.Sum256(wasm)
 	m := &Module{
@@ -159,18 +154,48 @@ func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Li
 		return nil, err
 	}
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		_ = m.runtime.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("load module %q: engine %w", source, ErrClosed)
+	if err := e.register(ctx, source, m, m.runtime.Close); err != nil {
+		return nil, err
 	}
-	e.modules[m] = struct{}{}
 	return m, nil
 }
 
+// beginLoad checks limits and counts a load in progress, which Close waits
+// for (the caller calls e.loads.Done when it ends), or fails once the
+// Engine is closed. It returns limits with the defaults filled in.
+func (e *Engine) beginLoad(source string, limits Limits) (Limits, error) {
+	if err := limits.Validate(); err != nil {
+		return limits, fmt.Errorf("load module %q: %w", source, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return limits, fmt.Errorf("load module %q: engine %w", source, ErrClosed)
+	}
+	e.loads.Add(1)
+	return limits.withDefaults(), nil
+}
+
+// register adds a loaded module to those Close closes, or releases it and
+// fails if Close came first.
+func (e *Engine) register(ctx context.Context, source string, m closer, release func(context.Context) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		_ = release(context.WithoutCancel(ctx))
+		return fmt.Errorf("load module %q: engine %w", source, ErrClosed)
+	}
+	e.modules[m] = struct{}{}
+	return nil
+}
+
+// closer is a loaded module of either kind, as the Engine closes it.
+type closer interface {
+	Close(ctx context.Context) error
+}
+
 // forget drops a closed module from the engine.
-func (e *Engine) forget(m *Module) {
+func (e *Engine) forget(m closer) {
 	e.mu.Lock()
 	delete(e.modules, m)
 	e.mu.Unlock()

@@ -24,3 +24,17 @@ var OwnStringsForTest = ownStrings
 func DecodeOutputForTest(out []byte, l Limits) (*abi.Response, error) {
 	return decodeOutput(out, l.withDefaults())
 }
+
+// SetExtismCloseOnDoneForTest makes plugins loaded until the returned
+// function is called enforce their deadline with wazero's
+// close-on-context-done instead of checkpoints.
+func SetExtismCloseOnDoneForTest() (restore func()) {
+	extismCloseOnDone = true
+	return func() { extismCloseOnDone = false }
+}
+
+// DecodeJSONOutputForTest is what a JSON plugin's reconcile answer goes
+// through, for FuzzDecodeJSONOutput.
+func DecodeJSONOutputForTest(out []byte, l Limits) (*abi.Response, error) {
+	return decodeJSONAnswer[abi.Response](out, l.withDefaults())
+}

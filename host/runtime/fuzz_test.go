@@ -43,3 +43,33 @@ func FuzzDecodeOutput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeJSONOutput is FuzzDecodeOutput for the JSON answers of Extism
+// plugins: never a panic, and an accepted answer holds no more actions than
+// the limit and only strings ownStrings accepts again.
+func FuzzDecodeJSONOutput(f *testing.F) {
+	for _, s := range []string{
+		`{"status":0,"result":{"actions":[{"type":"event","target":{"kind":"StatefulSet","name":"web"},"event":{"type":"Warning","reason":"R","message":"m"}}],"requeueAfterMillis":5}}`,
+		`{"status":0,"result":{"actions":[{},{},{},{},{}]}}`,
+		`{"status":2,"message":"no"}`,
+		`{"result":{"actions":[[[[[]]]]]}}`,
+		"{\"status\":0,\"message\":\"\xff\"}",
+		`{"status":0} {}`,
+		`{"RESULT":{"Actions":[{},{},{},{},{}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	limits := runtime.Limits{MaxActions: 4}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		resp, err := runtime.DecodeJSONOutputForTest(b, limits)
+		if err != nil {
+			return
+		}
+		if resp.Result != nil && len(resp.Result.Actions) > limits.MaxActions {
+			t.Fatalf("accepted %d actions over the limit of %d", len(resp.Result.Actions), limits.MaxActions)
+		}
+		if err := runtime.OwnStringsForTest(resp); err != nil {
+			t.Fatalf("accepted a response whose strings fail the check: %v", err)
+		}
+	})
+}

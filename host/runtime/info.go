@@ -22,6 +22,11 @@ type Info struct {
 	// name.
 	Exports []Func
 	Imports []Func
+	// Extism is set for an Extism plugin (SPEC.md, "The Extism profile");
+	// Encoding is then the encoding of its hook messages, EncodingJSON or
+	// EncodingMsgpack. ABIVersion is its manifest's abiVersion.
+	Extism   bool
+	Encoding string
 	// Size is the module's size in bytes; SHA256 its hex digest.
 	Size   int
 	SHA256 string

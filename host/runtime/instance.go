@@ -213,14 +213,11 @@ func (inst *instance) classify(err error, l Limits, interrupted *interruptedErro
 	if interrupted != nil {
 		return KindDeadline, interrupted
 	}
+	if err := checkpointExit(err, l); err != nil {
+		return KindDeadline, err
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return KindDeadline, &interruptedError{after: l.Deadline, cause: context.DeadlineExceeded}
-		case sys.ExitCodeContextCanceled:
-			return KindDeadline, &interruptedError{after: l.Deadline, cause: context.Canceled}
-		}
 		if inst.outOfMemory(l) {
 			return KindMemory, &guestError{fmt.Sprintf("out of memory at the %s limit: guest exited with code %d", humanBytes(uint64(l.memoryPages())*pageSize), exit.ExitCode()), err}
 		}
@@ -241,6 +238,21 @@ func (inst *instance) outOfMemory(l Limits) bool {
 	}
 	const slack = 4 << 20
 	return inst.mem != nil && uint64(inst.mem.Size())+slack >= uint64(l.memoryPages())*pageSize
+}
+
+// checkpointExit returns the deadline error of a call a checkpoint ended
+// (checkpoint.go), or nil when err is another failure.
+func checkpointExit(err error, l Limits) *interruptedError {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return &interruptedError{after: l.Deadline, cause: context.DeadlineExceeded}
+		case sys.ExitCodeContextCanceled:
+			return &interruptedError{after: l.Deadline, cause: context.Canceled}
+		}
+	}
+	return nil
 }
 
 // guestError is a failure inside the guest: a one-line message over the

@@ -3,6 +3,7 @@ package runtime
 import (
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -28,19 +29,45 @@ import (
 // RSS goes back to the kernel, the addresses stay valid), and the mapping
 // is unmapped by a cleanup once owner, the instance, is unreachable: no call
 // can be running in it any more.
-func newMemoryAllocator(owner *instance) experimental.MemoryAllocator {
+func newMemoryAllocator[T any](owner *T) experimental.MemoryAllocator {
+	a, _ := newMemories(owner)
+	return a
+}
+
+// newMemories is newMemoryAllocator that also returns the memories it
+// makes, so that the owner can tell whether one of them is full.
+func newMemories[T any](owner *T) (experimental.MemoryAllocator, *memories) {
 	ms := &memories{}
 	goruntime.AddCleanup(owner, (*memories).release, ms)
 	return experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
 		m := newReservedMemory(max)
+		ms.mu.Lock()
 		ms.list = append(ms.list, m)
+		ms.mu.Unlock()
 		return m
-	})
+	}), ms
 }
 
-// memories are the memories one instance's allocator made (at most one, the
-// guest's memory 0, unless a failed instantiation is retried).
-type memories struct{ list []*reservedMemory }
+// memories are the memories one instance's allocator made: a native
+// module's memory 0 (unless a failed instantiation is retried), or an
+// Extism plugin's memory and its kernel's.
+type memories struct {
+	mu   sync.Mutex
+	list []*reservedMemory
+}
+
+// full reports whether any of the memories is within slack bytes of its
+// maximum.
+func (ms *memories) full(slack uint64) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for _, m := range ms.list {
+		if m.max > 0 && m.size.Load()+slack >= m.max {
+			return true
+		}
+	}
+	return false
+}
 
 func (ms *memories) release() {
 	for _, m := range ms.list {
@@ -57,6 +84,7 @@ type reservedMemory struct {
 	buf    []byte // the whole mapping (len max), or the Go buffer
 	mapped bool   // buf is a mapping, to unmap once unreachable
 	max    uint64
+	size   atomic.Uint64 // the guest's size, for memories.full
 }
 
 func newReservedMemory(max uint64) *reservedMemory {
@@ -76,9 +104,11 @@ func newReservedMemory(max uint64) *reservedMemory {
 // Reallocate returns the memory's first size bytes, or nil (the grow fails)
 // beyond max.
 func (m *reservedMemory) Reallocate(size uint64) []byte {
-	switch {
-	case size > m.max:
+	if size > m.max {
 		return nil
+	}
+	m.size.Store(size)
+	switch {
 	case m.mapped:
 		return m.buf[:size:size]
 	case size > uint64(cap(m.buf)):

@@ -34,7 +34,7 @@ type Module struct {
 	compiled wazero.CompiledModule
 	// pools holds one pool per hook the manifest declares (nil for the
 	// others), so that one hook's calls never queue behind another's.
-	pools [numHooks]*pool
+	pools [numHooks]*pool[*instance]
 	log   atomic.Pointer[slog.Logger]
 
 	closeOnce sync.Once
@@ -108,10 +108,10 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		return err
 	}
 	m.manifest = *man
-	var first *pool
+	var first *pool[*instance]
 	for h, spec := range hookTable {
 		if slices.Contains(man.Hooks, spec.name) {
-			m.pools[h] = newPool(m.limits.Instances)
+			m.pools[h] = newPool[*instance](m.limits.Instances)
 			if first == nil {
 				first = m.pools[h]
 			}

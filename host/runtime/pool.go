@@ -9,11 +9,17 @@ import (
 // pool bounds and recycles a module's instances. A call holds a slot for its
 // whole duration; an instance is created only when no idle one is left, so
 // live instances never outnumber slots.
-type pool struct {
+//
+// T is the instance type, a pointer: a native module's *instance or an
+// Extism plugin's *pluginInstance; its zero value (nil) is "no instance".
+type pool[T interface {
+	comparable
+	close()
+}] struct {
 	slots chan struct{} // one token per call in flight
 
 	mu       sync.Mutex
-	idle     []*instance
+	idle     []T
 	closed   bool
 	closedCh chan struct{}
 
@@ -21,41 +27,44 @@ type pool struct {
 	created, discarded atomic.Uint64
 }
 
-func newPool(size int) *pool {
-	return &pool{slots: make(chan struct{}, size), closedCh: make(chan struct{})}
+func newPool[T interface {
+	comparable
+	close()
+}](size int) *pool[T] {
+	return &pool[T]{slots: make(chan struct{}, size), closedCh: make(chan struct{})}
 }
 
 // acquire waits for a slot and returns an idle instance, or nil when the
 // caller must create one (and then call added).
-func (p *pool) acquire(ctx context.Context) (*instance, error) {
+func (p *pool[T]) acquire(ctx context.Context) (inst T, err error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return inst, ctx.Err()
 		case <-p.closedCh:
-			return nil, ErrClosed
+			return inst, ErrClosed
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		<-p.slots
-		return nil, ErrClosed
+		return inst, ErrClosed
 	}
 	if n := len(p.idle); n > 0 {
-		inst := p.idle[n-1]
-		p.idle[n-1] = nil
+		inst = p.idle[n-1]
+		var none T
+		p.idle[n-1] = none
 		p.idle = p.idle[:n-1]
-		return inst, nil
 	}
-	return nil, nil
+	return inst, nil
 }
 
 // added counts an instance the holder of a slot created.
-func (p *pool) added() {
+func (p *pool[T]) added() {
 	p.created.Add(1)
 	live := p.live.Add(1)
 	for {
@@ -67,7 +76,7 @@ func (p *pool) added() {
 }
 
 // seed adds a first instance, created without a slot, to the idle list.
-func (p *pool) seed(inst *instance) {
+func (p *pool[T]) seed(inst T) {
 	p.added()
 	p.mu.Lock()
 	p.idle = append(p.idle, inst)
@@ -76,8 +85,9 @@ func (p *pool) seed(inst *instance) {
 
 // release gives back a slot, and inst (if not nil) to the idle list when keep
 // is set, closing it otherwise.
-func (p *pool) release(inst *instance, keep bool) {
-	if inst != nil {
+func (p *pool[T]) release(inst T, keep bool) {
+	var none T
+	if inst != none {
 		p.mu.Lock()
 		keep = keep && !p.closed
 		if keep {
@@ -91,7 +101,7 @@ func (p *pool) release(inst *instance, keep bool) {
 	<-p.slots
 }
 
-func (p *pool) discard(inst *instance) {
+func (p *pool[T]) discard(inst T) {
 	inst.close()
 	p.live.Add(-1)
 	p.discarded.Add(1)
@@ -100,7 +110,7 @@ func (p *pool) discard(inst *instance) {
 // close refuses new calls, waits until ctx is done for the calls in flight to
 // release their slots, and closes the idle instances. It reports whether all
 // calls finished.
-func (p *pool) close(ctx context.Context) bool {
+func (p *pool[T]) close(ctx context.Context) bool {
 	p.mu.Lock()
 	if !p.closed {
 		p.closed = true
@@ -146,7 +156,7 @@ type Stats struct {
 	Discarded uint64
 }
 
-func (p *pool) stats() Stats {
+func (p *pool[T]) stats() Stats {
 	return Stats{
 		Live:      int(p.live.Load()),
 		Busy:      len(p.slots),

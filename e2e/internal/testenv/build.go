@@ -48,8 +48,9 @@ func Kubeplug() (string, error) {
 }
 
 // Guest builds the guest module in dir (relative to the repository root,
-// e.g. "examples/warnretain") with stock Go for wasip1, once per test
-// binary, and returns the .wasm file's path.
+// e.g. "examples/warnretain") with stock Go for wasip1, or with npm and asc
+// when dir holds an AssemblyScript Extism plugin (a package.json), once per
+// test binary, and returns the .wasm file's path.
 func Guest(dir string) (string, error) {
 	if err := scratch(); err != nil {
 		return "", err
@@ -60,6 +61,13 @@ func Guest(dir string) (string, error) {
 		return p, nil
 	}
 	out := filepath.Join(buildDir, filepath.Base(dir)+".wasm")
+	if _, err := os.Stat(filepath.Join(Root(), dir, "package.json")); err == nil {
+		if err := buildAssemblyScript(dir, out); err != nil {
+			return "", err
+		}
+		guests[dir] = out
+		return out, nil
+	}
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./"+dir)
 	cmd.Dir = Root()
 	if filepath.Dir(dir) == "e2e/guests" {
@@ -72,6 +80,37 @@ func Guest(dir string) (string, error) {
 	}
 	guests[dir] = out
 	return out, nil
+}
+
+// buildAssemblyScript builds the AssemblyScript Extism plugin in dir (it has
+// a package.json) as make guests does: npm ci with its lock file unless
+// that is installed already, then its build script (asc).
+func buildAssemblyScript(dir, out string) error {
+	commands := [][]string{{"npm", "run", "--silent", "build", "--", "--outFile", out}}
+	if !npmInstalled(filepath.Join(Root(), dir)) {
+		commands = append([][]string{{"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"}}, commands...)
+	}
+	for _, args := range commands {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = filepath.Join(Root(), dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build plugin %s: %s: %v\n%s", dir, args[:2], err, b)
+		}
+	}
+	return nil
+}
+
+// npmInstalled reports whether dir's node_modules is what its lock file
+// pins, as the Makefile decides it: installed after the lock last changed.
+// npm ci would delete and install it again, under any other build reading
+// it.
+func npmInstalled(dir string) bool {
+	installed, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	if err != nil {
+		return false
+	}
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	return err == nil && installed.ModTime().After(lock.ModTime())
 }
 
 func scratch() error {

@@ -89,7 +89,7 @@ func TestHostileCorpus(t *testing.T) {
 	defer cancel()
 	guests, err := hostile.Guests(ctx, "go", dir)
 	require.NoError(t, err)
-	mods := append(hostile.Raw(), guests...)
+	mods := append(append(hostile.Raw(), hostile.Extism()...), guests...)
 	cacheDir := filepath.Join(dir, "cache")
 
 	for _, m := range mods {

@@ -60,11 +60,15 @@ cannot be read, with status 2.`,
 type description struct {
 	Manifest   abi.Manifest `json:"manifest"`
 	ABIVersion string       `json:"abiVersion"`
-	Source     string       `json:"source"`
-	Size       int          `json:"size"`
-	SHA256     string       `json:"sha256"`
-	Exports    []function   `json:"exports"`
-	Imports    []function   `json:"imports"`
+	// Kind is "kubeplug" for a native module, "extism" for an Extism
+	// plugin, whose hook messages are in Encoding ("json" or "msgpack").
+	Kind     string     `json:"kind"`
+	Encoding string     `json:"encoding,omitempty"`
+	Source   string     `json:"source"`
+	Size     int        `json:"size"`
+	SHA256   string     `json:"sha256"`
+	Exports  []function `json:"exports"`
+	Imports  []function `json:"imports"`
 	// Allow is the allow: block (YAML) that grants the module what its
 	// manifest asks, to paste under its entry in host.yaml.
 	Allow string `json:"allow"`
@@ -118,6 +122,11 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 		},
 		// Each hook has a pool of its own (RATIONALE.md, "Why a pool per hook?").
 		HostMemoryBound: l.HostMemoryBound() * uint64(max(len(m.Hooks), 1)),
+		Kind:            "kubeplug",
+	}
+	if info.Extism {
+		d.Kind, d.Encoding = "extism", info.Encoding
+		d.HostMemoryBound = l.ExtismHostMemoryBound() * uint64(max(len(m.Hooks), 1))
 	}
 	return d
 }
@@ -166,6 +175,9 @@ func (d description) writeText(w io.Writer) error {
 	field("ABI version", d.ABIVersion)
 	field("Subject", m.Subject)
 	field("Hooks", strings.Join(m.Hooks, ", "))
+	if d.Kind == "extism" {
+		field("Kind", "Extism plugin, hook messages in "+d.Encoding)
+	}
 	field("Capabilities", orNone(strings.Join(caps, "\n")))
 	if a := m.Admission; a != nil {
 		field("Admission", admissionText(a))
@@ -180,8 +192,12 @@ func (d description) writeText(w io.Writer) error {
 	if n := len(m.Hooks); n > 1 {
 		pools = fmt.Sprintf("%d hooks x ", n)
 	}
-	field("Host memory", fmt.Sprintf("at most %s with the default limits: %s%d instances x (%s memory + %d table elements + %s output + call stack)",
-		humanSize(int(d.HostMemoryBound)), pools, lim.Instances, humanSize(int(lim.MemoryBytes)), lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
+	memory := humanSize(int(lim.MemoryBytes)) + " memory"
+	if d.Kind == "extism" {
+		memory = "2 x " + memory + " (the plugin's and Extism's kernel's)"
+	}
+	field("Host memory", fmt.Sprintf("at most %s with the default limits: %s%d instances x (%s + %d table elements + %s output + call stack)",
+		humanSize(int(d.HostMemoryBound)), pools, lim.Instances, memory, lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // loadedModule is a module file loaded into an engine of its own.
 type loadedModule struct {
 	engine *runtime.Engine
-	module *runtime.Module
+	module runtime.Loaded // a native module or an Extism plugin
 }
 
 // close releases the engine and its module.
@@ -37,7 +37,7 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 		return nil, inputErrorf("%w: or pass --cache-dir=\"\" to keep compiled modules in memory", err)
 	}
 	l := &loadedModule{engine: engine}
-	l.module, err = engine.Load(ctx, path, wasm, limits)
+	l.module, err = engine.LoadAny(ctx, path, wasm, limits)
 	if err != nil {
 		l.close(ctx)
 		return nil, err

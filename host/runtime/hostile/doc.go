@@ -5,7 +5,8 @@
 //
 // The modules are built by the code of this package (raw WebAssembly written
 // byte by byte, or Go guests compiled from the sources under guests/), never
-// committed as binaries.
+// committed as binaries. Extism returns the hostile Extism plugins, raw
+// WebAssembly too (extism.go).
 //
 // It imports the standard library, abi, and the runtime's internal wasm
 // encoder; nothing of Kubernetes.

@@ -158,6 +158,9 @@ type module struct {
 	// import and function sections name, checked once types is known.
 	importTypes, funcTypes uint32
 	plan                   *plan
+	// importModules collects the module names of the imports, for
+	// ImportModules.
+	importModules map[string]bool
 }
 
 // survey counts what the rewrite needs: types, imported functions, globals.
@@ -205,6 +208,9 @@ func (m *module) surveyImports(r *reader) error {
 		name, err := r.name()
 		if err != nil {
 			return err
+		}
+		if m.importModules != nil {
+			m.importModules[mod] = true
 		}
 		if mod == m.imp.Module {
 			return fmt.Errorf("%w: the module imports %s.%s, and %q is reserved for the host", ErrReservedImport, mod, name, mod)

@@ -1,0 +1,109 @@
+// Package extism benchmarks the Extism path: warnretain's AssemblyScript
+// twin (an Extism plugin, JSON messages, through go-sdk) against the Go
+// module compiled to wasm and the same Go code run natively, on the same
+// workloads in the same process, so that the ratios hold whatever else
+// shares the machine.
+package extism_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/abi"
+	_ "github.com/kubeplug/kubeplug/examples/warnretain/policy" // registers the native baseline
+	"github.com/kubeplug/kubeplug/host/bench/workload"
+	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/sdk/sdktest"
+)
+
+const replicas = 100
+
+// workloads are the two fixed requests: an empty one (no subject: the
+// module answers with nothing) and one StatefulSet with 100 pods and 100
+// claims whose claims are kept (whenDeleted Retain), so that warnretain
+// answers with its Warning event.
+func workloads(tb testing.TB) map[string]*abi.ReconcileRequest {
+	set := workload.StatefulSet(tb, replicas)
+	set.StatefulSet.Set.Spec.PersistentVolumeClaimRetentionPolicy = &abi.StatefulSetPersistentVolumeClaimPolicy{WhenDeleted: "Retain", WhenScaled: "Delete"}
+	return map[string]*abi.ReconcileRequest{
+		"empty":  {Subject: abi.SubjectStatefulSet, Key: "default/web", Now: "2026-01-01T00:00:00Z"},
+		"set100": set,
+	}
+}
+
+// wantActions is warnretain's answer to each workload.
+var wantActions = map[string]int{"empty": 0, "set100": 1}
+
+func checker(name string) func(testing.TB, *abi.Result) {
+	return func(tb testing.TB, res *abi.Result) {
+		tb.Helper()
+		if len(res.Actions) != wantActions[name] {
+			tb.Fatalf("module returned %d actions for %s, want %d", len(res.Actions), name, wantActions[name])
+		}
+	}
+}
+
+// modules loads the two wasm builds of warnretain.
+func modules(tb testing.TB) (goWasm, extism runtime.Loaded) {
+	goWasm = workload.LoadAny(tb, "warnretain.wasm", workload.Guest(tb, "examples/warnretain"))
+	extism = workload.LoadAny(tb, "warnretain-as.wasm", workload.AssemblyScript(tb, "examples/warnretain-as"))
+	return goWasm, extism
+}
+
+// BenchmarkWarnretain reports ns per reconcile of each wasm build of
+// warnretain (deadline on), x-native (its ratio to the Go code run
+// natively) and, for the Extism plugin, x-go-wasm (its ratio to the Go
+// module compiled to wasm), both baselines timed in the same process just
+// before.
+func BenchmarkWarnretain(b *testing.B) {
+	ctx := context.Background()
+	goWasm, extism := modules(b)
+	for _, name := range []string{"empty", "set100"} {
+		req, check := workloads(b)[name], checker(name)
+		reqs := []*abi.ReconcileRequest{req}
+		for _, m := range []struct {
+			kind   string
+			module runtime.Loaded
+		}{{"go-wasm", goWasm}, {"extism", extism}} {
+			b.Run(name+"/"+m.kind, func(b *testing.B) {
+				native := workload.NativeNsPerOp(b, reqs, check)
+				goNs := workload.NsPerOp(b, func(r *abi.ReconcileRequest) (*abi.Result, error) { return goWasm.Reconcile(ctx, r) }, reqs, check)
+				b.ResetTimer()
+				for b.Loop() {
+					res, err := m.module.Reconcile(ctx, req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					check(b, res)
+				}
+				b.StopTimer()
+				perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				b.ReportMetric(native, "native-ns/op")
+				b.ReportMetric(perOp/native, "x-native")
+				b.ReportMetric(perOp/goNs, "x-go-wasm")
+			})
+		}
+	}
+}
+
+// TestWorkload keeps the benchmark honest in `make test`: the Extism
+// plugin, the Go module compiled to wasm and the native run answer each
+// workload alike.
+func TestWorkload(t *testing.T) {
+	ctx := context.Background()
+	goWasm, extism := modules(t)
+	for name, req := range workloads(t) {
+		t.Run(name, func(t *testing.T) {
+			native, err := sdktest.New(t).Reconcile(req)
+			require.NoError(t, err)
+			checker(name)(t, native)
+			for _, m := range []runtime.Loaded{goWasm, extism} {
+				res, err := m.Reconcile(ctx, req)
+				require.NoError(t, err)
+				require.Equal(t, native, res)
+			}
+		})
+	}
+}

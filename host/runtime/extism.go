@@ -1,0 +1,368 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// An Extism plugin is a kubeplug module in the Extism profile (SPEC.md, "The
+// Extism profile"): it imports Extism's kernel functions from ExtismEnv,
+// exports kubeplug_manifest and its hooks as Extism functions, and is run
+// through github.com/extism/go-sdk under the same sandbox as a native module
+// (RATIONALE.md: "Why do Extism plugins run inside package runtime?").
+
+// ExtismEnv is the import module of Extism's kernel functions; a module that
+// imports from it is an Extism plugin.
+const ExtismEnv = "extism:host/env"
+
+// Encodings of the Extism profile's hook messages, named by the manifest's
+// encoding field.
+const (
+	EncodingJSON    = "json"
+	EncodingMsgpack = "msgpack"
+)
+
+// extismWASIOutputEnv, when set in the host's environment, makes go-sdk give
+// every plugin instance the process's stdout and stderr.
+const extismWASIOutputEnv = "EXTISM_ENABLE_WASI_OUTPUT"
+
+// extismCloseOnDone, set only by the benchmark that compares the two,
+// enforces the deadline as go-sdk does (wazero's close-on-context-done,
+// the plugin not rewritten) instead of by checkpoints (RATIONALE.md: "Why
+// are Extism plugins stopped by the same checkpoints?").
+var extismCloseOnDone bool
+
+// extismHookExports are the Extism functions of the hooks, by hook name.
+// A hook is one entry here and one typed call in extism_call.go.
+var extismHookExports = map[string]string{
+	abi.HookReconcile: "reconcile",
+	abi.HookAdmit:     "admit",
+}
+
+// extismImports are the functions of ExtismEnv a plugin may import: the
+// kernel's memory, input, output and error functions, and logging. The
+// rest (config_get, var_get, var_set, http_request, http_status_code,
+// http_headers, and the kernel's own bookkeeping) are refused at load: a
+// plugin's configuration is in its request, it keeps no state between
+// calls, and it has no network (SPEC.md).
+var extismImports = map[string]bool{
+	"input_length": true, "input_load_u8": true, "input_load_u64": true, "input_offset": true,
+	"length": true, "length_unsafe": true, "alloc": true, "free": true,
+	"load_u8": true, "load_u64": true, "store_u8": true, "store_u64": true,
+	"output_set": true, "error_set": true,
+	"log_trace": true, "log_debug": true, "log_info": true, "log_warn": true, "log_error": true, "get_log_level": true,
+}
+
+// sigExtismFunc is the signature of an Extism function: no parameters, an
+// i32 return code.
+var sigExtismFunc = signature{nil, []api.ValueType{i32}}
+
+// extismManifest is what kubeplug_manifest outputs: the manifest, as JSON,
+// and the encoding of the hooks' messages.
+type extismManifest struct {
+	abi.Manifest
+	Encoding string `json:"encoding,omitempty"`
+}
+
+// Plugin is a loaded, validated Extism plugin with its pool of instances. It
+// answers the same calls as Module. Its methods are safe for concurrent use.
+type Plugin struct {
+	engine   *Engine
+	source   string
+	limits   Limits
+	info     Info
+	manifest abi.Manifest
+	encoding string
+	name     string
+
+	compiled *extism.CompiledPlugin
+	// pools holds a pool per hook the manifest declares, as Module's do.
+	pools map[string]*pool[*pluginInstance]
+	log   atomic.Pointer[slog.Logger]
+	hooks map[string]bool
+
+	closeOnce   sync.Once
+	closeErr    error
+	interrupted atomic.Bool
+}
+
+// LoadPlugin compiles and validates an Extism plugin, starts one instance,
+// reads its manifest, and returns the plugin ready to serve calls. It takes
+// the same arguments as Load, and its errors wrap the same sentinels.
+func (e *Engine) LoadPlugin(ctx context.Context, source string, wasm []byte, limits Limits) (*Plugin, error) {
+	limits, err := e.beginLoad(source, limits)
+	if err != nil {
+		return nil, err
+	}
+	defer e.loads.Done()
+
+	if _, set := os.LookupEnv(extismWASIOutputEnv); set {
+		return nil, loadError(source, ErrStart, "%s is set, which makes go-sdk write Extism plugins' stdout and stderr to the host's, past the log budget: unset it", extismWASIOutputEnv)
+	}
+	sum := sha256.Sum256(wasm)
+	p := &Plugin{
+		engine: e,
+		source: source,
+		limits: limits,
+		info:   Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Extism: true},
+		name:   source,
+	}
+	p.setLogger(e.logger.With("module", source))
+	if err := p.load(ctx, wasm); err != nil {
+		if p.compiled != nil {
+			_ = p.compiled.Close(context.WithoutCancel(ctx))
+		}
+		return nil, err
+	}
+
+	if err := e.register(ctx, source, p, p.compiled.Close); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// load checks the plugin as written, inserts the deadline checkpoints,
+// compiles it through go-sdk into a runtime of its own (the memory cap, the
+// Engine's compilation cache), and reads its manifest.
+func (p *Plugin) load(ctx context.Context, wasm []byte) error {
+	instrumented, err := instrument(p.source, wasm, p.limits)
+	if err != nil {
+		return err
+	}
+	if extismCloseOnDone {
+		instrumented = wasm
+	}
+	// The interpreter both validates the plugin as written (see original.go)
+	// and describes its imports and exports.
+	written, err := p.engine.validator.CompileModule(ctx, wasm)
+	if err != nil {
+		return loadError(p.source, ErrNotModule, "%v: rebuild it, or check that the file is not truncated", err)
+	}
+	defer written.Close(context.WithoutCancel(ctx))
+	wasi, err := checkExtismImports(p.source, written)
+	if err != nil {
+		return err
+	}
+	fns := written.ExportedFunctions()
+	if def, ok := fns[abi.ExportManifest]; !ok || !sigExtismFunc.matches(def) {
+		return loadError(p.source, ErrMissingExport,
+			"it is an Extism plugin but not a kubeplug module: it has no Extism function %s%v; export one that outputs the module's manifest (abi/SPEC.md, \"The Extism profile\")",
+			abi.ExportManifest, sigExtismFunc)
+	}
+	p.info.Exports, p.info.Imports = describeFuncs(written)
+
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(p.engine.cache).
+		WithMemoryLimitPages(p.limits.memoryPages()).
+		WithCloseOnContextDone(extismCloseOnDone)
+	manifest := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: instrumented, Name: "main"}}}
+	checkpoint := extism.NewHostFunctionWithStack(checkpointImport.Name, p.checkpoint, nil, []extism.ValueType{extism.ValueTypeI32})
+	checkpoint.SetNamespace(checkpointImport.Module)
+	p.compiled, err = extism.NewCompiledPlugin(experimental.WithCompilationWorkers(ctx, p.engine.workers), manifest,
+		extism.PluginConfig{RuntimeConfig: cfg, EnableWasi: wasi}, []extism.HostFunction{checkpoint})
+	if err != nil {
+		if strings.Contains(err.Error(), "over limit of") {
+			return loadError(p.source, ErrLimits, "%v: raise the module's memory limit (now %d bytes)", err, p.limits.MemoryBytes)
+		}
+		return loadError(p.source, ErrNotModule, "%v: rebuild it, or check that the file is not truncated", err)
+	}
+
+	inst, _, err := p.newInstance(ctx)
+	if err != nil {
+		return loadError(p.source, ErrStart, "%v: fix the plugin's initialization", err)
+	}
+	man, err := p.readManifest(ctx, inst)
+	if err == nil {
+		err = checkHookFunctions(p.source, fns, man.Hooks)
+	}
+	if err != nil {
+		inst.close()
+		return err
+	}
+	p.manifest, p.encoding = man.Manifest, man.Encoding
+	p.hooks = map[string]bool{}
+	p.pools = map[string]*pool[*pluginInstance]{}
+	for _, h := range man.Hooks {
+		p.hooks[h] = true
+		p.pools[h] = newPool[*pluginInstance](p.limits.Instances)
+	}
+	p.info.ABIVersion, _ = parseABIVersion(man.ABIVersion)
+	p.info.Name, p.info.Version, p.info.Encoding = man.Name, man.Version, man.Encoding
+	p.name = man.Name
+	p.setLogger(p.engine.logger.With("module", man.Name))
+	p.pools[man.Hooks[0]].seed(inst) // checkManifest refuses a manifest without hooks
+	return nil
+}
+
+// checkpoint is the checkpoint import (checkpoint.go) as go-sdk calls host
+// functions: it ends the call at its deadline, or once Close gave up
+// waiting for it.
+func (p *Plugin) checkpoint(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+	checkpointDeadline(ctx)
+	if p.interrupted.Load() {
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
+	stack[0] = checkpointInterval
+}
+
+// checkExtismImports refuses every import the Extism profile does not
+// provide, and reports whether the plugin imports WASI.
+func checkExtismImports(source string, compiled wazero.CompiledModule) (wasi bool, err error) {
+	for _, def := range compiled.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		switch {
+		case mod == abi.WASIModule:
+			wasi = true
+		case mod == ExtismEnv && extismImports[name]:
+		case mod == ExtismEnv:
+			return false, loadError(source, ErrForbiddenImport,
+				"it imports %s.%s, which kubeplug does not provide to Extism plugins (only %s): the configuration is in the request; remove the call",
+				mod, name, strings.Join(allowedExtismImports(), ", "))
+		case mod == "env" && name == "abort":
+			return false, loadError(source, ErrForbiddenImport,
+				"it imports env.abort (AssemblyScript's default abort handler): build it with asc --use abort=<your abort function>")
+		default:
+			return false, loadError(source, ErrForbiddenImport,
+				"it imports function %s.%s; Extism plugins may import only from %s and %s: remove the import", mod, name, ExtismEnv, abi.WASIModule)
+		}
+	}
+	for _, def := range compiled.ImportedMemories() {
+		mod, name, _ := def.Import()
+		return false, loadError(source, ErrForbiddenImport, "it imports memory %s.%s; plugins must define their own memory: remove the import", mod, name)
+	}
+	return wasi, nil
+}
+
+func allowedExtismImports() []string {
+	names := make([]string, 0, len(extismImports))
+	for n := range extismImports {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// checkHookFunctions checks the Extism function of every hook the manifest
+// declares.
+func checkHookFunctions(source string, fns map[string]api.FunctionDefinition, hooks []string) error {
+	for _, h := range hooks {
+		export, ok := extismHookExports[h]
+		if !ok {
+			return loadError(source, ErrManifest, "hooks: %q has no Extism function in this host (it knows %s): fix the manifest", h, strings.Join(slices.Sorted(maps.Keys(extismHookExports)), ", "))
+		}
+		if err := checkExport(source, fns, export, sigExtismFunc, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseABIVersion parses "major.minor.patch".
+func parseABIVersion(s string) (abi.Version, error) {
+	v, ok, err := abi.ParseVersionExport(abi.VersionExportPrefix + strings.ReplaceAll(s, ".", "_"))
+	if err == nil && !ok {
+		err = errors.New("not major.minor.patch")
+	}
+	return v, err
+}
+
+// readManifest calls kubeplug_manifest and decodes and checks its answer.
+func (p *Plugin) readManifest(ctx context.Context, inst *pluginInstance) (*extismManifest, error) {
+	out, _, _, err := inst.call(ctx, p.limits, abi.ExportManifest, nil)
+	if err != nil {
+		return nil, loadError(p.source, ErrStart, "%s: %v: fix the plugin", abi.ExportManifest, err)
+	}
+	man := &extismManifest{}
+	if err := decodeJSONOutput(out, p.limits, man); err != nil {
+		return nil, loadError(p.source, ErrManifest, "%s: %v: output the manifest as one JSON object (SPEC.md, \"The Extism profile\")", abi.ExportManifest, err)
+	}
+	if err := ownStrings(&man.Manifest); err != nil {
+		return nil, loadError(p.source, ErrManifest, "%s: %v: fix the manifest the plugin returns", abi.ExportManifest, err)
+	}
+	switch man.Encoding {
+	case "":
+		man.Encoding = EncodingJSON
+	case EncodingJSON, EncodingMsgpack:
+	default:
+		return nil, loadError(p.source, ErrManifest, "%s: encoding %q is not %q or %q: fix the manifest", abi.ExportManifest, man.Encoding, EncodingJSON, EncodingMsgpack)
+	}
+	v, err := parseABIVersion(man.ABIVersion)
+	if err != nil {
+		return nil, loadError(p.source, ErrABIVersion, "%s: abiVersion %q: %v: declare the kubeplug ABI version the plugin speaks, e.g. %q", abi.ExportManifest, man.ABIVersion, err, abi.Current.String())
+	}
+	if !v.Compatible() {
+		return nil, loadError(p.source, ErrABIVersion, "it was built for kubeplug ABI %v; this host speaks %v: upgrade the host, or build the plugin for ABI %d.%d",
+			v, abi.Current, abi.VersionMajor, abi.VersionMinor)
+	}
+	// The manifest's abiVersion is the plugin's only version marker, so it
+	// is checked against itself.
+	if err := checkManifest(p.source, &man.Manifest, v); err != nil {
+		return nil, err
+	}
+	return man, nil
+}
+
+// Manifest returns the manifest the plugin declared.
+func (p *Plugin) Manifest() abi.Manifest { return p.manifest }
+
+// Info describes the plugin.
+func (p *Plugin) Info() Info { return p.info }
+
+// Name names the plugin in its errors and log records (see Module.Name).
+func (p *Plugin) Name() string { return p.name }
+
+// SetName is Module.SetName.
+func (p *Plugin) SetName(name string) {
+	p.name = name
+	p.setLogger(p.engine.logger.With("module", name))
+}
+
+// Limits returns the plugin's limits, defaults filled in.
+func (p *Plugin) Limits() Limits { return p.limits }
+
+// Stats counts the plugin's instances.
+func (p *Plugin) Stats() Stats {
+	var s Stats
+	for _, pl := range p.pools {
+		s = s.plus(pl.stats())
+	}
+	return s
+}
+
+func (p *Plugin) logger() *slog.Logger     { return p.log.Load() }
+func (p *Plugin) setLogger(l *slog.Logger) { p.log.Store(l) }
+
+// Close is Module.Close.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		for _, pl := range p.pools {
+			if !pl.close(ctx) {
+				p.interrupted.Store(true) // ends them at their next checkpoint
+			}
+		}
+		if err := p.compiled.Close(context.WithoutCancel(ctx)); err != nil {
+			p.closeErr = fmt.Errorf("close module %q: %w", p.name, err)
+		}
+		p.engine.forget(p)
+	})
+	return p.closeErr
+}

@@ -1,0 +1,265 @@
+package hostile
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/kubeplug/kubeplug/abi"
+	wb "github.com/kubeplug/kubeplug/host/runtime/internal/wasmbuild"
+)
+
+// Extism returns one raw-wasm Extism plugin (SPEC.md, "The Extism profile")
+// per way a plugin can attack the host through the Extism path: it imports
+// Extism's kernel functions, exports kubeplug_manifest (a real JSON
+// manifest) and reconcile, and does its harm in reconcile or by what it
+// imports. They are written byte by byte, so that each does exactly one
+// thing.
+func Extism() []Module {
+	i64 := wb.I64
+	// alloc 64 KiB in the kernel's memory until it returns 0, then trap.
+	kernelBomb := wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.I64Const(64<<10), wb.Op(wb.OpCall, extAlloc),
+		[]byte{0x50, wb.OpIf, wb.BlockEmpty, wb.OpUnreachable, wb.OpEnd}, // i64.eqz
+		wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})
+	return []Module{
+		{
+			Class: "extism-loop", Stage: StageCall, Want: "deadline exceeded after",
+			Wasm: extismShape{hook: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})}.bytes(),
+		},
+		{
+			// Grows its own memory one page at a time, touching each, to the
+			// cap and on.
+			Class: "extism-memory-grow", Stage: StageCall, Want: "out of memory at the",
+			Wasm: extismShape{hook: wb.Cat(
+				[]byte{wb.OpLoop, wb.BlockEmpty},
+				wb.I32Const(1), []byte{0x40, 0}, wb.Op(wb.OpLocalTee, 0), // memory.grow 1
+				wb.I32Const(-1), []byte{0x46, wb.OpIf, wb.BlockEmpty, wb.OpUnreachable, wb.OpEnd}, // at the cap
+				wb.Op(wb.OpLocalGet, 0), wb.I32Const(16), []byte{0x74}, wb.I32Const(1), []byte{0x36, 2, 0}, // store 1 at old<<16
+				wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable},
+			)}.bytes(),
+		},
+		{
+			// Allocates in the kernel's memory, which the host reads the
+			// output from, until the kernel cannot.
+			Class: "extism-kernel-alloc", Stage: StageCall, Want: "out of memory at the",
+			Wasm: extismShape{hook: kernelBomb}.bytes(),
+		},
+		{
+			// A WASI plugin whose _initialize never returns: go-sdk runs it
+			// before the first call (kubeplug_manifest, at load), under that
+			// call's deadline.
+			Class: "extism-initialize-loop", Stage: StageLoad, Want: "kubeplug_manifest: deadline exceeded after",
+			Wasm: extismShape{
+				initialize: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd}),
+				response:   []byte(`{"status":0}`),
+			}.bytes(),
+		},
+		{
+			Class: "extism-output-huge", Stage: StageCall, Want: "larger than the 1 MiB limit",
+			Wasm: extismShape{hook: wb.Cat(
+				wb.I64Const(2<<20), wb.Op(wb.OpCall, extAlloc), wb.I64Const(2<<20), wb.Op(wb.OpCall, extOutputSet), wb.I32Const(0),
+			)}.bytes(),
+		},
+		{
+			Class: "extism-garbage", Stage: StageCall, Want: "invalid UTF-8",
+			Wasm: extismShape{response: []byte("\xff\xfe not JSON \x00\x01")}.bytes(),
+		},
+		{
+			Class: "extism-not-json", Stage: StageCall, Want: "output: invalid character",
+			Wasm: extismShape{response: []byte(`{"status": 0, "result": nope}`)}.bytes(),
+		},
+		{
+			// 5,000 empty actions: more than the default limit of 4,096,
+			// refused before anything is decoded.
+			Class: "extism-actions-flood", Stage: StageCall, Want: "actions, the limit",
+			Wasm: extismShape{response: []byte(`{"status":0,"result":{"actions":[` + strings.Repeat("{},", 4999) + `{}]}}`)}.bytes(),
+		},
+		{
+			Class: "extism-http", Stage: StageLoad, Want: "imports extism:host/env.http_request, which kubeplug does not provide",
+			Wasm: extismShape{imports: []wb.Import{{Module: extismEnv, Name: "http_request", Params: []byte{i64, i64}, Results: []byte{i64}}}, hook: wb.I32Const(0)}.bytes(),
+		},
+		{
+			Class: "extism-var-set", Stage: StageLoad, Want: "imports extism:host/env.var_set, which kubeplug does not provide",
+			Wasm: extismShape{imports: []wb.Import{{Module: extismEnv, Name: "var_set", Params: []byte{i64, i64}}}, hook: wb.I32Const(0)}.bytes(),
+		},
+		{
+			Class: "extism-config-get", Stage: StageLoad, Want: "imports extism:host/env.config_get, which kubeplug does not provide",
+			Wasm: extismShape{imports: []wb.Import{{Module: extismEnv, Name: "config_get", Params: []byte{i64}, Results: []byte{i64}}}, hook: wb.I32Const(0)}.bytes(),
+		},
+		{
+			Class: "extism-reserved-import", Stage: StageLoad, Want: `"kubeplug:runtime" is reserved for the host`,
+			Wasm: extismShape{imports: []wb.Import{{Module: "kubeplug:runtime", Name: "checkpoint", Results: []byte{wb.I32}}}, hook: wb.I32Const(0)}.bytes(),
+		},
+	}
+}
+
+const extismEnv = "extism:host/env"
+
+// The imports every plugin of the corpus has, by function index.
+const (
+	extAlloc     = 0 // (i64) -> i64
+	extStoreU8   = 1 // (i64, i32) -> ()
+	extOutputSet = 2 // (i64, i64) -> ()
+	extStoreU64  = 3 // (i64, i64) -> ()
+)
+
+// responseAt is where a fixed response sits in the plugin's memory; the
+// manifest sits at 0.
+const extismResponseAt = 1 << 16
+
+// extismLogAt is where a plugin's log message sits, between the two.
+const extismLogAt = 1 << 15
+
+// extismShape is a plugin of the corpus.
+type extismShape struct {
+	// imports are more imports, after the three every plugin has.
+	imports []wb.Import
+	// hook is reconcile's body: () -> i32, with one i32 local.
+	hook []byte
+	// response, when set, is what reconcile outputs (hook is then ignored).
+	response []byte
+	// spin is how many loop iterations reconcile runs before it outputs
+	// response.
+	spin int32
+	// encoding is the manifest's encoding; empty leaves it out (JSON).
+	encoding string
+	// manifest, when set, is what kubeplug_manifest outputs instead.
+	manifest []byte
+	// initialize, when set, is the body of an exported _initialize, and the
+	// plugin imports WASI (go-sdk calls _initialize only then).
+	initialize []byte
+	// logs, when set, is a message reconcile logs with log_info (imported
+	// as the last import) logTimes times before it answers.
+	logs     []byte
+	logTimes int32
+}
+
+func (s extismShape) bytes() []byte {
+	man, err := json.Marshal(struct {
+		abi.Manifest
+		Encoding string `json:"encoding,omitempty"`
+	}{abi.Manifest{
+		Name:       "hostile",
+		Version:    "0.0.1",
+		ABIVersion: abi.Current.String(),
+		Subject:    abi.SubjectStatefulSet,
+		Hooks:      []string{abi.HookReconcile},
+	}, s.encoding})
+	if err != nil {
+		panic(err) // a fixed value: cannot fail
+	}
+	if s.manifest != nil {
+		man = s.manifest
+	}
+	i32, i64 := wb.I32, wb.I64
+	imports := append([]wb.Import{
+		{Module: extismEnv, Name: "alloc", Params: []byte{i64}, Results: []byte{i64}},
+		{Module: extismEnv, Name: "store_u8", Params: []byte{i64, i32}},
+		{Module: extismEnv, Name: "output_set", Params: []byte{i64, i64}},
+		{Module: extismEnv, Name: "store_u64", Params: []byte{i64, i64}},
+	}, s.imports...)
+	output := uint32(len(imports)) // the index of the output function below; kcopy is the next
+	data := []wb.Data{{Offset: 0, Bytes: man}}
+	hook, pages := s.hook, uint32(2)
+	if s.initialize != nil { // a WASI import, before log_info's
+		imports = append(imports, wb.Import{Module: abi.WASIModule, Name: "sched_yield", Results: []byte{i32}})
+		output++
+	}
+	if s.logs != nil {
+		imports = append(imports, wb.Import{Module: extismEnv, Name: "log_info", Params: []byte{i64}})
+		output++
+		data = append(data, wb.Data{Offset: extismLogAt, Bytes: s.logs})
+	}
+	if s.response != nil {
+		pages = (extismResponseAt+uint32(len(s.response)))>>16 + 1
+		data = append(data, wb.Data{Offset: extismResponseAt, Bytes: s.response})
+		var logs []byte
+		if s.logs != nil { // log_info(kcopy(logs)), logTimes times
+			logs = wb.Cat(wb.I32Const(extismLogAt), wb.I32Const(int32(len(s.logs))), wb.Op(wb.OpCall, output+1), wb.Op(wb.OpCall, output-1))
+		}
+		spin := max(s.spin, s.logTimes)
+		hook = wb.Cat(
+			[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty}, // for i < spin: logs; i++
+			wb.Op(wb.OpLocalGet, 0), wb.I32Const(spin), []byte{0x4f}, wb.Op(wb.OpBrIf, 1),
+			logs,
+			wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 0),
+			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
+			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
+	}
+	mod := wb.Module{
+		Imports:     imports,
+		MemoryPages: pages,
+		Data:        data,
+		Funcs: []wb.Func{
+			{
+				// output(ptr, len i32): make [ptr, ptr+len) the call's output.
+				Params: []byte{i32, i32},
+				Body: wb.Cat(
+					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 1), wb.Op(wb.OpCall, output+1),
+					wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extOutputSet),
+				),
+			},
+			{
+				// kcopy(ptr, len i32) -> off i64: copy [ptr, ptr+len) into the
+				// kernel's memory, 8 bytes at a time and then the rest a byte
+				// at a time.
+				Params: []byte{i32, i32}, Results: []byte{i64}, Locals: []wb.Locals{{N: 1, Type: i64}, {N: 1, Type: i32}},
+				Body: wb.Cat(
+					wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extAlloc), wb.Op(wb.OpLocalSet, 2), // off = alloc(len)
+					[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty},
+					wb.Op(wb.OpLocalGet, 3), wb.I32Const(8), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalGet, 1), []byte{0x4b}, wb.Op(wb.OpBrIf, 1), // i+8 > len: to the bytes
+					wb.Op(wb.OpLocalGet, 2), wb.Op(wb.OpLocalGet, 3), []byte{0xad, 0x7c}, // off + i
+					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 3), []byte{wb.OpI32Add, 0x29, 0, 0}, // i64.load(ptr + i)
+					wb.Op(wb.OpCall, extStoreU64),
+					wb.Op(wb.OpLocalGet, 3), wb.I32Const(8), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 3),
+					wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
+					[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty},
+					wb.Op(wb.OpLocalGet, 3), wb.Op(wb.OpLocalGet, 1), []byte{0x4f}, wb.Op(wb.OpBrIf, 1), // i >= len: done
+					wb.Op(wb.OpLocalGet, 2), wb.Op(wb.OpLocalGet, 3), []byte{0xad, 0x7c}, // off + i
+					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 3), []byte{wb.OpI32Add, 0x2d, 0, 0}, // load8_u(ptr + i)
+					wb.Op(wb.OpCall, extStoreU8),
+					wb.Op(wb.OpLocalGet, 3), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 3),
+					wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
+					wb.Op(wb.OpLocalGet, 2),
+				),
+			},
+			{
+				Export: abi.ExportManifest, Results: []byte{i32},
+				Body: wb.Cat(wb.I32Const(0), wb.I32Const(int32(len(man))), wb.Op(wb.OpCall, output), wb.I32Const(0)),
+			},
+			{Export: "reconcile", Results: []byte{i32}, Locals: []wb.Locals{{N: 1, Type: i32}}, Body: hook},
+		},
+	}
+	if s.initialize != nil {
+		mod.Funcs = append(mod.Funcs, wb.Func{Export: "_initialize", Body: s.initialize})
+	}
+	return mod.Bytes()
+}
+
+// ExtismAnswering returns a well-behaved Extism plugin of the same shape
+// whose reconcile outputs response, for tests that need a plugin beside
+// the corpus.
+func ExtismAnswering(response []byte) []byte { return extismShape{response: response}.bytes() }
+
+// ExtismSpinning is ExtismAnswering after a loop of iterations passes: guest
+// CPU for measuring what enforcing the deadline costs.
+func ExtismSpinning(response []byte, iterations int32) []byte {
+	return extismShape{response: response, spin: iterations}.bytes()
+}
+
+// ExtismAnsweringMsgpack is ExtismAnswering for a plugin whose manifest asks
+// for MessagePack messages; response is then a MessagePack Response.
+func ExtismAnsweringMsgpack(response []byte) []byte {
+	return extismShape{response: response, encoding: "msgpack"}.bytes()
+}
+
+// ExtismWithManifest is ExtismAnswering with `{"status":0}` for a plugin
+// whose kubeplug_manifest outputs manifest.
+func ExtismWithManifest(manifest string) []byte {
+	return extismShape{response: []byte(`{"status":0}`), manifest: []byte(manifest)}.bytes()
+}
+
+// ExtismLogging is ExtismAnswering with `{"status":0}` for a plugin whose
+// reconcile first logs message with the PDK's log_info, times times.
+func ExtismLogging(message string, times int32) []byte {
+	return extismShape{response: []byte(`{"status":0}`), logs: []byte(message), logTimes: times}.bytes()
+}
