@@ -47,7 +47,7 @@ func Pull(ctx context.Context, ref string, o Options) (*Artifact, error) {
 		return nil, err
 	}
 	if o.Verifier != nil {
-		if err := o.Verifier.verify(ctx, r.repo, r.desc, ref); err != nil {
+		if err := o.Verifier.verify(ctx, r.repo, r.desc); err != nil {
 			return nil, o.explain(ref, err)
 		}
 	}

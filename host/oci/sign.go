@@ -217,58 +217,80 @@ func NewVerifier(pemKey []byte, from string) (*Verifier, error) {
 // verify checks that one of the Sigstore bundles attached to desc verifies
 // with the key and names desc's digest as the subject of a cosign signature
 // statement.
-func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, ref string) error {
+func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) error {
+	// All referrers are listed, not those of the bundle's artifactType:
+	// some registries (go-containerregistry's among them) report a
+	// referrer's config media type as its artifactType, so a filter would
+	// hide cosign's bundles. Each referrer's own manifest says what it is.
 	var found []ocispec.Descriptor
-	err := repo.Referrers(ctx, desc, MediaTypeSigstoreBundle, func(rs []ocispec.Descriptor) error {
+	err := repo.Referrers(ctx, desc, "", func(rs []ocispec.Descriptor) error {
 		found = append(found, rs...)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("list signatures: %w", err)
 	}
-	if len(found) == 0 {
-		return fmt.Errorf("%w: %s has no Sigstore bundle attached and the configuration requires one signed by %s: sign it (kubeplug push --sign-key, or cosign sign --key)",
-			ErrUnsigned, desc.Digest, v.from)
-	}
+	bundles := 0
 	var reasons []error
 	for i, r := range found {
 		if i == maxSignatures {
 			break
 		}
-		err := v.verifyOne(ctx, repo, r, desc)
-		if err == nil {
-			return nil
+		b, err := bundleOf(ctx, repo, r)
+		if err != nil {
+			reasons = append(reasons, fmt.Errorf("referrer %s: %w", r.Digest, err))
+			continue
 		}
-		reasons = append(reasons, fmt.Errorf("signature %s: %w", r.Digest, err))
+		if b == nil {
+			continue
+		}
+		bundles++
+		if err := v.verifyBundle(b, desc); err != nil {
+			reasons = append(reasons, fmt.Errorf("signature %s: %w", r.Digest, err))
+			continue
+		}
+		return nil
 	}
-	return fmt.Errorf("%w: none of the %d signatures of %s verifies with %s: %w", ErrSignature, len(found), desc.Digest, v.from, errors.Join(reasons...))
+	if bundles == 0 {
+		return errors.Join(append([]error{fmt.Errorf("%w: %s has no Sigstore bundle attached and the configuration requires one signed by %s: sign it (kubeplug push --sign-key, or cosign sign --key)",
+			ErrUnsigned, desc.Digest, v.from)}, reasons...)...)
+	}
+	return fmt.Errorf("%w: none of the %d signatures of %s verifies with %s: %w", ErrSignature, bundles, desc.Digest, v.from, errors.Join(reasons...))
 }
 
-func (v *Verifier) verifyOne(ctx context.Context, repo *remote.Repository, ref ocispec.Descriptor, subject ocispec.Descriptor) error {
-	raw, err := fetchSmall(ctx, repo, ref)
+// bundleOf returns the Sigstore bundle the referrer r holds, or nil when r
+// is something else (an SBOM, an attestation of another format).
+func bundleOf(ctx context.Context, repo *remote.Repository, r ocispec.Descriptor) (*bundle.Bundle, error) {
+	raw, err := fetchSmall(ctx, repo, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("manifest: %w", err)
+		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	if len(m.Layers) != 1 || m.Layers[0].MediaType != MediaTypeSigstoreBundle {
-		return fmt.Errorf("not one %s layer", MediaTypeSigstoreBundle)
+		return nil, nil
 	}
 	data, err := fetchSmall(ctx, repo, m.Layers[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(data); err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return nil, fmt.Errorf("bundle: %w", err)
 	}
+	return &b, nil
+}
+
+// verifyBundle checks b's signature with the key, and that its statement
+// is a cosign signature of subject's digest.
+func (v *Verifier) verifyBundle(b *bundle.Bundle, subject ocispec.Descriptor) error {
 	want, err := hex.DecodeString(subject.Digest.Encoded())
 	if err != nil {
 		return err
 	}
-	res, err := v.verifier.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest(subject.Digest.Algorithm().String(), want), verify.WithKey()))
+	res, err := v.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest(subject.Digest.Algorithm().String(), want), verify.WithKey()))
 	if err != nil {
 		return err
 	}
