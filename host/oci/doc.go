@@ -12,6 +12,6 @@
 //
 // It talks to registries with oras-go and verifies with sigstore-go. It may
 // import host/config (for module entries) and abi, and must not import
-// client-go, host/runtime or any other host package: it hands out bytes,
-// and what runs them is the caller's business.
+// client-go or any other host package: it hands out bytes, and what runs
+// them is the caller's business.
 package oci
