@@ -102,6 +102,24 @@ func TestImageModule(t *testing.T) {
 		removeFinalizers(t, ns)
 	})
 
+	t.Run("a moved tag is noticed", func(t *testing.T) {
+		moving := host + "/policies/protect:stable"
+		kubeplug(t, "push", "--plain-http", "--docker-config", secret, "--sign-key", signKey, wasm, moving)
+		h := testenv.StartHost(t, testenv.HostOptions{
+			Kubeconfig: cp.Kubeconfig,
+			Config:     entry(moving, pubKey) + "  resolveEvery: 200ms\n",
+			Args:       []string{"--image-cache-dir", t.TempDir()},
+		})
+		h.WaitReady(t)
+		if strings.Contains(h.Log(), "tag moved") {
+			t.Fatalf("a tag that has not moved was reported:\n%s", h.Log())
+		}
+		kubeplug(t, "push", "--plain-http", "--docker-config", secret, other, moving)
+		testenv.Eventually(t, testenv.Timeout, "the host to notice the moved tag", func() (bool, error) {
+			return strings.Contains(h.Log(), `msg="module's tag moved" module=protect image=`+moving), nil
+		})
+	})
+
 	for _, tc := range []struct{ name, ref, key, want string }{
 		{"unsigned image refused", unsigned, pubKey, "module not signed"},
 		{"image signed by another key refused", signed, otherPub, "signature does not verify"},

@@ -78,7 +78,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	mods, err := loadModules(ctx, engine, file, opts.fetchOptions(), m, log)
+	images := newImageWatch(ctx, opts.fetchOptions(), log)
+	mods, err := loadModules(ctx, engine, file, opts.fetchOptions(), m, log, images.loaded)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,9 @@ func Run(ctx context.Context, opts Options) error {
 
 // loadModules loads every module of file into engine and checks it against
 // its entry.
-func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, fo oci.FetchOptions, m *metrics.Metrics, log *slog.Logger) ([]controller.Module, error) {
+// loaded, when not nil, is told each entry and what it was loaded from.
+func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, fo oci.FetchOptions, m *metrics.Metrics, log *slog.Logger,
+	loaded func(*config.Module, *oci.Source)) ([]controller.Module, error) {
 	var mods []controller.Module
 	for i := range file.Modules {
 		c := &file.Modules[i]
@@ -194,6 +197,9 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 		// valid UTF-8, or client_golang panics.
 		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), src.SHA256).Set(1)
 		log.Info("loaded module", "module", c.Name, "source", src.Name, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
+		if loaded != nil {
+			loaded(c, src)
+		}
 		mods = append(mods, controller.Module{
 			Runtime:    rm,
 			Name:       c.Name,
