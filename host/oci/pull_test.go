@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -129,6 +130,17 @@ func TestPullRefuses(t *testing.T) {
 		defer reg.corrupt.Store(false)
 		_, err := oci.Pull(ctx, reg.ref("m/big:v1"), reg.options())
 		require.ErrorIs(t, err, oci.ErrDigest)
+	})
+	t.Run("an image index", func(t *testing.T) {
+		repo, err := remote.NewRepository(reg.ref("img/index:v1"))
+		require.NoError(t, err)
+		repo.PlainHTTP = true
+		index := []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`)
+		desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageIndex, index)
+		require.NoError(t, repo.PushReference(ctx, desc, bytes.NewReader(index), "v1"))
+		_, err = oci.Pull(ctx, reg.ref("img/index:v1"), reg.options())
+		require.ErrorIs(t, err, oci.ErrLayout)
+		require.ErrorContains(t, err, "image index")
 	})
 	t.Run("no such tag", func(t *testing.T) {
 		_, err := oci.Pull(ctx, reg.ref("m/big:v9"), reg.options())
