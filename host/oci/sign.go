@@ -222,12 +222,18 @@ func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc oci
 	// some registries (go-containerregistry's among them) report a
 	// referrer's config media type as its artifactType, so a filter would
 	// hide cosign's bundles. Each referrer's own manifest says what it is.
+	// A registry may list referrers page after page: past maxSignatures
+	// the listing stops.
 	var found []ocispec.Descriptor
+	errEnough := errors.New("enough referrers")
 	err := repo.Referrers(ctx, desc, "", func(rs []ocispec.Descriptor) error {
 		found = append(found, rs...)
+		if len(found) >= maxSignatures {
+			return errEnough
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errEnough) {
 		return fmt.Errorf("list signatures: %w", err)
 	}
 	bundles := 0
