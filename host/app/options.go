@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeplug/kubeplug/host/oci"
 )
 
 // Options are what `kubeplug run` takes.
@@ -22,6 +24,10 @@ type Options struct {
 	// CacheDir keeps compiled modules between runs; empty keeps them in
 	// memory.
 	CacheDir string
+	// ImageCacheDir keeps modules pulled from registries (image: entries),
+	// named by digest, so that a pinned image loads without the registry;
+	// empty keeps none.
+	ImageCacheDir string
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty serves nothing.
 	MetricsAddr string
@@ -84,4 +90,9 @@ func (o *Options) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
 	}
 	return c, nil
+}
+
+// fetchOptions are the host's settings for reading module entries.
+func (o *Options) fetchOptions() oci.FetchOptions {
+	return oci.FetchOptions{CacheDir: o.ImageCacheDir}
 }

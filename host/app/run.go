@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +17,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/csi"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -79,7 +78,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	mods, err := loadModules(ctx, engine, file, m, log)
+	images := newImageWatch(ctx, opts.fetchOptions(), log)
+	mods, err := loadModules(ctx, engine, file, opts.fetchOptions(), m, log, images.loaded)
 	if err != nil {
 		return err
 	}
@@ -186,15 +186,17 @@ func Run(ctx context.Context, opts Options) error {
 
 // loadModules loads every module of file into engine and checks it against
 // its entry.
-func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, m *metrics.Metrics, log *slog.Logger) ([]controller.Module, error) {
+// loaded, when not nil, is told each entry and what it was loaded from.
+func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, fo oci.FetchOptions, m *metrics.Metrics, log *slog.Logger,
+	loaded func(*config.Module, *oci.Source)) ([]controller.Module, error) {
 	var mods []controller.Module
 	for i := range file.Modules {
 		c := &file.Modules[i]
-		wasm, err := c.Read()
+		src, err := oci.Fetch(ctx, c, fo)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
-		rm, err := engine.LoadAny(ctx, c.Path, wasm, c.Limits)
+		rm, err := engine.LoadAny(ctx, src.Name, src.Wasm, c.Limits)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
 		}
@@ -204,11 +206,13 @@ func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File,
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
-		sum := sha256.Sum256(wasm)
 		// The version is the module's to choose: as a label it must be
 		// valid UTF-8, or client_golang panics.
-		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), hex.EncodeToString(sum[:])).Set(1)
-		log.Info("loaded module", "module", c.Name, "path", c.Path, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
+		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), src.SHA256).Set(1)
+		log.Info("loaded module", "module", c.Name, "source", src.Name, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
+		if loaded != nil {
+			loaded(c, src)
+		}
 		mods = append(mods, controller.Module{
 			Runtime:    rm,
 			Name:       c.Name,

@@ -30,7 +30,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"not YAML on line 1", "modules: a: b\n", []string{"host.yaml:1: not valid YAML: mapping values are not allowed"}},
 		{"unknown anchor", "modules:\n- path: guests/m.wasm\n  config: *defaults\n", []string{"host.yaml:3: not valid YAML: alias *defaults names no anchor; define &defaults"}},
 		{"second document", "modules:\n- path: guests/m.wasm\n---\nresync: 1m\n", []string{"host.yaml:3: a second YAML document; put the whole configuration in one document"}},
-		{"top level is a list", "- path: guests/m.wasm\n", []string{"host.yaml:1: must be a mapping with the fields modules, csiDrivers, resync and reconcileTimeout; got a list"}},
+		{"top level is a list", "- path: guests/m.wasm\n", []string{"host.yaml:1: must be a mapping with the fields modules, csiDrivers, resync, reconcileTimeout and requireSignature; got a list"}},
 		{"unknown top-level field", "module:\n- path: guests/m.wasm\n", []string{"host.yaml:1: module: unknown field; did you mean modules?"}},
 		{"modules is a string", "modules: guests/m.wasm\n", []string{"host.yaml:1: modules: must be a list of modules", `got the string "guests/m.wasm"`}},
 		{"module is a string", "modules:\n- guests/m.wasm\n", []string{"host.yaml:2: modules[0]: must be a module: a mapping with at least path: FILE.wasm"}},

@@ -45,6 +45,10 @@ type File struct {
 	// Path is the file read, made absolute; empty when Parse was given no
 	// path.
 	Path string
+	// RequireSignature is the public key file (absolute) that every
+	// module must be signed with, each module's PublicKey unless it names
+	// its own; empty when the file does not require signatures.
+	RequireSignature string
 }
 
 // Load reads and validates the host configuration at path. See Parse.
@@ -84,7 +88,7 @@ func Parse(data []byte, path string) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout"}
+var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", "requireSignature"}
 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
@@ -97,9 +101,13 @@ func (p *parser) parseFile(data []byte) *File {
 		p.addf(nil, "", "names no modules; add at least one under modules:, e.g. - path: guests/retention.wasm")
 		return f
 	}
-	vals, ok := p.fields(root, "", "a mapping with the fields modules, csiDrivers, resync and reconcileTimeout", topFields...)
+	vals, ok := p.fields(root, "", "a mapping with the fields modules, csiDrivers, resync, reconcileTimeout and requireSignature", topFields...)
 	if !ok {
 		return f
+	}
+	if n, ok := vals["requireSignature"]; ok {
+		p.requireSignature(n)
+		f.RequireSignature = p.requireKey
 	}
 	if n, ok := vals["modules"]; !ok {
 		p.addf(root, "", "names no modules; add at least one under modules:, e.g. - path: guests/retention.wasm")

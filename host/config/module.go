@@ -37,8 +37,25 @@ type Module struct {
 	// Name identifies the module in logs, metrics and events: a DNS label,
 	// unique in the file. Default: the file name without .wasm.
 	Name string
-	// Path is the module file, absolute.
+	// Path is the module file, absolute; empty when the module comes from
+	// Image.
 	Path string
+	// Image is the OCI reference the module is pulled from (tag, digest,
+	// or both, and then the digest pins it), as written; empty when it
+	// comes from Path.
+	Image string
+	// PlainHTTP talks HTTP to Image's registry instead of HTTPS.
+	PlainHTTP bool
+	// DockerConfig is the file (absolute) with the registry credentials:
+	// a docker config or an image pull secret; see ReadDockerConfig.
+	// Empty sends none.
+	DockerConfig string
+	// ResolveEvery is how often Image's tag is resolved again to look for
+	// a new digest; 0 never.
+	ResolveEvery time.Duration
+	// PublicKey is the PEM public key file (absolute) the image must be
+	// signed with; empty requires no signature.
+	PublicKey string
 	// SHA256 pins the module file's digest (64 lower-case hex characters);
 	// empty when unpinned.
 	SHA256 string
@@ -87,31 +104,55 @@ func (m *Module) InNamespace(ns string) bool {
 	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
-// Accept checks the manifest of the module loaded from m.Path against its
+// Accept checks the manifest of the module loaded from m.Source() against its
 // entry, as the host does before it runs the module: the subject, the
 // namespaces (which a cluster-scoped subject cannot have) and the
 // capabilities (see Grant, whose result it returns).
 func (m *Module) Accept(man abi.Manifest) ([]abi.Capability, error) {
 	if m.Subject != "" && m.Subject != man.Subject {
 		return nil, fmt.Errorf("module %q: the configuration says subject %q but %s declares %q: fix the subject or the path",
-			m.Name, m.Subject, m.Path, man.Subject)
+			m.Name, m.Subject, m.Source(), man.Subject)
 	}
 	if man.Subject != abi.SubjectStatefulSet && len(m.Namespaces) > 0 {
 		return nil, fmt.Errorf("module %q: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
-			m.Name, m.Path, man.Subject)
+			m.Name, m.Source(), man.Subject)
 	}
 	return m.Grant(man)
 }
 
+// Source names where the module comes from: its file, or its image.
+func (m *Module) Source() string {
+	if m.Image != "" {
+		return m.Image
+	}
+	return m.Path
+}
+
+// Where says where the entry is in its file (file:line and field), for
+// messages about it.
+func (m *Module) Where() string { return m.definedAt }
+
 // Read returns the module file's bytes. When SHA256 is set and the file's
-// digest differs, the error wraps ErrDigest.
+// digest differs, the error wraps ErrDigest. An image is read by host/oci.
 func (m *Module) Read() ([]byte, error) {
+	if m.Path == "" {
+		return nil, fmt.Errorf("read module %q: it comes from image %s, not a file", m.Name, m.Image)
+	}
 	wasm, err := os.ReadFile(m.Path)
 	if err != nil {
 		return nil, fmt.Errorf("read module %q: %w", m.Name, err)
 	}
+	if err := m.CheckPin(wasm); err != nil {
+		return nil, err
+	}
+	return wasm, nil
+}
+
+// CheckPin checks wasm against the entry's sha256 pin, when it has one.
+// The error wraps ErrDigest.
+func (m *Module) CheckPin(wasm []byte) error {
 	if m.SHA256 == "" {
-		return wasm, nil
+		return nil
 	}
 	sum := sha256.Sum256(wasm)
 	if got := hex.EncodeToString(sum[:]); !strings.EqualFold(got, m.SHA256) {
@@ -119,9 +160,13 @@ func (m *Module) Read() ([]byte, error) {
 		if where == "" {
 			where = "the host configuration"
 		}
-		return nil, fmt.Errorf("module %q: %w: %s has sha256 %s but %s pins %s; "+
-			"if this file is the one to run, set sha256: %s there, otherwise put back the pinned file",
-			m.Name, ErrDigest, m.Path, got, where, m.SHA256, got)
+		what, fix := "file", "put back the pinned file"
+		if m.Image != "" {
+			what, fix = "image's module", "pin the image's digest (image: REF@sha256:...) to the pinned version"
+		}
+		return fmt.Errorf("module %q: %w: %s has sha256 %s but %s pins %s; "+
+			"if this %s is the one to run, set sha256: %s there, otherwise %s",
+			m.Name, ErrDigest, m.Source(), got, where, m.SHA256, what, got, fix)
 	}
-	return wasm, nil
+	return nil
 }

@@ -18,8 +18,9 @@ import (
 )
 
 var (
-	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission"}
-	limitFields  = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
+	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission",
+		"image", "plainHTTP", "dockerConfig", "resolveEvery", "signature"}
+	limitFields = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
 )
 
 // Bounds of a module's settings.
@@ -63,12 +64,20 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 		return m, n
 	}
 	nameAt = n
-	var given string // the path as written
+	var given string // the path as written, or the image's repository
+	_, hasImage := vals["image"]
 	if v, ok := vals["path"]; !ok {
-		p.addf(n, field, "path is missing; name the module's file, e.g. path: guests/retention.wasm")
+		if !hasImage {
+			p.addf(n, field, "path is missing; name the module's file, e.g. path: guests/retention.wasm, or its image, e.g. image: registry.example.com/policies/retention:1.2.0")
+		}
+	} else if hasImage {
+		p.addf(v, join(field, "path"), "path and image are both set; keep the one the module comes from")
 	} else if s, ok := p.scalar(v, join(field, "path"), "guests/retention.wasm"); ok {
 		given, nameAt = s, v
 		m.Path = p.modulePath(v, join(field, "path"), s)
+	}
+	if g, at := p.imageSource(vals, field, &m); g != "" {
+		given, nameAt = g, at
 	}
 	if v, ok := vals["name"]; ok {
 		nameAt = v
@@ -151,9 +160,29 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 // modulePath resolves a module path against the configuration's directory
 // and checks that it names a file.
 func (p *parser) modulePath(n *yaml.Node, field, given string) string {
+	path, _ := p.checkFile(n, field, given, fileKind{
+		empty: "the module's file, e.g. guests/retention.wasm", noun: "module file ", fix: "build the module or fix the path",
+		what: "module file", dir: "the module's .wasm file",
+	})
+	return path
+}
+
+// fileKind completes the messages of parser.checkFile.
+type fileKind struct {
+	empty string // what to name instead of nothing
+	noun  string // before the path in "... does not exist"
+	fix   string // what to do when it does not exist
+	what  string // the file, after "cannot use"
+	dir   string // what to name instead of a directory
+}
+
+// checkFile resolves a path against the configuration's directory and checks
+// that it names a file. It returns the resolved path, and whether it is
+// usable.
+func (p *parser) checkFile(n *yaml.Node, field, given string, k fileKind) (string, bool) {
 	if given == "" {
-		p.addf(n, field, "is empty; name the module's file, e.g. guests/retention.wasm")
-		return ""
+		p.addf(n, field, "is empty; name %s", k.empty)
+		return "", false
 	}
 	path := filepath.Clean(given)
 	resolved := ""
@@ -163,13 +192,15 @@ func (p *parser) modulePath(n *yaml.Node, field, given string) string {
 	}
 	switch info, err := os.Stat(path); {
 	case errors.Is(err, os.ErrNotExist):
-		p.addf(n, field, "module file %s does not exist%s; build the module or fix the path", path, resolved)
+		p.addf(n, field, "%s%s does not exist%s; %s", k.noun, path, resolved, k.fix)
 	case err != nil:
-		p.addf(n, field, "cannot use module file: %v", err)
+		p.addf(n, field, "cannot use %s: %v", k.what, err)
 	case info.IsDir():
-		p.addf(n, field, "%s is a directory; name the module's .wasm file", path)
+		p.addf(n, field, "%s is a directory; name %s", path, k.dir)
+	default:
+		return path, true
 	}
-	return path
+	return path, false
 }
 
 // digest returns a sha256 pin in lower case.

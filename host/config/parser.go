@@ -24,6 +24,11 @@ type parser struct {
 	problems []*problem
 	nesting  int
 	tooDeep  bool // the nesting problem is reported once, not per node
+	// requireKey is requireSignature's public key file, which every
+	// module entry must be signed with unless it names its own;
+	// requireLine is where it was set.
+	requireKey  string
+	requireLine int
 }
 
 // addf records a problem at n's line (the line of the whole file when n is

@@ -13,19 +13,32 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
 func newInspectCommand(opts *globalOptions, s streams) *cobra.Command {
-	var output string
+	var (
+		output string
+		rf     registryFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "inspect MODULE.wasm",
+		Use:   "inspect (MODULE.wasm | REF)",
 		Short: "Describe a module: manifest, ABI version, exports and imports",
 		Long: `Inspect loads a module file as the host would (compile, ABI and import checks,
 manifest) and describes it. A file that is not a usable kubeplug module, or that
 was built for an ABI this host does not speak, exits with status 1; a file that
-cannot be read, with status 2.`,
-		Args: exactArgs(1, "one module file"),
+cannot be read, with status 2.
+
+Given an image reference (registry/repository:tag or @sha256:...) instead of a
+file, it describes the module published there. For a module published with
+"kubeplug push" it prints the manifest from the artifact's config blob,
+without downloading or running the module (the host itself reads the manifest
+from the module when it loads it). For a module in another layout (Kubewarden's,
+the CNCF wasm layout) it pulls the module and inspects it as a file.`,
+		Example: `  kubeplug inspect guests/retention.wasm
+  kubeplug inspect --plain-http localhost:5000/policies/retention:1.2.0`,
+		Args: exactArgs(1, "one module file or image reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return inputErrorf("-o %q: want text or json", output)
@@ -35,12 +48,35 @@ cannot be read, with status 2.`,
 				return err
 			}
 			path := args[0]
-			l, err := loadModule(cmd.Context(), opts, log, path, runtime.DefaultLimits())
-			if err != nil {
-				if exitCode(err) == exitInput {
+			var (
+				l       *loadedModule
+				loadErr error
+			)
+			if isReference(path) {
+				o, err := rf.options(opts)
+				if err != nil {
 					return err
 				}
-				return failure(describeLoadError(path, err))
+				a, err := oci.Describe(cmd.Context(), path, o)
+				if err != nil {
+					return registryError(err)
+				}
+				if a.Config != nil {
+					return writeImage(s.out, output, a)
+				}
+				if a, err = oci.Pull(cmd.Context(), path, o); err != nil {
+					return registryError(err)
+				}
+				l, loadErr = loadWasm(cmd.Context(), opts, log, a.Pinned, a.Wasm, runtime.DefaultLimits())
+				path = a.Pinned
+			} else {
+				l, loadErr = loadModule(cmd.Context(), opts, log, path, runtime.DefaultLimits())
+			}
+			if loadErr != nil {
+				if exitCode(loadErr) == exitInput {
+					return loadErr
+				}
+				return failure(describeLoadError(path, loadErr))
 			}
 			defer l.close(cmd.Context())
 			d := describe(l.module.Manifest(), l.module.Info(), l.module.Limits())
@@ -53,7 +89,47 @@ cannot be read, with status 2.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	rf.add(cmd, true)
 	return cmd
+}
+
+// imageDescription is what inspect prints of a module published with
+// kubeplug push, from the registry alone.
+type imageDescription struct {
+	Image      string       `json:"image"`
+	Pinned     string       `json:"pinned"`
+	Layout     string       `json:"layout"`
+	Manifest   abi.Manifest `json:"manifest"`
+	ABIVersion string       `json:"abiVersion"`
+	Size       int64        `json:"size"`
+	SHA256     string       `json:"sha256"`
+	Allow      string       `json:"allow"`
+}
+
+// writeImage prints what the registry says of a module, as text or JSON.
+func writeImage(w io.Writer, output string, a *oci.Artifact) error {
+	d := imageDescription{
+		Image: a.Ref, Pinned: a.Pinned, Layout: a.Layout.Name, Manifest: a.Config.Manifest, ABIVersion: a.Config.ABIVersion,
+		Size: a.Size, SHA256: a.SHA256, Allow: config.AllowBlock(a.Config.Manifest.Capabilities),
+	}
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	field := fieldWriter(tw)
+	field("Image", d.Image)
+	field("Pinned", d.Pinned)
+	manifestFields(field, d.Manifest, d.ABIVersion)
+	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(int(d.Size))))
+	field("SHA-256", d.SHA256)
+	field("Source", "the manifest as published in the artifact's config; the host reads it from the module when it loads it")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeAllow(w, d.Allow)
+	return nil
 }
 
 // description is what inspect prints; its JSON form is `inspect -o json`.
@@ -150,40 +226,12 @@ func orEmpty(s []string) []string {
 // imports with their signatures.
 func (d description) writeText(w io.Writer) error {
 	m := d.Manifest
-	var caps []string
-	for _, c := range m.Capabilities {
-		if c.Action == abi.ActionDeleteVolume || len(c.Resources) == 0 {
-			caps = append(caps, c.Action)
-			continue
-		}
-		line := c.Action + " on " + strings.Join(c.Resources, ", ")
-		if len(c.Paths) > 0 {
-			line += " at " + strings.Join(c.Paths, ", ")
-		}
-		caps = append(caps, line)
-	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	field := func(label, value string) {
-		lines := strings.Split(value, "\n")
-		fmt.Fprintf(tw, "%s:\t%s\n", label, lines[0])
-		for _, l := range lines[1:] {
-			fmt.Fprintf(tw, "\t%s\n", l)
-		}
-	}
-	field("Name", m.Name)
-	field("Version", m.Version)
-	field("ABI version", d.ABIVersion)
-	field("Subject", m.Subject)
-	field("Hooks", strings.Join(m.Hooks, ", "))
+	field := fieldWriter(tw)
+	manifestFields(field, m, d.ABIVersion)
 	if d.Kind == "extism" {
 		field("Kind", "Extism plugin, hook messages in "+d.Encoding)
 	}
-	field("Capabilities", orNone(strings.Join(caps, "\n")))
-	if a := m.Admission; a != nil {
-		field("Admission", admissionText(a))
-	}
-	field("Description", orNone(m.Description))
-	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
 	field("File", d.Source)
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
 	field("SHA-256", d.SHA256)
@@ -214,12 +262,56 @@ func (d description) writeText(w io.Writer) error {
 			return err
 		}
 	}
+	writeAllow(w, d.Allow)
+	return nil
+}
+
+// fieldWriter returns a function that writes "Label: value" lines to tw,
+// a value of several lines indented under its first.
+func fieldWriter(tw io.Writer) func(label, value string) {
+	return func(label, value string) {
+		lines := strings.Split(value, "\n")
+		fmt.Fprintf(tw, "%s:\t%s\n", label, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t%s\n", l)
+		}
+	}
+}
+
+// manifestFields writes the fields of a manifest.
+func manifestFields(field func(label, value string), m abi.Manifest, abiVersion string) {
+	var caps []string
+	for _, c := range m.Capabilities {
+		if c.Action == abi.ActionDeleteVolume || len(c.Resources) == 0 {
+			caps = append(caps, c.Action)
+			continue
+		}
+		line := c.Action + " on " + strings.Join(c.Resources, ", ")
+		if len(c.Paths) > 0 {
+			line += " at " + strings.Join(c.Paths, ", ")
+		}
+		caps = append(caps, line)
+	}
+	field("Name", m.Name)
+	field("Version", m.Version)
+	field("ABI version", abiVersion)
+	field("Subject", m.Subject)
+	field("Hooks", strings.Join(m.Hooks, ", "))
+	field("Capabilities", orNone(strings.Join(caps, "\n")))
+	if a := m.Admission; a != nil {
+		field("Admission", admissionText(a))
+	}
+	field("Description", orNone(m.Description))
+	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
+}
+
+// writeAllow prints the allow: block to paste into host.yaml.
+func writeAllow(w io.Writer, allow string) {
 	fmt.Fprintf(w, "\nTo allow what the manifest asks, add under the module's entry in host.yaml:\n")
-	for _, l := range strings.SplitAfter(strings.TrimSuffix(d.Allow, "\n"), "\n") {
+	for _, l := range strings.SplitAfter(strings.TrimSuffix(allow, "\n"), "\n") {
 		fmt.Fprintf(w, "  %s", l)
 	}
 	fmt.Fprintln(w)
-	return nil
 }
 
 func orNone(s string) string {

@@ -98,7 +98,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, `kubeplug: unknown command "frobnicate": run 'kubeplug --help' for the commands`},
 		{"misspelt command", []string{"tset"}, `kubeplug: unknown command "tset": did you mean "test"?`},
-		{"inspect without a file", []string{"inspect"}, "kubeplug inspect: want one module file, got 0 arguments"},
+		{"inspect without a file", []string{"inspect"}, "kubeplug inspect: want one module file or image reference, got 0 arguments"},
 		{"unknown flag", []string{"inspect", "--bogus", "m.wasm"}, "unknown flag: --bogus"},
 		{"unknown output", []string{"inspect", "-o", "yaml", "m.wasm"}, `-o "yaml": want text or json`},
 		{"test without a module", []string{"test", "testdata"}, "kubeplug test: --module is required without --config"},

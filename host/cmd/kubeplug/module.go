@@ -32,6 +32,11 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 	if err != nil {
 		return nil, inputErrorf("cannot read module: %w", err)
 	}
+	return loadWasm(ctx, opts, log, path, wasm, limits)
+}
+
+// loadWasm is loadModule for bytes read already, which path names.
+func loadWasm(ctx context.Context, opts *globalOptions, log *slog.Logger, path string, wasm []byte, limits runtime.Limits) (*loadedModule, error) {
 	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.cacheDir, Logger: log})
 	if err != nil {
 		return nil, inputErrorf("%w: or pass --cache-dir=\"\" to keep compiled modules in memory", err)
@@ -48,11 +53,22 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 // loadInputModule is loadModule for commands whose module is one of their
 // inputs (test, harness): every way it can fail is unusable input.
 func loadInputModule(ctx context.Context, opts *globalOptions, s streams, path string, limits runtime.Limits) (*loadedModule, error) {
+	return loadInput(ctx, opts, s, path, nil, limits)
+}
+
+// loadInput is loadInputModule for the bytes wasm when they are not nil
+// (read already, e.g. from a registry), path then naming them.
+func loadInput(ctx context.Context, opts *globalOptions, s streams, path string, wasm []byte, limits runtime.Limits) (*loadedModule, error) {
 	log, err := opts.logger(s.err)
 	if err != nil {
 		return nil, err
 	}
-	l, err := loadModule(ctx, opts, log, path, limits)
+	var l *loadedModule
+	if wasm == nil {
+		l, err = loadModule(ctx, opts, log, path, limits)
+	} else {
+		l, err = loadWasm(ctx, opts, log, path, wasm, limits)
+	}
 	if err != nil {
 		if exitCode(err) == exitInput {
 			return nil, err

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubeplug/kubeplug/host/oci"
 )
 
 // streams are a command's standard input and outputs.
@@ -20,8 +22,24 @@ type streams struct {
 
 // globalOptions are the flags every command takes.
 type globalOptions struct {
-	cacheDir string
-	logLevel string
+	cacheDir      string
+	imageCacheDir string
+	logLevel      string
+}
+
+// defaultImageCacheDir is where modules pulled from registries are kept,
+// by digest: beside the compiled modules, under kubeplug/oci.
+func defaultImageCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kubeplug", "oci")
+}
+
+// fetchOptions are the settings every command reads module entries with.
+func (o *globalOptions) fetchOptions() oci.FetchOptions {
+	return oci.FetchOptions{CacheDir: o.imageCacheDir}
 }
 
 // defaultCacheDir is where compiled modules are cached between runs: the
@@ -80,6 +98,8 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 	})
 	root.PersistentFlags().StringVar(&opts.cacheDir, "cache-dir", defaultCacheDir(),
 		"directory for compiled modules, kept between runs; empty keeps them in memory only")
+	root.PersistentFlags().StringVar(&opts.imageCacheDir, "image-cache-dir", defaultImageCacheDir(),
+		"directory for modules pulled from registries, kept by digest; empty keeps none")
 	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
 
 	root.AddCommand(
@@ -88,6 +108,9 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newRunCommand(opts, s),
 		newHarnessCommand(opts, s),
 		newWebhookConfigCommand(opts, s),
+		newPushCommand(opts, s),
+		newPullCommand(opts, s),
+		newSignCommand(opts, s),
 		newVersionCommand(s),
 	)
 	return root

@@ -55,6 +55,7 @@ its allow: list grants included).`,
 			}
 			o.Logger = log
 			o.CacheDir = opts.cacheDir
+			o.ImageCacheDir = opts.imageCacheDir
 			if le.enabled {
 				o.LeaderElection = &app.LeaderElection{
 					Namespace: le.namespace, Name: le.name, Identity: le.identity,

@@ -10,6 +10,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/casetest"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -29,8 +30,9 @@ through the real runtime, validator and executor until a round changes nothing
 reconciled by the same function as in "kubeplug run".
 
 With --config, the module runs as the host configuration's entry for it says
-(--module-name chooses the entry when there are several): its file (unless
---module names another), limits, allow, config, labelSelector, namespaces and
+(--module-name chooses the entry when there are several): its file or image
+(unless --module names another; an image is pulled, its signature checked when
+the entry requires one), limits, allow, config, labelSelector, namespaces and
 mode. A module whose manifest asks for more than its allow: list grants is
 refused, as "kubeplug run" refuses it. Without --config the module runs with the
 default limits, in enforce mode, allowed what its manifest asks.
@@ -44,7 +46,10 @@ host configuration or a module it does not allow).`,
   kubeplug test -v --module reclaim.wasm cases/leak.yaml
   kubeplug test --config host.yaml --module-name retention guests/retention/testdata`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var entry *config.Module
+			var (
+				entry *config.Module
+				wasm  []byte // the entry's module, when --module does not name another
+			)
 			if configPath != "" {
 				f, err := config.Load(configPath)
 				if err != nil {
@@ -54,12 +59,13 @@ host configuration or a module it does not allow).`,
 					return inputError(err)
 				}
 				if modulePath == "" {
-					// The file the host would run, its sha256 pin
-					// checked.
-					if _, err := entry.Read(); err != nil {
+					// The module the host would run, read as the host
+					// reads it: its pin and signature checked.
+					src, err := oci.Fetch(cmd.Context(), entry, opts.fetchOptions())
+					if err != nil {
 						return inputError(err)
 					}
-					modulePath = entry.Path
+					modulePath, wasm = src.Name, src.Wasm
 				}
 			} else if moduleName != "" {
 				return inputErrorf("--module-name %s chooses a module of --config: give the host configuration too", moduleName)
@@ -78,7 +84,7 @@ host configuration or a module it does not allow).`,
 			if entry != nil {
 				limits = entry.Limits
 			}
-			l, err := loadInputModule(cmd.Context(), opts, s, modulePath, limits)
+			l, err := loadInput(cmd.Context(), opts, s, modulePath, wasm, limits)
 			if err != nil {
 				return err
 			}
