@@ -70,6 +70,11 @@ func TestExtismAdmit(t *testing.T) {
 			[]byte(`{"status":0,"admit":{"allowed":true,"warnings":["labelled"],"patch":[{"op":"add","path":"/metadata/labels","value":` + value + `}]}}`), allowed},
 		{"denied", runtime.EncodingJSON,
 			[]byte(`{"status":0,"admit":{"allowed":false,"message":"claims of web need a tier label","reason":"Invalid","code":422}}`), denied},
+		// null is the JSON value null here, not an absent value: RFC 6902
+		// sets the field to null.
+		{"null value", runtime.EncodingJSON,
+			[]byte(`{"status":0,"admit":{"allowed":true,"patch":[{"op":"replace","path":"/metadata/labels/tier","value":null}]}}`),
+			&abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{{Op: abi.PatchReplace, Path: "/metadata/labels/tier", Value: []byte("null")}}}},
 		{"allowed with a patch", runtime.EncodingMsgpack, msgpackAnswer(t, &abi.Response{Admit: allowed}), allowed},
 		{"denied", runtime.EncodingMsgpack, msgpackAnswer(t, &abi.Response{Admit: denied}), denied},
 	}
