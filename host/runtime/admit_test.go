@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/runtime"
+	"github.com/kubeplug/kubeplug/host/runtime/hostile"
 )
 
 func admitRequest(name string) *abi.AdmitRequest {
@@ -95,28 +96,46 @@ func TestAdmitOnA10Module(t *testing.T) {
 }
 
 // TestAdmitDoesNotQueueBehindReconcile holds the module's only reconcile
-// instance in a looping call and admits meanwhile: the admit hook has a pool
-// of its own.
+// instance (Instances: 1) in a looping call and admits meanwhile: the admit
+// hook has a pool of its own, in a native module and in an Extism plugin
+// alike. The reconcile is still running when the admit is answered.
 func TestAdmitDoesNotQueueBehindReconcile(t *testing.T) {
-	m := load(t, "admitter", runtime.Limits{Instances: 1, Deadline: time.Hour}, runtime.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Reconcile(ctx, request("default/loop"))
-		done <- err
-	}()
-	for m.Stats().Busy == 0 {
-		time.Sleep(time.Millisecond)
+	limits := runtime.Limits{Instances: 1, Deadline: time.Hour}
+	modules := []struct {
+		name string
+		load func(t *testing.T) runtime.Loaded
+	}{
+		{"native", func(t *testing.T) runtime.Loaded { return load(t, "admitter", limits, runtime.Options{}) }},
+		{"extism", func(t *testing.T) runtime.Loaded {
+			p, err := newEngine(t, runtime.Options{}).LoadAny(context.Background(), "admit.wasm",
+				hostile.ExtismAdmittingWhileReconcileLoops([]byte(`{"status":0,"admit":{"allowed":true}}`)), limits)
+			require.NoError(t, err)
+			return p
+		}},
 	}
-	got, err := m.Admit(context.Background(), admitRequest("allow"))
-	require.NoError(t, err)
-	require.True(t, got.Allowed)
-	select {
-	case err := <-done:
-		t.Fatalf("the reconcile ended before the admit was answered: %v", err)
-	default:
+	for _, mod := range modules {
+		t.Run(mod.name, func(t *testing.T) {
+			m := mod.load(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Reconcile(ctx, request("default/loop"))
+				done <- err
+			}()
+			for m.Stats().Busy == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			got, err := m.Admit(context.Background(), admitRequest("allow"))
+			require.NoError(t, err)
+			require.True(t, got.Allowed)
+			select {
+			case err := <-done:
+				t.Fatalf("the reconcile ended before the admit was answered: %v", err)
+			default:
+			}
+			cancel()
+			require.True(t, errors.Is(<-done, runtime.KindDeadline))
+		})
 	}
-	cancel()
-	require.True(t, errors.Is(<-done, runtime.KindDeadline))
 }

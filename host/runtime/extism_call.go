@@ -201,14 +201,11 @@ func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 	if req == nil {
 		return nil, &CallError{Module: p.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := callHook(ctx, p, abi.HookReconcile, req.Key,
-		jsonReconcileRequest{req, json.RawMessage(req.Config)}, req, decodeOutput,
-		func(r *abi.Response) (abi.Status, string) { return r.Status, r.Message })
+	resp, err := callHook(ctx, p, hookReconcile, req.Key,
+		jsonReconcileRequest{req, json.RawMessage(req.Config)}, req,
+		func(r *abi.Response) *abi.Response { return r })
 	if err != nil {
 		return nil, err
-	}
-	if err := hookTable[hookReconcile].check(resp, p.limits); err != nil {
-		return nil, &CallError{Module: p.name, Hook: abi.HookReconcile, Key: req.Key, Kind: KindOutput, Err: err}
 	}
 	if resp.Result == nil {
 		return &abi.Result{}, nil
@@ -219,13 +216,17 @@ func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 // callHook is one typed hook call of a plugin: the request encoded in the
 // plugin's encoding (asJSON is its JSON form, asMsgpack the wire type), the
 // answer decoded with the same checks as a native module's output
-// (decodeMsgpack for MessagePack; for JSON the shape bounds, then
-// ownStrings) and its status turned into an error. A new hook is an entry
-// in extismHookExports and a method that calls this.
-func callHook[Resp any](ctx context.Context, p *Plugin, hook, key string,
-	asJSON any, asMsgpack interface{ MarshalMsg([]byte) ([]byte, error) },
-	decodeMsgpack func([]byte, Limits) (*Resp, error), status func(*Resp) (abi.Status, string),
-) (*Resp, error) {
+// (decodeOutput for MessagePack; for JSON the shape bounds, then
+// ownStrings, then fromJSON turns the JSON form J into the wire type), its
+// status turned into an error, and an ok answer held to the hook's check.
+// A new hook is an entry in extismHookExports and a method that calls this.
+//
+// The check runs inside the call, as instance.call runs it for a native
+// module, so that an answer it refuses discards the instance too.
+func callHook[J any](ctx context.Context, p *Plugin, h hookID, key string,
+	asJSON any, asMsgpack message, fromJSON func(*J) *abi.Response,
+) (*abi.Response, error) {
+	spec := hookTable[h]
 	var in []byte
 	var err error
 	if p.encoding == EncodingMsgpack {
@@ -234,21 +235,28 @@ func callHook[Resp any](ctx context.Context, p *Plugin, hook, key string,
 		in, err = json.Marshal(asJSON)
 	}
 	if err != nil {
-		return nil, &CallError{Module: p.name, Hook: hook, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
+		return nil, &CallError{Module: p.name, Hook: spec.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
 	}
-	var resp *Resp
-	err = p.invoke(ctx, hook, key, in, func(out []byte) (abi.Status, string, error) {
+	var resp *abi.Response
+	err = p.invoke(ctx, spec.name, key, in, func(out []byte) (abi.Status, string, error) {
 		var derr error
 		if p.encoding == EncodingMsgpack {
-			resp, derr = decodeMsgpack(out, p.limits)
+			resp, derr = decodeOutput(out, p.limits)
 		} else {
-			resp, derr = decodeJSONAnswer[Resp](out, p.limits)
+			var j *J
+			if j, derr = decodeJSONAnswer[J](out, p.limits); derr == nil {
+				resp = fromJSON(j)
+			}
 		}
 		if derr != nil {
 			return 0, "", derr
 		}
-		st, msg := status(resp)
-		return st, msg, nil
+		if resp.Status == abi.StatusOK {
+			if err := spec.check(resp, p.limits); err != nil {
+				return 0, "", err
+			}
+		}
+		return resp.Status, resp.Message, nil
 	})
 	if err != nil {
 		return nil, err
@@ -332,35 +340,21 @@ func (a *jsonAdmitAnswer) response() *abi.Response {
 }
 
 // Admit calls the plugin's admit hook, as Module.Admit does, on instances
-// of the hook's own pool, and holds the answer to the same checks.
+// of the hook's own pool, and holds the answer to the same checks
+// (callHook).
 func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 	if req == nil {
 		return nil, &CallError{Module: p.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
 	}
 	key := req.Operation + " " + req.Resource.Resource + " " + req.Namespace + "/" + req.Name
-	var resp *abi.Response
-	var err error
-	if p.encoding == EncodingMsgpack {
-		resp, err = callHook(ctx, p, abi.HookAdmit, key, nil, req, decodeOutput, responseStatus)
-	} else {
-		var answer *jsonAdmitAnswer
-		answer, err = callHook(ctx, p, abi.HookAdmit, key,
-			jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)},
-			req, nil, func(a *jsonAdmitAnswer) (abi.Status, string) { return a.Status, a.Message })
-		if answer != nil {
-			resp = answer.response()
-		}
-	}
+	resp, err := callHook(ctx, p, hookAdmit, key,
+		jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)},
+		req, (*jsonAdmitAnswer).response)
 	if err != nil {
 		return nil, err
 	}
-	if err := hookTable[hookAdmit].check(resp, p.limits); err != nil {
-		return nil, &CallError{Module: p.name, Hook: abi.HookAdmit, Key: key, Kind: KindOutput, Err: err}
-	}
 	return resp.Admit, nil
 }
-
-func responseStatus(r *abi.Response) (abi.Status, string) { return r.Status, r.Message }
 
 // HasHook reports whether the plugin implements hook.
 func (p *Plugin) HasHook(hook string) bool { return p.hooks[hook] }

@@ -73,6 +73,7 @@ func TestExtismStatusesAndOutputChecks(t *testing.T) {
 		{"string too long", `{"status":2,"message":"` + strings.Repeat("x", 65<<10) + `"}`, runtime.KindOutput, "message: a string of 66560 bytes", false},
 		{"actions flood under other-case keys", `{"status":0,"Result":{"ACTIONS":[` + strings.Repeat(`{},`, 4096) + `{}]}}`, runtime.KindOutput, "actions, the limit", false},
 		{"trailing data", `{"status":0} {}`, runtime.KindOutput, "invalid character", false},
+		{"an admit answer", `{"status":0,"admit":{"allowed":true}}`, runtime.KindOutput, "no answer to the reconcile hook", false},
 		{"element flood", `{"status":0,"result":{"actions":[{"type":"event","event":{"message":[` + strings.Repeat("1,", 70_000) + `1]}}]}}`, runtime.KindOutput, "array elements and object members", false},
 	}
 	for _, tt := range tests {

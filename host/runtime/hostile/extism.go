@@ -127,23 +127,38 @@ type extismShape struct {
 	// initialize, when set, is the body of an exported _initialize, and the
 	// plugin imports WASI (go-sdk calls _initialize only then).
 	initialize []byte
-	// logs, when set, is a message reconcile logs with log_info (imported
-	// as the last import) logTimes times before it answers.
+	// logs, when set, is a message reconcile logs with log_info logTimes
+	// times before it answers.
 	logs     []byte
 	logTimes int32
+	// admit, when set, gives the plugin the admit hook too (and the
+	// manifest its admission and a mutate capability on claims' labels):
+	// it logs its input with log_info, then outputs admit.
+	admit []byte
+	// admitLoops makes the admit hook loop forever instead.
+	admitLoops bool
 }
 
 func (s extismShape) bytes() []byte {
-	man, err := json.Marshal(struct {
-		abi.Manifest
-		Encoding string `json:"encoding,omitempty"`
-	}{abi.Manifest{
+	manifest := abi.Manifest{
 		Name:       "hostile",
 		Version:    "0.0.1",
 		ABIVersion: abi.Current.String(),
 		Subject:    abi.SubjectStatefulSet,
 		Hooks:      []string{abi.HookReconcile},
-	}, s.encoding})
+	}
+	admits := s.admit != nil || s.admitLoops
+	if admits {
+		manifest.Hooks = append(manifest.Hooks, abi.HookAdmit)
+		manifest.Admission = &abi.Admission{Mutates: true, Rules: []abi.AdmissionRule{{
+			Operations: []string{abi.OperationCreate}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"},
+		}}}
+		manifest.Capabilities = []abi.Capability{{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}, Paths: []string{"/metadata/labels"}}}
+	}
+	man, err := json.Marshal(struct {
+		abi.Manifest
+		Encoding string `json:"encoding,omitempty"`
+	}{manifest, s.encoding})
 	if err != nil {
 		panic(err) // a fixed value: cannot fail
 	}
@@ -157,24 +172,31 @@ func (s extismShape) bytes() []byte {
 		{Module: extismEnv, Name: "output_set", Params: []byte{i64, i64}},
 		{Module: extismEnv, Name: "store_u64", Params: []byte{i64, i64}},
 	}, s.imports...)
-	output := uint32(len(imports)) // the index of the output function below; kcopy is the next
-	data := []wb.Data{{Offset: 0, Bytes: man}}
-	hook, pages := s.hook, uint32(2)
-	if s.initialize != nil { // a WASI import, before log_info's
+	if s.initialize != nil { // go-sdk calls _initialize only in a WASI plugin
 		imports = append(imports, wb.Import{Module: abi.WASIModule, Name: "sched_yield", Results: []byte{i32}})
-		output++
 	}
-	if s.logs != nil {
+	var logInfo, inputOffset uint32
+	if s.logs != nil || admits {
+		logInfo = uint32(len(imports))
 		imports = append(imports, wb.Import{Module: extismEnv, Name: "log_info", Params: []byte{i64}})
-		output++
+	}
+	if admits {
+		inputOffset = uint32(len(imports))
+		imports = append(imports, wb.Import{Module: extismEnv, Name: "input_offset", Results: []byte{i64}})
+	}
+	output := uint32(len(imports)) // the index of the output function below
+	kcopy := output + 1
+	data := []wb.Data{{Offset: 0, Bytes: man}}
+	hook, end := s.hook, uint32(extismResponseAt)
+	if s.logs != nil {
 		data = append(data, wb.Data{Offset: extismLogAt, Bytes: s.logs})
 	}
 	if s.response != nil {
-		pages = (extismResponseAt+uint32(len(s.response)))>>16 + 1
+		end += uint32(len(s.response))
 		data = append(data, wb.Data{Offset: extismResponseAt, Bytes: s.response})
 		var logs []byte
 		if s.logs != nil { // log_info(kcopy(logs)), logTimes times
-			logs = wb.Cat(wb.I32Const(extismLogAt), wb.I32Const(int32(len(s.logs))), wb.Op(wb.OpCall, output+1), wb.Op(wb.OpCall, output-1))
+			logs = wb.Cat(wb.I32Const(extismLogAt), wb.I32Const(int32(len(s.logs))), wb.Op(wb.OpCall, kcopy), wb.Op(wb.OpCall, logInfo))
 		}
 		spin := max(s.spin, s.logTimes)
 		hook = wb.Cat(
@@ -185,16 +207,28 @@ func (s extismShape) bytes() []byte {
 			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
 			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
 	}
+	// admit: log_info(input_offset()), then output the answer placed after
+	// the response; or loop.
+	admitAt := (end + 7) &^ 7
+	admit := wb.Cat(wb.Op(wb.OpCall, inputOffset), wb.Op(wb.OpCall, logInfo),
+		wb.I32Const(int32(admitAt)), wb.I32Const(int32(len(s.admit))), wb.Op(wb.OpCall, output), wb.I32Const(0))
+	if s.admit != nil {
+		end = admitAt + uint32(len(s.admit))
+		data = append(data, wb.Data{Offset: admitAt, Bytes: s.admit})
+	}
+	if s.admitLoops {
+		admit = wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})
+	}
 	mod := wb.Module{
 		Imports:     imports,
-		MemoryPages: pages,
+		MemoryPages: end>>16 + 1,
 		Data:        data,
 		Funcs: []wb.Func{
 			{
 				// output(ptr, len i32): make [ptr, ptr+len) the call's output.
 				Params: []byte{i32, i32},
 				Body: wb.Cat(
-					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 1), wb.Op(wb.OpCall, output+1),
+					wb.Op(wb.OpLocalGet, 0), wb.Op(wb.OpLocalGet, 1), wb.Op(wb.OpCall, kcopy),
 					wb.Op(wb.OpLocalGet, 1), []byte{0xad}, wb.Op(wb.OpCall, extOutputSet),
 				),
 			},
@@ -229,6 +263,9 @@ func (s extismShape) bytes() []byte {
 			{Export: "reconcile", Results: []byte{i32}, Locals: []wb.Locals{{N: 1, Type: i32}}, Body: hook},
 		},
 	}
+	if admits {
+		mod.Funcs = append(mod.Funcs, wb.Func{Export: "admit", Results: []byte{i32}, Body: admit})
+	}
 	if s.initialize != nil {
 		mod.Funcs = append(mod.Funcs, wb.Func{Export: "_initialize", Body: s.initialize})
 	}
@@ -262,4 +299,38 @@ func ExtismWithManifest(manifest string) []byte {
 // reconcile first logs message with the PDK's log_info, times times.
 func ExtismLogging(message string, times int32) []byte {
 	return extismShape{response: []byte(`{"status":0}`), logs: []byte(message), logTimes: times}.bytes()
+}
+
+// ExtismAdmitting returns a plugin with the admit hook as well, in encoding
+// ("" for JSON): admit logs its input, the request exactly as the host
+// encoded it, with the PDK's log_info and then outputs answer; reconcile
+// answers with status ok. Its manifest admits claims and may patch their
+// labels.
+func ExtismAdmitting(encoding string, answer []byte) []byte {
+	return extismShape{response: okResponse(encoding), encoding: encoding, admit: answer}.bytes()
+}
+
+// ExtismAdmitLooping is ExtismAdmitting with an admit hook that never
+// returns.
+func ExtismAdmitLooping() []byte {
+	return extismShape{response: okResponse(""), admitLoops: true}.bytes()
+}
+
+// ExtismAdmittingWhileReconcileLoops is ExtismAdmitting (JSON) with a
+// reconcile hook that never returns, to hold its instance.
+func ExtismAdmittingWhileReconcileLoops(answer []byte) []byte {
+	loop := wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})
+	return extismShape{hook: loop, admit: answer}.bytes()
+}
+
+// okResponse is a Response with status ok in encoding.
+func okResponse(encoding string) []byte {
+	if encoding != "msgpack" {
+		return []byte(`{"status":0}`)
+	}
+	b, err := (&abi.Response{}).MarshalMsg(nil)
+	if err != nil {
+		panic(err) // a fixed value: cannot fail
+	}
+	return b
 }
