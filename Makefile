@@ -51,6 +51,7 @@ test-unit:
 	$(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls' ./runtime
+	cd host && $(GO) test -race -run 'TestSwapUnderLoad' ./controller
 
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \

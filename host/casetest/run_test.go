@@ -23,6 +23,8 @@ type fakeModule struct {
 
 func (f *fakeModule) Manifest() abi.Manifest { return f.manifest }
 
+func (f *fakeModule) Close(context.Context) error { return nil }
+
 func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	f.requests = append(f.requests, req)
 	return f.decide(req)
