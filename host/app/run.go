@@ -2,12 +2,9 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -79,7 +76,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	mods, err := loadModules(ctx, engine, file, m, log)
+	rl := &Reloader{path: file.Path, engine: engine, m: m, log: log, host: hostObject(), ctx: ctx,
+		applied: map[string]*appliedEntry{}}
+	mods, err := rl.loadAll(file)
 	if err != nil {
 		return err
 	}
@@ -132,11 +131,8 @@ func Run(ctx context.Context, opts Options) error {
 		defer volumes.Close()
 		deps.Volumes, deps.Drivers = volumes, volumes.Drivers
 	}
-	ctrls := make([]*controller.Controller, 0, len(mods))
-	for _, mod := range mods {
-		ctrls = append(ctrls, controller.New(mod, deps))
-	}
-	if err := controller.Wire(cache, ctrls, log); err != nil {
+	rl.deps, rl.fleet = deps, newFleet(cache, log)
+	if err := rl.start(file, mods); err != nil {
 		return err
 	}
 
@@ -150,18 +146,25 @@ func Run(ctx context.Context, opts Options) error {
 		return errors.New("informer caches did not sync")
 	}
 	ready.Ready()
-	log.Info("caches synced; host ready", "modules", len(ctrls))
+	log.Info("caches synced; host ready", "modules", rl.fleet.len())
+	// Reloads change the fleet whether or not this host leads, so that a
+	// follower takes over with the modules of the current configuration.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		if err := rl.watch(watchCtx, opts.Reload); err != nil {
+			log.Error("cannot watch for changes: the host reloads on nothing", "err", err)
+		}
+	}()
+	defer func() { stopWatch(); <-watchDone }()
 
 	// run runs the controllers until ctx ends (they drain), or at once
 	// when writes ends (the leadership is lost).
 	run := func(ctx, writes context.Context) {
 		m.Leader.Set(1)
 		defer m.Leader.Set(0)
-		var wg sync.WaitGroup
-		for _, c := range ctrls {
-			wg.Go(func() { c.RunWhile(ctx, writes) })
-		}
-		wg.Wait()
+		rl.fleet.run(ctx, writes)
 	}
 	if opts.LeaderElection == nil {
 		run(ctx, context.WithoutCancel(ctx))
@@ -169,43 +172,4 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return lead(ctx, client, *opts.LeaderElection, run, log)
-}
-
-// loadModules loads every module of file into engine and checks it against
-// its entry.
-func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, m *metrics.Metrics, log *slog.Logger) ([]controller.Module, error) {
-	var mods []controller.Module
-	for i := range file.Modules {
-		c := &file.Modules[i]
-		wasm, err := c.Read()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
-		}
-		rm, err := engine.Load(ctx, c.Path, wasm, c.Limits)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
-		}
-		rm.SetName(c.Name)
-		man := rm.Manifest()
-		allowed, err := c.Accept(man)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
-		}
-		sum := sha256.Sum256(wasm)
-		// The version is the module's to choose: as a label it must be
-		// valid UTF-8, or client_golang panics.
-		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), hex.EncodeToString(sum[:])).Set(1)
-		log.Info("loaded module", "module", c.Name, "path", c.Path, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
-		mods = append(mods, controller.Module{
-			Runtime:    rm,
-			Name:       c.Name,
-			Namespaces: c.Namespaces,
-			Selector:   c.LabelSelector,
-			Config:     c.Config,
-			Shadow:     c.Mode == config.ModeShadow,
-			Workers:    c.Workers,
-			Allowed:    allowed,
-		})
-	}
-	return mods, nil
 }

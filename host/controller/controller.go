@@ -50,6 +50,9 @@ type Module struct {
 	Shadow bool
 	// Workers is the number of concurrent reconciles; default 2.
 	Workers int
+	// Generation numbers this load of the module for logs: 0 takes 1 in
+	// New, and one more than the module it replaces in Swap.
+	Generation uint64
 	// Allowed are the capabilities the executor grants the module: what
 	// config.Module.Grant returned, the manifest's each checked within the
 	// operator's allow: list. nil takes the manifest's as they are, for
@@ -114,7 +117,9 @@ func New(mod Module, deps Deps) *Controller {
 		deps.ReconcileTimeout = DefaultReconcileTimeout
 	}
 	g := newGeneration(mod, deps)
-	g.n = 1
+	if g.n == 0 {
+		g.n = 1
+	}
 	log := deps.Logger.With("module", mod.Name)
 	if deps.Metrics != nil {
 		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities)
@@ -153,7 +158,7 @@ func (c *Controller) Swap(mod Module) (uint64, error) {
 		initSeries(m, c.name, g.manifest.Capabilities)
 	}
 	old := c.h.swap(g)
-	c.log.Info("module swapped", "generation", g.n, "replaced", old, "version", g.manifest.Version)
+	c.log.Debug("module swapped", "generation", g.n, "replaced", old, "version", g.manifest.Version)
 	return g.n, nil
 }
 
@@ -353,6 +358,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	res, err := g.mod.Runtime.Reconcile(ctx, req)
 	if m := c.deps.Metrics; m != nil {
 		m.GuestCallSeconds.WithLabelValues(c.name).Observe(time.Since(callStart).Seconds())
+	}
+	if err == nil && g.firstCall.CompareAndSwap(false, true) && g.n > 1 {
+		// What an operator watching a swap waits for, and what its
+		// latency is measured to.
+		c.log.Info("module generation served its first call", "generation", g.n, "key", key)
 	}
 	if err != nil {
 		kind := "other"

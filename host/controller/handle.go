@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +27,8 @@ type generation struct {
 	// when another generation replaced it. Both are guarded by handle.mu.
 	refs    int
 	retired bool
+	// firstCall is set by the first call that returns.
+	firstCall atomic.Bool
 }
 
 // handle is how a controller holds its module: the current generation and
@@ -80,7 +83,9 @@ func (h *handle) release(g *generation) {
 func (h *handle) swap(next *generation) uint64 {
 	h.mu.Lock()
 	old := h.cur
-	next.n = old.n + 1
+	if next.n == 0 {
+		next.n = old.n + 1
+	}
 	h.cur = next
 	old.retired = true
 	idle := old.refs == 0
@@ -131,6 +136,7 @@ func newGeneration(mod Module, deps Deps) *generation {
 		man.Capabilities = mod.Allowed
 	}
 	return &generation{
+		n:        mod.Generation,
 		mod:      mod,
 		manifest: man,
 		exec: &actions.Executor{

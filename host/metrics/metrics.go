@@ -42,8 +42,21 @@ type Metrics struct {
 	// recovered, logged with its key, and retried with backoff.
 	Panics *prometheus.CounterVec
 	// ModuleInfo is 1 for each loaded module, labelled with its manifest
-	// version, subject, mode and file digest.
+	// version, subject, mode, file digest and generation (1 for the module
+	// the host started with, one more for each swap).
 	ModuleInfo *prometheus.GaugeVec
+	// ModuleSwaps counts attempts to replace or add a module while the host
+	// runs, by module and result: success, or failed (the module serving
+	// before, if any, goes on serving).
+	ModuleSwaps *prometheus.CounterVec
+	// ConfigReloads counts reloads of the host configuration by result:
+	// success, or failed (the file did not validate and nothing of it was
+	// applied).
+	ConfigReloads *prometheus.CounterVec
+	// ShadowAgreements and ShadowDisagreements count the reconciles on
+	// which a shadow module with compareWith decided as, or otherwise than,
+	// the module it names, by shadow module and compared module.
+	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
 }
 
 // New creates the metrics in a new registry, with Go and process collectors.
@@ -91,14 +104,31 @@ func New() *Metrics {
 		}, []string{"module"}),
 		ModuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "module_info",
-			Help: "1 for each loaded module, with its version, subject, mode and sha256.",
-		}, []string{"module", "version", "subject", "mode", "sha256"}),
+			Help: "1 for each loaded module, with its version, subject, mode, sha256 and generation.",
+		}, []string{"module", "version", "subject", "mode", "sha256", "generation"}),
+		ModuleSwaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "module_swaps_total",
+			Help: "Modules replaced or added while the host runs, by module and result (success, failed: the old module keeps serving).",
+		}, []string{"module", "result"}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "config_reloads_total",
+			Help: "Reloads of the host configuration by result (success, failed: nothing of the file was applied).",
+		}, []string{"result"}),
+		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "shadow_agreements_total",
+			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
+		}, []string{"module", "compare_with"}),
+		ShadowDisagreements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "shadow_disagreements_total",
+			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
+		}, []string{"module", "compare_with"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.ModuleInfo,
+		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
 	)
 	return m
 }

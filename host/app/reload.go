@@ -1,0 +1,337 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// Reasons of the Warning events a refused reload records on the host's
+// object (see hostObject).
+const (
+	ReasonModuleRejected = "ModuleRejected"
+	ReasonConfigRejected = "ConfigRejected"
+)
+
+// Reloader applies changes of the host configuration and of its module
+// files to the running host. Every reload reads and validates the whole
+// configuration first and applies nothing of a file that does not validate.
+// Then each entry whose module file or settings changed is loaded and
+// checked exactly as at start (loadEntry), in the background of the
+// controllers, which go on serving: a module that fails keeps the one it
+// would replace serving, and is reported in the log, as a Warning event and
+// in kubeplug_module_swaps_total{result="failed"}. The modules that passed
+// are then swapped in at once (a new generation of their controller), the
+// entries added start their controllers, and those removed stop theirs.
+type Reloader struct {
+	path   string
+	engine *runtime.Engine
+	deps   controller.Deps
+	fleet  *fleet
+	m      *metrics.Metrics
+	log    *slog.Logger
+	host   abi.ObjectRef
+	// ctx bounds loads and the drain of removed controllers: the host's.
+	ctx context.Context
+
+	mu      sync.Mutex // one reload at a time
+	file    *config.File
+	applied map[string]*appliedEntry
+}
+
+// appliedEntry is a module entry as the host runs it.
+type appliedEntry struct {
+	cfg config.Module
+	sum string
+	gen uint64
+}
+
+// loaded is a module loaded and checked against its entry, ready to run.
+type loaded struct {
+	cfg config.Module
+	mod controller.Module
+	sum string
+}
+
+// readModule returns the bytes of c's module and their sha256, the pin
+// checked. It is the one place the host reads a module's bytes.
+func readModule(c *config.Module) ([]byte, string, error) {
+	wasm, err := c.Read()
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(wasm)
+	return wasm, hex.EncodeToString(sum[:]), nil
+}
+
+// loadEntry loads wasm, the module of entry c, into engine and checks it
+// against the entry: the one way a module gets into the host, at start and
+// on every reload.
+func loadEntry(ctx context.Context, engine *runtime.Engine, c *config.Module, wasm []byte) (controller.Module, error) {
+	rm, err := engine.Load(ctx, c.Path, wasm, c.Limits)
+	if err != nil {
+		return controller.Module{}, fmt.Errorf("module %s: %w", c.Name, err)
+	}
+	rm.SetName(c.Name)
+	allowed, err := c.Accept(rm.Manifest())
+	if err != nil {
+		_ = rm.Close(ctx)
+		return controller.Module{}, err
+	}
+	return controller.Module{
+		Runtime:    rm,
+		Name:       c.Name,
+		Namespaces: c.Namespaces,
+		Selector:   c.LabelSelector,
+		Config:     c.Config,
+		Shadow:     c.Mode == config.ModeShadow,
+		Workers:    c.Workers,
+		Allowed:    allowed,
+	}, nil
+}
+
+// load reads and loads the module of every entry of file; at start, where
+// any failure refuses the whole configuration.
+func (r *Reloader) loadAll(file *config.File) ([]loaded, error) {
+	var out []loaded
+	for i := range file.Modules {
+		c := &file.Modules[i]
+		l, err := r.load(c)
+		if err != nil {
+			for _, l := range out {
+				_ = l.mod.Runtime.Close(r.ctx)
+			}
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (r *Reloader) load(c *config.Module) (loaded, error) {
+	wasm, sum, err := readModule(c)
+	if err != nil {
+		return loaded{}, err
+	}
+	mod, err := loadEntry(r.ctx, r.engine, c, wasm)
+	if err != nil {
+		return loaded{}, err
+	}
+	return loaded{cfg: *c, mod: mod, sum: sum}, nil
+}
+
+// start starts the controllers of the modules loaded at start.
+func (r *Reloader) start(file *config.File, mods []loaded) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.file = file
+	for _, l := range mods {
+		if err := r.add(l, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add starts the controller of l as generation gen.
+func (r *Reloader) add(l loaded, gen uint64) error {
+	l.mod.Generation = gen
+	if err := r.fleet.add(controller.New(l.mod, r.deps)); err != nil {
+		return err
+	}
+	r.record(l, gen)
+	return nil
+}
+
+// record remembers l as applied and shows it in kubeplug_module_info.
+func (r *Reloader) record(l loaded, gen uint64) {
+	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, sum: l.sum, gen: gen}
+	man := l.mod.Runtime.Manifest()
+	r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": l.cfg.Name})
+	// The version is the module's to choose: as a label it must be valid
+	// UTF-8, or client_golang panics.
+	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.sum,
+		strconv.FormatUint(gen, 10)).Set(1)
+	r.log.Info("loaded module", "module", l.cfg.Name, "path", l.cfg.Path, "version", man.Version,
+		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.sum, "generation", gen)
+}
+
+// Reload reads the host configuration and the module files again and
+// applies what changed (see Reloader). reason is logged. It returns once the
+// reload is applied or refused; reloads run one at a time. It is what file
+// changes and SIGHUP call, and what any other source of change (a moved
+// image tag) should call.
+func (r *Reloader) Reload(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log.Info("reloading", "reason", reason)
+	file, err := config.Load(r.path)
+	if err != nil {
+		r.m.ConfigReloads.WithLabelValues("failed").Inc()
+		r.refuse("", ReasonConfigRejected, fmt.Errorf("host configuration not reloaded, nothing of it applied, the modules running go on: %w", err))
+		return
+	}
+	r.m.ConfigReloads.WithLabelValues("success").Inc()
+	r.warnRestartOnly(file)
+
+	// Load every new or changed module before applying any, so that the
+	// controllers change together and the slow part runs while they serve.
+	var next []loaded
+	want := map[string]bool{}
+	for i := range file.Modules {
+		c := &file.Modules[i]
+		want[c.Name] = true
+		old := r.applied[c.Name]
+		if old != nil && reflect.DeepEqual(old.cfg, *c) {
+			// Reading the file is cheap beside loading it: only a file
+			// whose bytes changed is loaded again.
+			if _, sum, err := readModule(c); err == nil && sum == old.sum {
+				continue
+			}
+		}
+		l, err := r.load(c)
+		if err != nil {
+			r.m.ModuleSwaps.WithLabelValues(c.Name, "failed").Inc()
+			what := "not added"
+			if old != nil {
+				what = fmt.Sprintf("not swapped, generation %d keeps serving", old.gen)
+			}
+			r.refuse(c.Name, ReasonModuleRejected, fmt.Errorf("module %s %s: %w", c.Name, what, err))
+			continue
+		}
+		next = append(next, l)
+	}
+	for name := range r.applied {
+		if !want[name] {
+			r.fleet.remove(r.ctx, name)
+			delete(r.applied, name)
+			r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": name})
+			r.log.Info("module removed: its controller stopped", "module", name)
+		}
+	}
+	for _, l := range next {
+		if err := r.apply(l); err != nil {
+			_ = l.mod.Runtime.Close(r.ctx)
+			r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "failed").Inc()
+			r.refuse(l.cfg.Name, ReasonModuleRejected, err)
+			continue
+		}
+		r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "success").Inc()
+	}
+	r.file = file
+}
+
+// apply runs l in place of the module of the same name, or as a new one.
+// A module of the same subject and workers is swapped into its controller;
+// otherwise the controller is replaced, as its queue and workers are.
+func (r *Reloader) apply(l loaded) error {
+	name := l.cfg.Name
+	old := r.applied[name]
+	if old == nil {
+		return r.add(l, 1)
+	}
+	gen := old.gen + 1
+	ctrl := r.fleet.get(name)
+	if ctrl != nil && ctrl.Subject() == l.mod.Runtime.Manifest().Subject && old.cfg.Workers == l.cfg.Workers {
+		l.mod.Generation = gen
+		if _, err := ctrl.Swap(l.mod); err != nil {
+			return err
+		}
+		r.record(l, gen)
+		// The new module decides on every subject, not only those that
+		// change from now on.
+		controller.EnqueueAll(r.fleet.inf, ctrl)
+		r.log.Info("module swapped", "module", name, "generation", gen)
+		return nil
+	}
+	r.fleet.remove(r.ctx, name)
+	delete(r.applied, name)
+	if err := r.add(l, gen); err != nil {
+		return err
+	}
+	r.log.Info("module replaced: its controller restarted for a new subject or number of workers", "module", name, "generation", gen)
+	return nil
+}
+
+// refuse reports a reload that was not applied: in the log, and as a
+// Warning event on the host's object.
+func (r *Reloader) refuse(module, reason string, err error) {
+	r.log.Error("reload refused", "module", module, "err", err)
+	msg := err.Error()
+	if len(msg) > actions.MaxEventMessage {
+		msg = msg[:actions.MaxEventMessage]
+	}
+	source := module
+	if source == "" {
+		source = "host"
+	}
+	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, abi.EventWarning, reason, msg, source); err != nil {
+		r.log.Warn("record reload event", "err", err)
+	}
+}
+
+// warnRestartOnly logs the settings of file that a reload cannot apply.
+func (r *Reloader) warnRestartOnly(file *config.File) {
+	old := r.file
+	var fields []string
+	if file.Resync != old.Resync {
+		fields = append(fields, "resync")
+	}
+	if file.ReconcileTimeout != old.ReconcileTimeout {
+		fields = append(fields, "reconcileTimeout")
+	}
+	if !reflect.DeepEqual(file.CSIDrivers, old.CSIDrivers) {
+		fields = append(fields, "csiDrivers")
+	}
+	if len(fields) > 0 {
+		r.log.Warn("host configuration changes that take a restart were not applied; the modules were reloaded",
+			"fields", fields)
+	}
+}
+
+// watchedFiles are the files whose changes reload the host: the host
+// configuration and every module file it names.
+func (r *Reloader) watchedFiles() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	files := []string{r.path}
+	for _, c := range r.file.Modules {
+		if c.Path != "" && !slices.Contains(files, c.Path) {
+			files = append(files, c.Path)
+		}
+	}
+	return files
+}
+
+// hostObject is the object the host's own Warning events are recorded on:
+// its Pod, named by the downward API's POD_NAMESPACE and POD_NAME (see
+// deploy/), else a Pod named after the machine in default.
+func hostObject() abi.ObjectRef {
+	ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" {
+		ns = "default"
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if name == "" {
+		name = "kubeplug"
+	}
+	return abi.ObjectRef{Kind: abi.KindPod, Namespace: ns, Name: name}
+}
