@@ -93,7 +93,7 @@ e2e: build
 
 bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
-	cd host && $(GO) test -run '^$$$$' -bench BenchmarkSwap -benchtime 5x ./app
+	cd host && $(GO) test -run '^$$' -bench BenchmarkSwap -benchtime 5x ./app
 
 generate:
 	hack/gen-abi.sh
