@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,6 +203,22 @@ func TestSwap(t *testing.T) {
 		if got := m.Sum("kubeplug_reconciles_total", "module", "warn"); got != before {
 			t.Errorf("the removed module reconciled %v more times", got-before)
 		}
+	})
+
+	t.Run("SIGHUP reloads", func(t *testing.T) {
+		m, err := h.Scrape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := m.Sum("kubeplug_config_reloads_total", "result", "success")
+		if err := syscall.Kill(h.PID(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, testenv.Timeout, "a reload on SIGHUP", func() (bool, error) {
+			m, err := h.Scrape()
+			return err == nil && strings.Contains(h.Log(), `msg=reloading reason=SIGHUP`) &&
+				m.Sum("kubeplug_config_reloads_total", "result", "success") > before, err
+		})
 	})
 
 	l.halt()
