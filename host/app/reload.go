@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,6 +61,9 @@ type appliedEntry struct {
 	cfg config.Module
 	sum string
 	gen uint64
+	// shadow is the entry's module when it is compared with another
+	// (compareWith), attached to that module's controller.
+	shadow *controller.Shadow
 }
 
 // loaded is a module loaded and checked against its entry, ready to run.
@@ -141,22 +145,76 @@ func (r *Reloader) start(file *config.File, mods []loaded) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.file = file
-	for _, l := range mods {
+	for _, l := range inOrder(mods) {
 		if err := r.add(l, 1); err != nil {
-			return err
+			return fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
 		}
 	}
 	return nil
 }
 
+// inOrder returns the modules that run on their own first, then those
+// compared with them, which attach to their controllers.
+func inOrder(mods []loaded) []loaded {
+	out := slices.Clone(mods)
+	slices.SortStableFunc(out, func(a, b loaded) int {
+		return cmp.Compare(boolInt(a.cfg.CompareWith != ""), boolInt(b.cfg.CompareWith != ""))
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // add starts the controller of l as generation gen.
 func (r *Reloader) add(l loaded, gen uint64) error {
 	l.mod.Generation = gen
+	if l.cfg.CompareWith != "" {
+		s := controller.NewShadow(l.mod, r.deps)
+		if err := r.attach(l.cfg, s); err != nil {
+			_ = s.Close(r.ctx)
+			return err
+		}
+		r.record(l, gen)
+		r.applied[l.cfg.Name].shadow = s
+		return nil
+	}
 	if err := r.fleet.add(controller.New(l.mod, r.deps)); err != nil {
 		return err
 	}
 	r.record(l, gen)
 	return nil
+}
+
+// attach attaches s, the module of the entry c, to the controller of the
+// module c compares with, in place of any shadow of the same name.
+func (r *Reloader) attach(c config.Module, s *controller.Shadow) error {
+	ctrl := r.fleet.get(c.CompareWith)
+	if ctrl == nil {
+		return fmt.Errorf("module %s: compareWith: %q does not run: fix that module first", c.Name, c.CompareWith)
+	}
+	return ctrl.Compare(s)
+}
+
+// removeEntry stops what runs the applied entry called name.
+func (r *Reloader) removeEntry(name string) {
+	old := r.applied[name]
+	if old == nil {
+		return
+	}
+	if old.shadow != nil {
+		if ctrl := r.fleet.get(old.cfg.CompareWith); ctrl != nil {
+			ctrl.StopComparing(name)
+		}
+		_ = old.shadow.Close(r.ctx)
+	} else {
+		r.fleet.remove(r.ctx, name)
+	}
+	delete(r.applied, name)
 }
 
 // record remembers l as applied and shows it in kubeplug_module_info.
@@ -219,13 +277,12 @@ func (r *Reloader) Reload(reason string) {
 	}
 	for name := range r.applied {
 		if !want[name] {
-			r.fleet.remove(r.ctx, name)
-			delete(r.applied, name)
+			r.removeEntry(name)
 			r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": name})
 			r.log.Info("module removed: its controller stopped", "module", name)
 		}
 	}
-	for _, l := range next {
+	for _, l := range inOrder(next) {
 		if err := r.apply(l); err != nil {
 			_ = l.mod.Runtime.Close(r.ctx)
 			r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "failed").Inc()
@@ -247,6 +304,9 @@ func (r *Reloader) apply(l loaded) error {
 		return r.add(l, 1)
 	}
 	gen := old.gen + 1
+	if l.cfg.CompareWith != "" || old.shadow != nil {
+		return r.replaceShadow(l, old, gen)
+	}
 	ctrl := r.fleet.get(name)
 	if ctrl != nil && ctrl.Subject() == l.mod.Runtime.Manifest().Subject && old.cfg.Workers == l.cfg.Workers {
 		l.mod.Generation = gen
@@ -260,12 +320,57 @@ func (r *Reloader) apply(l loaded) error {
 		r.log.Info("module swapped", "module", name, "generation", gen)
 		return nil
 	}
-	r.fleet.remove(r.ctx, name)
-	delete(r.applied, name)
+	shadows := r.comparedWith(name)
+	r.removeEntry(name)
 	if err := r.add(l, gen); err != nil {
 		return err
 	}
 	r.log.Info("module replaced: its controller restarted for a new subject or number of workers", "module", name, "generation", gen)
+	// The modules compared with it follow it to its new controller.
+	for _, e := range shadows {
+		if err := r.attach(e.cfg, e.shadow); err != nil {
+			r.refuse(e.cfg.Name, ReasonModuleRejected, fmt.Errorf("module %s no longer compared: %w", e.cfg.Name, err))
+			r.removeEntry(e.cfg.Name)
+		}
+	}
+	return nil
+}
+
+// comparedWith returns the applied entries compared with the module name.
+func (r *Reloader) comparedWith(name string) []*appliedEntry {
+	var out []*appliedEntry
+	for _, e := range r.applied {
+		if e.shadow != nil && e.cfg.CompareWith == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// replaceShadow runs l, an entry that is or was compared with another
+// module, in place of old: a new shadow is attached in place of the old
+// one, which is closed once its last call ends.
+func (r *Reloader) replaceShadow(l loaded, old *appliedEntry, gen uint64) error {
+	if old.shadow == nil || l.cfg.CompareWith == "" {
+		// It ran on its own and is now compared, or the other way round.
+		r.removeEntry(l.cfg.Name)
+		return r.add(l, gen)
+	}
+	l.mod.Generation = gen
+	s := controller.NewShadow(l.mod, r.deps)
+	if err := r.attach(l.cfg, s); err != nil {
+		_ = s.Close(r.ctx)
+		return err
+	}
+	if old.cfg.CompareWith != l.cfg.CompareWith {
+		if ctrl := r.fleet.get(old.cfg.CompareWith); ctrl != nil {
+			ctrl.StopComparing(l.cfg.Name)
+		}
+	}
+	_ = old.shadow.Close(r.ctx)
+	r.record(l, gen)
+	r.applied[l.cfg.Name].shadow = s
+	r.log.Info("module swapped", "module", l.cfg.Name, "generation", gen, "compareWith", l.cfg.CompareWith)
 	return nil
 }
 

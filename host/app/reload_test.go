@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -185,4 +186,44 @@ func hasSeries(t testing.TB, m *metrics.Metrics, module, gen string) bool {
 		}
 	}
 	return false
+}
+
+// TestReloadShadow: an entry compared with another is attached to that
+// module's controller, swapped in place when its file changes, follows a
+// restarted controller, and detached when removed.
+func TestReloadShadow(t *testing.T) {
+	wasm := workload.Guest(t, "examples/warnretain")
+	dir := t.TempDir()
+	ref, cand := filepath.Join(dir, "ref.wasm"), filepath.Join(dir, "cand.wasm")
+	require.NoError(t, os.WriteFile(ref, wasm, 0o644))
+	require.NoError(t, os.WriteFile(cand, variant(wasm, 1), 0o644))
+	refEntry := fmt.Sprintf("modules:\n- path: %s\n  name: ref\n%s", ref, allow["examples/warnretain"])
+	candEntry := fmt.Sprintf("- path: %s\n  name: cand\n  mode: shadow\n  compareWith: ref\n", cand)
+	h := newTestHost(t, refEntry+candEntry, set("default", "web"))
+	agreed := func() float64 { return testutil.ToFloat64(h.m.ShadowAgreements.WithLabelValues("cand", "ref")) }
+	reconcile := func() {
+		require.NoError(t, h.r.fleet.get("ref").Reconcile(context.Background(), "default/web").Err)
+	}
+	require.Nil(t, h.r.fleet.get("cand"), "a compared module has no controller of its own")
+	reconcile()
+	require.Equal(t, 1.0, agreed())
+
+	require.NoError(t, os.WriteFile(cand, variant(wasm, 2), 0o644))
+	h.r.Reload("test")
+	require.True(t, hasSeries(t, h.m, "cand", "2"))
+	reconcile()
+	require.Equal(t, 2.0, agreed())
+
+	// Another number of workers restarts ref's controller: cand follows.
+	h.write(t, "host.yaml", []byte(strings.Replace(refEntry, "name: ref\n", "name: ref\n  workers: 3\n", 1)+candEntry))
+	h.r.Reload("test")
+	require.True(t, hasSeries(t, h.m, "ref", "2"))
+	reconcile()
+	require.Equal(t, 3.0, agreed())
+
+	h.write(t, "host.yaml", []byte(refEntry))
+	h.r.Reload("test")
+	require.False(t, hasSeries(t, h.m, "cand", ""))
+	reconcile()
+	require.Equal(t, 3.0, agreed(), "removed: compared no more")
 }

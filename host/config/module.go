@@ -60,6 +60,11 @@ type Module struct {
 	// nil when the entry has no allow: (the module may then run only in
 	// shadow mode); empty, and granting nothing, for allow: [].
 	Allow []abi.Capability
+	// CompareWith names the enforce-mode entry this shadow-mode entry is
+	// compared with: it is called with that module's input on each of its
+	// reconciles, and each disagreement is logged and counted. Empty for an
+	// entry that runs on its own.
+	CompareWith string
 
 	// pinnedAt says where SHA256 was set (file:line), so that a digest
 	// mismatch can say where to fix it.

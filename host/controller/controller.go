@@ -103,6 +103,7 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	log     *slog.Logger
 	h       handle
+	shadowSet
 }
 
 // New returns the controller of mod. Nothing runs until Run.
@@ -170,15 +171,7 @@ func (c *Controller) Generation() uint64 { return c.h.current().n }
 // (until ctx ends) for it and every module swapped out before it to be
 // closed.
 func (c *Controller) Close(ctx context.Context) error {
-	c.h.retire()
-	done := make(chan struct{})
-	go func() { c.h.closing.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("close module %q: %w", c.name, ctx.Err())
-	}
+	return c.h.closeAll(ctx, c.name)
 }
 
 // Name is the module's name.
@@ -354,24 +347,22 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		return Outcome{Result: "success"}
 	}
 
+	compare := c.callShadows(ctx, req)
 	callStart := time.Now()
 	res, err := g.mod.Runtime.Reconcile(ctx, req)
 	if m := c.deps.Metrics; m != nil {
 		m.GuestCallSeconds.WithLabelValues(c.name).Observe(time.Since(callStart).Seconds())
 	}
+	// A module that failed decided nothing to compare with.
+	compare(res, err == nil)
 	if err == nil && g.firstCall.CompareAndSwap(false, true) && g.n > 1 {
 		// What an operator watching a swap waits for, and what its
 		// latency is measured to.
 		c.log.Info("module generation served its first call", "generation", g.n, "key", key)
 	}
 	if err != nil {
-		kind := "other"
-		var ce *runtime.CallError
-		if errors.As(err, &ce) {
-			kind = ce.Kind.String()
-		}
 		if m := c.deps.Metrics; m != nil {
-			m.GuestErrors.WithLabelValues(c.name, kind).Inc()
+			m.GuestErrors.WithLabelValues(c.name, callErrorKind(err)).Inc()
 		}
 		return Outcome{Result: "error", Retry: true, Err: err}
 	}
@@ -397,6 +388,15 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		out.Result, out.Err, out.Retry = "error", err, true
 	}
 	return out
+}
+
+// callErrorKind is the kind label of a failed guest call.
+func callErrorKind(err error) string {
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		return ce.Kind.String()
+	}
+	return "other"
 }
 
 // selected reports whether the subject's labels match the module's

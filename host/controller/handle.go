@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,20 @@ func (h *handle) retire() {
 	h.mu.Unlock()
 	if idle && !already {
 		h.close(g)
+	}
+}
+
+// closeAll retires the current generation and waits, until ctx ends, for
+// it and every generation retired before it to be closed.
+func (h *handle) closeAll(ctx context.Context, name string) error {
+	h.retire()
+	done := make(chan struct{})
+	go func() { h.closing.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close module %q: %w", name, ctx.Err())
 	}
 }
 

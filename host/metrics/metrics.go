@@ -139,12 +139,17 @@ const maxLabel = 128
 // Label returns s fit to be a label value when it comes from a module (a
 // manifest's version, say): invalid UTF-8, on which client_golang panics,
 // replaced, and cut to at most 128 bytes.
-func Label(s string) string {
+func Label(s string) string { return Clip(s, maxLabel) }
+
+// Clip returns s with invalid UTF-8 replaced, cut to at most n bytes on a
+// character boundary: for strings a module chose, on their way into a label
+// or a log line.
+func Clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxLabel {
+	if len(s) <= n {
 		return s
 	}
-	s = s[:maxLabel]
+	s = s[:n]
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
