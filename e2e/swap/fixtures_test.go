@@ -82,15 +82,7 @@ func createSets(t *testing.T, c kubernetes.Interface, ns string, n int) []string
 					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": names[i]}},
 					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
 				},
-				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-					ObjectMeta: metav1.ObjectMeta{Name: "data"},
-					Spec: corev1.PersistentVolumeClaimSpec{
-						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceStorage: resource.MustParse("1Gi"),
-						}},
-					},
-				}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claimTemplate()},
 			},
 		}
 		if _, err := c.AppsV1().StatefulSets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
@@ -98,6 +90,19 @@ func createSets(t *testing.T, c kubernetes.Interface, ns string, n int) []string
 		}
 	}
 	return names
+}
+
+// claimTemplate is the claim template of every set: data, 1Gi.
+func claimTemplate() corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	}
 }
 
 // load scales the sets in a loop, one patch at a time, each writing the

@@ -87,6 +87,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newTestCommand(opts, s),
 		newRunCommand(opts, s),
 		newHarnessCommand(opts, s),
+		newRecordCommand(s),
 		newVersionCommand(s),
 	)
 	return root
