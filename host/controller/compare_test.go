@@ -123,9 +123,18 @@ func TestShadowComparesOnTheSameInput(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ShadowDisagreements.WithLabelValues("vendor", "ref")))
 	require.Equal(t, 0.0, testutil.ToFloat64(m.ShadowAgreements.WithLabelValues("vendor", "ref")))
 
+	panicking := controller.NewShadow(controller.Module{Name: "panics", Runtime: &fakeGuest{reconcile: func(context.Context, *abi.ReconcileRequest) (*abi.Result, error) {
+		panic("shadow panics")
+	}}}, deps)
+	require.NoError(t, ctrl.Compare(panicking))
+	out = ctrl.Reconcile(context.Background(), "default/web")
+	require.NoError(t, out.Err, "a panicking shadow fails its own call only")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.GuestErrors.WithLabelValues("panics", "other")))
+	ctrl.StopComparing("panics")
+
 	ctrl.StopComparing("vendor")
 	ctrl.Reconcile(context.Background(), "default/web")
-	require.Len(t, seen, 2, "detached: not called")
+	require.Len(t, seen, 3, "detached: not called")
 
 	pv := controller.NewShadow(controller.Module{Name: "pv", Runtime: &volumeGuest{}}, deps)
 	require.ErrorContains(t, ctrl.Compare(pv), "compareWith must name a module of the same subject")

@@ -112,6 +112,13 @@ func (c *Controller) callShadows(ctx context.Context, req *abi.ReconcileRequest)
 		in.Config = g.mod.Config
 		wg.Go(func() {
 			defer s.h.release(g)
+			// This goroutine is outside Reconcile's recover: a guest
+			// implementation that panics must fail this call only.
+			defer func() {
+				if v := recover(); v != nil {
+					answers[i] = answer{err: fmt.Errorf("%w: %v", ErrPanic, v), gen: g.n}
+				}
+			}()
 			start := time.Now()
 			res, err := g.mod.Runtime.Reconcile(ctx, &in)
 			if m := c.deps.Metrics; m != nil {
