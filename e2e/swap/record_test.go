@@ -30,7 +30,7 @@ func TestRecord(t *testing.T) {
 		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 	})
-	createSet(t, c, ns, "db", 1, nil) // another set, whose objects must stay out
+	createSet(t, c, ns, "db", 1, nil) // another set, whose objects stay out of web's case
 	bin, err := testenv.Kubeplug()
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +64,45 @@ func TestRecord(t *testing.T) {
 			t.Errorf("the case holds %q:\n%s", noise, data)
 		}
 	}
+
+	t.Run("persistentvolume", func(t *testing.T) {
+		claim, err := c.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "data-db-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "pv-record-"},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: claim.Spec.Resources.Requests[corev1.ResourceStorage]},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/pv"}},
+				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: claim.Name, UID: claim.UID},
+			},
+		}
+		pv, err = c.CoreV1().PersistentVolumes().Create(context.Background(), pv, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+		out, err := exec.Command(bin, "record", "--kubeconfig", cp.Kubeconfig, "--subject", "persistentvolume/"+pv.Name).Output()
+		if err != nil {
+			t.Fatalf("kubeplug record: %v", err)
+		}
+		var rec struct {
+			Objects []map[string]any `json:"objects"`
+		}
+		if err := yaml.Unmarshal(out, &rec); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range rec.Objects {
+			got = append(got, fmt.Sprintf("%s %s", o["kind"], o["metadata"].(map[string]any)["name"]))
+		}
+		if want := []string{"PersistentVolume " + pv.Name, "PersistentVolumeClaim data-db-0"}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("recorded %v, want %v", got, want)
+		}
+	})
 
 	// The live decision: the retention module gives each claim the set as
 	// owner.

@@ -148,6 +148,13 @@ func TestReload(t *testing.T) {
 		require.True(t, found, "a Warning event says why")
 		require.NoError(t, os.WriteFile(mod, variant(wasm, 1), 0o644))
 	})
+	t.Run("module asking beyond allow refused", func(t *testing.T) {
+		h.write(t, "host.yaml", []byte(fmt.Sprintf("modules:\n- path: %s\n  name: warn\n  allow: []\n", mod)))
+		h.r.Reload("test")
+		require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation(), "the old module serves")
+		require.Equal(t, 2.0, testutil.ToFloat64(h.m.ModuleSwaps.WithLabelValues("warn", "failed")))
+		h.write(t, "host.yaml", []byte(entry))
+	})
 	t.Run("invalid configuration changes nothing", func(t *testing.T) {
 		h.write(t, "host.yaml", []byte("modules: [{path: "+mod+", bogus: 1}]\n"))
 		h.r.Reload("test")
