@@ -84,7 +84,9 @@ func TestRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		})
 		out, err := exec.Command(bin, "record", "--kubeconfig", cp.Kubeconfig, "--subject", "persistentvolume/"+pv.Name).Output()
 		if err != nil {
 			t.Fatalf("kubeplug record: %v", err)
