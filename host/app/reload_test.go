@@ -135,10 +135,22 @@ func TestReload(t *testing.T) {
 		h.r.Reload("test")
 		require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation())
 	})
+	t.Run("changed entry swapped", func(t *testing.T) {
+		h.write(t, "host.yaml", []byte(entry+"  config: {ignoreNamespaces: [default]}\n"))
+		h.r.Reload("test")
+		require.Equal(t, uint64(3), h.r.fleet.get("warn").Generation())
+		out := reconcile("warn")
+		require.NoError(t, out.Err)
+		require.Empty(t, out.Actions, "the new entry's config ignores default")
+		h.write(t, "host.yaml", []byte(entry))
+		h.r.Reload("test")
+		require.Equal(t, uint64(4), h.r.fleet.get("warn").Generation())
+		require.NotEmpty(t, reconcile("warn").Actions)
+	})
 	t.Run("broken module refused", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(mod, []byte("not wasm"), 0o644))
 		h.r.Reload("test")
-		require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation())
+		require.Equal(t, uint64(4), h.r.fleet.get("warn").Generation())
 		require.NoError(t, reconcile("warn").Err, "the old module serves")
 		require.Equal(t, 1.0, testutil.ToFloat64(h.m.ModuleSwaps.WithLabelValues("warn", "failed")))
 		var found bool
@@ -151,7 +163,7 @@ func TestReload(t *testing.T) {
 	t.Run("module asking beyond allow refused", func(t *testing.T) {
 		h.write(t, "host.yaml", []byte(fmt.Sprintf("modules:\n- path: %s\n  name: warn\n  allow: []\n", mod)))
 		h.r.Reload("test")
-		require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation(), "the old module serves")
+		require.Equal(t, uint64(4), h.r.fleet.get("warn").Generation(), "the old module serves")
 		require.Equal(t, 2.0, testutil.ToFloat64(h.m.ModuleSwaps.WithLabelValues("warn", "failed")))
 		h.write(t, "host.yaml", []byte(entry))
 	})
