@@ -256,7 +256,7 @@ func (r *Reloader) Reload(reason string) {
 		c := &file.Modules[i]
 		want[c.Name] = true
 		old := r.applied[c.Name]
-		if old != nil && reflect.DeepEqual(old.cfg, *c) {
+		if old != nil && old.cfg.SameAs(c) {
 			// Reading the file is cheap beside loading it: only a file
 			// whose bytes changed is loaded again.
 			if _, sum, err := readModule(c); err == nil && sum == old.sum {

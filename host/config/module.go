@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -72,6 +73,15 @@ type Module struct {
 	// definedAt says where the entry is (file:line and field), so that a
 	// refused capability can say where to allow it.
 	definedAt string
+}
+
+// SameAs reports whether o configures the module as m does, wherever in
+// its file each entry is: a reload loads again only the entries that
+// changed, not those an edit above them moved.
+func (m *Module) SameAs(o *Module) bool {
+	a, b := *m, *o
+	a.pinnedAt, a.definedAt, b.pinnedAt, b.definedAt = "", "", "", ""
+	return reflect.DeepEqual(a, b)
 }
 
 // InNamespace reports whether the module reconciles subjects in namespace ns.
