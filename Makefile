@@ -65,6 +65,7 @@ test-unit:
 	$(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls|TestExtismPoolUnderConcurrentCalls' ./runtime
+	cd host && $(GO) test -race -run 'TestSwapUnderLoad' ./controller
 
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \
@@ -117,6 +118,7 @@ e2e: build
 bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
 	cd host && $(GO) test -run '^$$' -bench AdmitRoundTrip -benchtime 10000x ./admission
+	cd host && $(GO) test -run '^$$' -bench BenchmarkSwap -benchtime 5x ./app
 
 generate:
 	hack/gen-abi.sh

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,7 @@ var scenes = []scene{
 	{title: "KEP-1847 story 2: reclaim volumes on scale-down, keep them when the set is deleted", modules: []string{"retention"}, run: retentionStory2},
 	{title: "KEP-1847 story 3: reclaim volumes on scale-down and deletion, keep them across pod restarts", modules: []string{"retention"}, run: retentionStory3},
 	{title: "KEP-2644: a volume deleted before its claim no longer leaks its storage", modules: []string{"reclaim"}, run: reclaimLeak},
+	{title: "Compare before trusting: a vendor's retention module in shadow beside the reference", modules: []string{"retention", "retentionlite"}, run: shadowVendor},
 }
 
 // demo is the state the scenes share.
@@ -59,6 +61,8 @@ type demo struct {
 	client kubernetes.Interface
 	// driver is the CSI driver the host deletes volumes through.
 	driver *csitest.Driver
+	// host is the kubeplug run process.
+	host *hostProcess
 }
 
 // Run plays the demo and stops everything it started. A host that does not
@@ -106,7 +110,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
 
-	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver}
+	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver, host: host}
 	played := 0
 	for _, s := range scenes {
 		if missing := missingModules(s.modules, mods); len(missing) > 0 {
@@ -127,7 +131,7 @@ func Run(ctx context.Context, o Options) (err error) {
 // available lists the modules built in dir that the demo knows how to run.
 func available(dir string) []string {
 	var out []string
-	for _, m := range []string{"warnretain", "retention", "reclaim"} {
+	for _, m := range []string{"warnretain", "retention", "reclaim", "retentionlite"} {
 		if _, err := os.Stat(filepath.Join(dir, m+".wasm")); err == nil {
 			out = append(out, m)
 		}
@@ -165,6 +169,13 @@ func hostConfig(mods []string, guests, socket string) (string, error) {
 		p, err := filepath.Abs(filepath.Join(guests, m+".wasm"))
 		if err != nil {
 			return "", err
+		}
+		if m == "retentionlite" {
+			// A candidate: compared with the reference, never executed.
+			if slices.Contains(mods, "retention") {
+				fmt.Fprintf(&b, "- name: %s\n  path: %s\n  mode: shadow\n  compareWith: retention\n", m, p)
+			}
+			continue
 		}
 		fmt.Fprintf(&b, "- name: %s\n  path: %s\n  allow: [%s]\n", m, p, allow[m])
 		if m == "warnretain" {

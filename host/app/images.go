@@ -15,20 +15,18 @@ type imageWatch struct {
 	log *slog.Logger
 }
 
-func newImageWatch(ctx context.Context, fo oci.FetchOptions, log *slog.Logger) *imageWatch {
+// newImageWatch calls moved with a module's name when its tag names a new
+// digest.
+func newImageWatch(ctx context.Context, fo oci.FetchOptions, log *slog.Logger, moved func(name string)) *imageWatch {
 	iw := &imageWatch{log: log}
-	iw.w = oci.NewWatcher(ctx, fo, iw.moved, log)
+	iw.w = oci.NewWatcher(ctx, fo, func(name string) {
+		log.Info("the module's image tag moved to a new digest: reloading", "module", name)
+		moved(name)
+	}, log)
 	return iw
 }
 
 // loaded starts following c's tag from the digest src was pulled from.
 func (iw *imageWatch) loaded(c *config.Module, src *oci.Source) {
 	iw.w.Watch(*c, src.Digest)
-}
-
-// moved is told that a module's tag names a new digest. Loading it is a
-// hot swap, which this host does not make: it says so, and keeps running
-// the digest it loaded.
-func (iw *imageWatch) moved(name string) {
-	iw.log.Warn("the module's image tag moved to a new digest; this host keeps running the digest it loaded until it is restarted", "module", name)
 }

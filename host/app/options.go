@@ -41,6 +41,9 @@ type Options struct {
 	LeaderElection *LeaderElection
 	// Logger receives the host's log; nil discards it.
 	Logger *slog.Logger
+	// Reload, when set, reloads the host configuration and its modules on
+	// every receive, as a changed file does: `kubeplug run` sends on SIGHUP.
+	Reload <-chan struct{}
 	// OnListen, when set, is told the metrics server's address once it
 	// listens (useful with port 0).
 	OnListen func(addr string)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -17,7 +16,6 @@ import (
 	"github.com/kubeplug/kubeplug/host/csi"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/metrics"
-	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -78,8 +76,14 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer engine.Close(context.WithoutCancel(ctx))
-	images := newImageWatch(ctx, opts.fetchOptions(), log)
-	mods, err := loadModules(ctx, engine, file, opts.fetchOptions(), m, log, images.loaded)
+	rl := &Reloader{path: file.Path, engine: engine, m: m, log: log, host: hostObject(), ctx: ctx,
+		fetch: opts.fetchOptions(), applied: map[string]*appliedEntry{}}
+	// A tag that moves to a new digest is a reload: the entry's bytes
+	// changed, and the new module is swapped in as a changed file's is.
+	rl.images = newImageWatch(ctx, opts.fetchOptions(), log, func(name string) {
+		go rl.Reload("the image tag of module " + name + " moved to a new digest")
+	})
+	mods, err := rl.loadAll(file)
 	if err != nil {
 		return err
 	}
@@ -132,13 +136,8 @@ func Run(ctx context.Context, opts Options) error {
 		defer volumes.Close()
 		deps.Volumes, deps.Drivers = volumes, volumes.Drivers
 	}
-	ctrls := make([]*controller.Controller, 0, len(mods))
-	for _, mod := range mods {
-		if reconciles(mod) { // an admit-only module has no controller
-			ctrls = append(ctrls, controller.New(mod, deps))
-		}
-	}
-	if err := controller.Wire(cache, ctrls, log); err != nil {
+	rl.deps, rl.fleet = deps, newFleet(cache, log)
+	if err := rl.start(file, mods); err != nil {
 		return err
 	}
 
@@ -151,30 +150,31 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return errors.New("informer caches did not sync")
 	}
-	stopWebhook, err := startWebhook(ctx, opts, file, mods, cache, client, m, log)
+	stopWebhook, err := startWebhook(ctx, opts, file, rl, cache, client, m, log)
 	if err != nil {
 		return err
 	}
 	defer stopWebhook()
 	ready.Ready()
-	log.Info("caches synced; host ready", "modules", len(ctrls))
+	log.Info("caches synced; host ready", "modules", rl.fleet.len())
+	// Reloads change the fleet whether or not this host leads, so that a
+	// follower takes over with the modules of the current configuration.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		if err := rl.watch(watchCtx, opts.Reload); err != nil {
+			log.Error("cannot watch for changes: the host reloads on nothing", "err", err)
+		}
+	}()
+	defer func() { stopWatch(); <-watchDone }()
 
 	// run runs the controllers until ctx ends (they drain), or at once
 	// when writes ends (the leadership is lost).
 	run := func(ctx, writes context.Context) {
 		m.Leader.Set(1)
 		defer m.Leader.Set(0)
-		var wg sync.WaitGroup
-		for _, c := range ctrls {
-			wg.Go(func() { c.RunWhile(ctx, writes) })
-		}
-		wg.Wait()
-		if len(ctrls) == 0 { // admit-only modules: the webhook server runs on
-			select {
-			case <-ctx.Done():
-			case <-writes.Done():
-			}
-		}
+		rl.fleet.run(ctx, writes)
 	}
 	if opts.LeaderElection == nil {
 		run(ctx, context.WithoutCancel(ctx))
@@ -182,47 +182,4 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return lead(ctx, client, *opts.LeaderElection, run, log)
-}
-
-// loadModules loads every module of file into engine and checks it against
-// its entry.
-// loaded, when not nil, is told each entry and what it was loaded from.
-func loadModules(ctx context.Context, engine *runtime.Engine, file *config.File, fo oci.FetchOptions, m *metrics.Metrics, log *slog.Logger,
-	loaded func(*config.Module, *oci.Source)) ([]controller.Module, error) {
-	var mods []controller.Module
-	for i := range file.Modules {
-		c := &file.Modules[i]
-		src, err := oci.Fetch(ctx, c, fo)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
-		}
-		rm, err := engine.LoadAny(ctx, src.Name, src.Wasm, c.Limits)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: module %s: %w", ErrConfig, file.Path, c.Name, err)
-		}
-		rm.SetName(c.Name)
-		man := rm.Manifest()
-		allowed, err := c.Accept(man)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
-		}
-		// The version is the module's to choose: as a label it must be
-		// valid UTF-8, or client_golang panics.
-		m.ModuleInfo.WithLabelValues(c.Name, metrics.Label(man.Version), man.Subject, string(c.Mode), src.SHA256).Set(1)
-		log.Info("loaded module", "module", c.Name, "source", src.Name, "version", man.Version, "subject", man.Subject, "mode", c.Mode)
-		if loaded != nil {
-			loaded(c, src)
-		}
-		mods = append(mods, controller.Module{
-			Runtime:    rm,
-			Name:       c.Name,
-			Namespaces: c.Namespaces,
-			Selector:   c.LabelSelector,
-			Config:     c.Config,
-			Shadow:     c.Mode == config.ModeShadow,
-			Workers:    c.Workers,
-			Allowed:    allowed,
-		})
-	}
-	return mods, nil
 }

@@ -48,7 +48,7 @@ func admitters(file *config.File, mods []controller.Module) []*admission.Module 
 // startWebhook serves the admit hooks of mods on opts.WebhookAddr until ctx
 // is done, with a namespace informer of its own for the namespaces' labels.
 // It returns a function that stops it; nothing runs when no address is set.
-func startWebhook(ctx context.Context, opts Options, file *config.File, mods []controller.Module, lister snapshot.Lister,
+func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Reloader, lister snapshot.Lister,
 	client kubernetes.Interface, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
 	if opts.WebhookAddr == "" {
 		return func() {}, nil
@@ -77,7 +77,17 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, mods []c
 		},
 		Logger: log,
 	}
-	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, admission.NewHandler(r, admitters(file, mods)), log)
+	// The reloader hands the handler the modules of every reload from now
+	// on (Reloader.publish).
+	rl.mu.Lock()
+	mods := make([]controller.Module, 0, len(rl.applied))
+	for _, e := range rl.applied {
+		mods = append(mods, e.mod)
+	}
+	h := admission.NewHandler(r, admitters(file, mods))
+	rl.webhook = h
+	rl.mu.Unlock()
+	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, h, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

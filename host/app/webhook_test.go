@@ -18,6 +18,8 @@ func (h hooksOnly) Manifest() abi.Manifest { return abi.Manifest{Hooks: h} }
 func (hooksOnly) Reconcile(context.Context, *abi.ReconcileRequest) (*abi.Result, error) {
 	return nil, nil
 }
+func (hooksOnly) Close(context.Context) error { return nil }
+
 func (hooksOnly) Admit(context.Context, *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 	return nil, nil
 }

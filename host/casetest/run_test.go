@@ -27,6 +27,8 @@ func (f *fakeModule) Admit(context.Context, *abi.AdmitRequest) (*abi.AdmitRespon
 	return nil, abi.ErrNoHook
 }
 
+func (f *fakeModule) Close(context.Context) error { return nil }
+
 func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	f.requests = append(f.requests, req)
 	return f.decide(req)

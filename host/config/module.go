@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -90,6 +91,11 @@ type Module struct {
 	// WebhookTimeout is the webhook's timeoutSeconds, whole seconds from 1s
 	// to 30s; zero means the API server's default (10s).
 	WebhookTimeout time.Duration
+	// CompareWith names the enforce-mode entry this shadow-mode entry is
+	// compared with: it is called with that module's input on each of its
+	// reconciles, and each disagreement is logged and counted. Empty for an
+	// entry that runs on its own.
+	CompareWith string
 
 	// pinnedAt says where SHA256 was set (file:line), so that a digest
 	// mismatch can say where to fix it.
@@ -97,6 +103,15 @@ type Module struct {
 	// definedAt says where the entry is (file:line and field), so that a
 	// refused capability can say where to allow it.
 	definedAt string
+}
+
+// SameAs reports whether o configures the module as m does, wherever in
+// its file each entry is: a reload loads again only the entries that
+// changed, not those an edit above them moved.
+func (m *Module) SameAs(o *Module) bool {
+	a, b := *m, *o
+	a.pinnedAt, a.definedAt, b.pinnedAt, b.definedAt = "", "", "", ""
+	return reflect.DeepEqual(a, b)
 }
 
 // InNamespace reports whether the module reconciles subjects in namespace ns.

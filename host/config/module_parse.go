@@ -19,7 +19,7 @@ import (
 
 var (
 	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission",
-		"image", "plainHTTP", "dockerConfig", "resolveEvery", "signature"}
+		"image", "plainHTTP", "dockerConfig", "resolveEvery", "signature", "compareWith"}
 	limitFields = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
 )
 
@@ -52,7 +52,47 @@ func (p *parser) modules(ns []*yaml.Node) []Module {
 		}
 		out = append(out, m)
 	}
+	for i, n := range ns {
+		if out[i].CompareWith != "" {
+			p.compareWith(out, i, valueOf(n, "compareWith"), index("modules", i))
+		}
+	}
 	return out
+}
+
+// compareWith checks the compareWith of mods[i]: a shadow entry naming
+// another entry, one that enforces, of the same subject.
+func (p *parser) compareWith(mods []Module, i int, n *yaml.Node, field string) {
+	m, field := &mods[i], join(field, "compareWith")
+	if m.Mode != ModeShadow {
+		p.addf(n, field, "is only for mode: shadow entries, which are compared with the module they name; set mode: shadow or remove compareWith")
+		return
+	}
+	if len(m.Namespaces) > 0 || !m.LabelSelector.Empty() {
+		p.addf(n, field, "a compared module reconciles the subjects of the module it names, so namespaces and labelSelector do not apply; remove them")
+	}
+	j := slices.IndexFunc(mods, func(o Module) bool { return o.Name == m.CompareWith })
+	switch {
+	case m.CompareWith == m.Name:
+		p.addf(n, field, "names this module itself; name the enforcing module to compare with")
+	case j < 0:
+		p.addf(n, field, "%q names no module of this file; name the enforcing module to compare with", m.CompareWith)
+	case mods[j].Mode != ModeEnforce:
+		p.addf(n, field, "%q is in %s mode; compareWith must name a module in enforce mode, whose decisions this one is compared with", m.CompareWith, mods[j].Mode)
+	case m.Subject != "" && mods[j].Subject != "" && m.Subject != mods[j].Subject:
+		p.addf(n, field, "%q reconciles %s and this module %s; compareWith must name a module of the same subject", m.CompareWith, mods[j].Subject, m.Subject)
+	}
+}
+
+// valueOf returns the value of key in the mapping n, or n when it has none.
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	n = deref(n)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return n
 }
 
 // module converts one entry under modules:. nameAt is the node the name came
@@ -152,6 +192,15 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	}
 	if v, ok := vals["admission"]; ok {
 		p.admission(v, join(field, "admission"), &m)
+	}
+	if v, ok := vals["compareWith"]; ok {
+		if s, ok := p.scalar(v, join(field, "compareWith"), "retention"); ok {
+			if !isLabel(s) {
+				p.addf(v, join(field, "compareWith"), "%q is not a module name (%s)", s, labelRule)
+			} else {
+				m.CompareWith = s
+			}
+		}
 	}
 	m.definedAt = fmt.Sprintf("%s:%d (%s)", p.file, n.Line, field)
 	return m, nameAt

@@ -89,3 +89,20 @@ func TestReadHandBuiltModule(t *testing.T) {
 	require.ErrorIs(t, err, config.ErrDigest)
 	require.ErrorContains(t, err, "the host configuration pins "+strings.Repeat("a", 64))
 }
+
+// TestSameAs: an entry moved in its file is the same entry; a changed field
+// is not.
+func TestSameAs(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"m.wasm": "m", "n.wasm": "n"})
+	parse := func(yaml string) *config.File {
+		f, err := config.Parse([]byte(yaml), filepath.Join(dir, "host.yaml"))
+		require.NoError(t, err)
+		return f
+	}
+	a := parse("modules:\n- path: m.wasm\n  sha256: " + strings.Repeat("a", 64) + "\n  mode: shadow\n")
+	moved := parse("modules:\n- path: n.wasm\n  mode: shadow\n- path: m.wasm\n  sha256: " + strings.Repeat("a", 64) + "\n  mode: shadow\n")
+	changed := parse("modules:\n- path: m.wasm\n  sha256: " + strings.Repeat("a", 64) + "\n  mode: shadow\n  workers: 3\n")
+	require.True(t, a.Modules[0].SameAs(&moved.Modules[1]))
+	require.False(t, a.Modules[0].SameAs(&changed.Modules[0]))
+}

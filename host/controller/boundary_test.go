@@ -34,6 +34,8 @@ func (g *fakeGuest) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*
 	return g.reconcile(ctx, req)
 }
 
+func (g *fakeGuest) Close(context.Context) error { return nil }
+
 var setEvents = abi.Capability{Action: abi.ActionEvent, Resources: []string{"statefulsets"}}
 
 // eventOn returns a Warning event action on the request's StatefulSet.

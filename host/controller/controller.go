@@ -29,6 +29,9 @@ type Guest interface {
 	// Admit is the admit hook (ABI 1.1); the webhook server calls it for
 	// modules whose manifest lists the hook, the controller never does.
 	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
+	// Close is called once, when the module was swapped out or removed and
+	// its last call has ended.
+	Close(ctx context.Context) error
 }
 
 var (
@@ -54,6 +57,9 @@ type Module struct {
 	Shadow bool
 	// Workers is the number of concurrent reconciles; default 2.
 	Workers int
+	// Generation numbers this load of the module for logs: 0 takes 1 in
+	// New, and one more than the module it replaces in Swap.
+	Generation uint64
 	// Allowed are the capabilities the executor grants the module: what
 	// config.Module.Grant returned, the manifest's each checked within the
 	// operator's allow: list. nil takes the manifest's as they are, for
@@ -93,16 +99,18 @@ const (
 	MaxRequeue = 24 * time.Hour
 )
 
-// Controller reconciles the subjects of one module.
+// Controller reconciles the subjects of one module. It holds the module
+// through a handle that Swap replaces atomically (see handle).
 type Controller struct {
-	mod      Module
-	manifest abi.Manifest // the module's, with the capabilities it is allowed
-	subject  string
-	deps     Deps
-	builder  *snapshot.Builder
-	exec     *actions.Executor
-	queue    workqueue.TypedRateLimitingInterface[string]
-	log      *slog.Logger
+	name    string
+	subject string
+	workers int
+	deps    Deps
+	builder *snapshot.Builder
+	queue   workqueue.TypedRateLimitingInterface[string]
+	log     *slog.Logger
+	h       handle
+	shadowSet
 }
 
 // New returns the controller of mod. Nothing runs until Run.
@@ -110,46 +118,71 @@ func New(mod Module, deps Deps) *Controller {
 	if mod.Workers <= 0 {
 		mod.Workers = 2
 	}
-	if mod.Selector == nil {
-		mod.Selector = labels.Everything()
-	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.ReconcileTimeout <= 0 {
 		deps.ReconcileTimeout = DefaultReconcileTimeout
 	}
-	man := mod.Runtime.Manifest()
-	if mod.Allowed != nil {
-		man.Capabilities = mod.Allowed
+	g := newGeneration(mod, deps)
+	if g.n == 0 {
+		g.n = 1
 	}
 	log := deps.Logger.With("module", mod.Name)
 	if deps.Metrics != nil {
-		initSeries(deps.Metrics, mod.Name, man.Capabilities)
+		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities)
 	}
 	return &Controller{
-		mod:      mod,
-		manifest: man,
-		subject:  man.Subject,
-		deps:     deps,
-		builder:  &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
-		exec: &actions.Executor{
-			Cluster: deps.Cluster,
-			Volumes: deps.Volumes,
-			Module:  mod.Name,
-			Shadow:  mod.Shadow,
-			Logger:  deps.Logger,
-		},
+		name:    mod.Name,
+		subject: g.manifest.Subject,
+		workers: mod.Workers,
+		deps:    deps,
+		builder: &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: mod.Name},
 		),
 		log: log,
+		h:   handle{cur: g, log: log},
 	}
 }
 
+// Swap makes mod the controller's module from the next reconcile on and
+// returns its generation number: reconciles in flight finish on the module
+// they started on, which is closed when the last of them ends. mod must
+// have the controller's name and subject (a module of another subject is a
+// new controller); its Workers is ignored, the controller's workers stay.
+// The caller queues every subject again (EnqueueAll), so that the new module
+// decides on each.
+func (c *Controller) Swap(mod Module) (uint64, error) {
+	if mod.Name != c.name {
+		return 0, fmt.Errorf("swap module %q into the controller of %q: %w", mod.Name, c.name, ErrSwap)
+	}
+	g := newGeneration(mod, c.deps)
+	if g.manifest.Subject != c.subject {
+		return 0, fmt.Errorf("swap module %q: its subject is %q, the controller's %q: %w", c.name, g.manifest.Subject, c.subject, ErrSwap)
+	}
+	if m := c.deps.Metrics; m != nil {
+		initSeries(m, c.name, g.manifest.Capabilities)
+	}
+	old := c.h.swap(g)
+	c.log.Debug("module swapped", "generation", g.n, "replaced", old, "version", g.manifest.Version)
+	return g.n, nil
+}
+
+// Generation is the number of the module generation that new reconciles
+// call: 1 for the module New was given, one more for each Swap.
+func (c *Controller) Generation() uint64 { return c.h.current().n }
+
+// Close retires the controller's module, once Run has returned, and waits
+// (until ctx ends) for it and every module swapped out before it to be
+// closed.
+func (c *Controller) Close(ctx context.Context) error {
+	return c.h.closeAll(ctx, c.name)
+}
+
 // Name is the module's name.
-func (c *Controller) Name() string { return c.mod.Name }
+func (c *Controller) Name() string { return c.name }
 
 // Subject is the module's subject kind.
 func (c *Controller) Subject() string { return c.subject }
@@ -165,11 +198,15 @@ func (c *Controller) Enqueue(key string) {
 }
 
 func (c *Controller) inScope(key string) bool {
-	if len(c.mod.Namespaces) == 0 || c.subject != abi.SubjectStatefulSet {
+	return inScope(c.h.current(), c.subject, key)
+}
+
+func inScope(g *generation, subject, key string) bool {
+	if len(g.mod.Namespaces) == 0 || subject != abi.SubjectStatefulSet {
 		return true
 	}
 	ns, _, _ := cut(key)
-	for _, n := range c.mod.Namespaces {
+	for _, n := range g.mod.Namespaces {
 		if n == ns {
 			return true
 		}
@@ -188,7 +225,7 @@ func (c *Controller) Run(ctx context.Context) { c.RunWhile(ctx, context.WithoutC
 // taken the lease. ctx ending is a drain: they finish.
 func (c *Controller) RunWhile(ctx, writes context.Context) {
 	var wg sync.WaitGroup
-	for range c.mod.Workers {
+	for range c.workers {
 		wg.Go(func() {
 			for c.next(ctx, writes) {
 			}
@@ -208,7 +245,7 @@ func (c *Controller) reportDepth(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		c.deps.Metrics.QueueDepth.WithLabelValues(c.mod.Name).Set(float64(c.queue.Len()))
+		c.deps.Metrics.QueueDepth.WithLabelValues(c.name).Set(float64(c.queue.Len()))
 		select {
 		case <-ctx.Done():
 			return
@@ -286,12 +323,12 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 			out = Outcome{Result: "error", Retry: true, Err: fmt.Errorf("%w: %v", ErrPanic, v)}
 			c.log.Error("reconcile panicked", "key", key, "panic", v, "stack", string(debug.Stack()))
 			if m := c.deps.Metrics; m != nil {
-				m.Panics.WithLabelValues(c.mod.Name).Inc()
+				m.Panics.WithLabelValues(c.name).Inc()
 			}
 		}
 		if m := c.deps.Metrics; m != nil {
-			m.Reconciles.WithLabelValues(c.mod.Name, out.Result).Inc()
-			m.ReconcileSeconds.WithLabelValues(c.mod.Name).Observe(time.Since(start).Seconds())
+			m.Reconciles.WithLabelValues(c.name, out.Result).Inc()
+			m.ReconcileSeconds.WithLabelValues(c.name).Observe(time.Since(start).Seconds())
 		}
 		switch {
 		case out.Err != nil:
@@ -301,30 +338,38 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		}
 	}()
 
-	if !c.inScope(key) {
+	// The generation is held from here to the end: the whole reconcile
+	// sees one module and one entry, and a swap does not close it under
+	// the call.
+	g := c.h.acquire()
+	defer c.h.release(g)
+	if !inScope(g, c.subject, key) {
 		return Outcome{Result: "success"}
 	}
-	req, err := c.builder.Build(c.subject, key, c.mod.Config)
+	req, err := c.builder.Build(c.subject, key, g.mod.Config)
 	if err != nil {
 		return Outcome{Result: "error", Retry: true, Err: fmt.Errorf("build input: %w", err)}
 	}
-	if req == nil || !c.selected(req) {
+	if req == nil || !selected(g, req) {
 		return Outcome{Result: "success"}
 	}
 
+	compare := c.callShadows(ctx, req)
 	callStart := time.Now()
-	res, err := c.mod.Runtime.Reconcile(ctx, req)
+	res, err := g.mod.Runtime.Reconcile(ctx, req)
 	if m := c.deps.Metrics; m != nil {
-		m.GuestCallSeconds.WithLabelValues(c.mod.Name).Observe(time.Since(callStart).Seconds())
+		m.GuestCallSeconds.WithLabelValues(c.name).Observe(time.Since(callStart).Seconds())
+	}
+	// A module that failed decided nothing to compare with.
+	compare(res, err == nil)
+	if err == nil && g.firstCall.CompareAndSwap(false, true) && g.n > 1 {
+		// What an operator watching a swap waits for, and what its
+		// latency is measured to.
+		c.log.Info("module generation served its first call", "generation", g.n, "key", key)
 	}
 	if err != nil {
-		kind := "other"
-		var ce *runtime.CallError
-		if errors.As(err, &ce) {
-			kind = ce.Kind.String()
-		}
 		if m := c.deps.Metrics; m != nil {
-			m.GuestErrors.WithLabelValues(c.mod.Name, kind).Inc()
+			m.GuestErrors.WithLabelValues(c.name, callErrorKind(err)).Inc()
 		}
 		return Outcome{Result: "error", Retry: true, Err: err}
 	}
@@ -332,7 +377,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	if res == nil {
 		res = &abi.Result{}
 	}
-	rep, err := c.exec.Execute(ctx, c.manifest, req, res)
+	rep, err := g.exec.Execute(ctx, g.manifest, req, res)
 	c.countActions(rep)
 	c.recordExecuted(ctx, rep)
 	out = Outcome{Report: rep, Result: "success", Actions: res.Actions}
@@ -352,10 +397,19 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	return out
 }
 
+// callErrorKind is the kind label of a failed guest call.
+func callErrorKind(err error) string {
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		return ce.Kind.String()
+	}
+	return "other"
+}
+
 // selected reports whether the subject's labels match the module's
 // selector.
-func (c *Controller) selected(req *abi.ReconcileRequest) bool {
-	if c.mod.Selector.Empty() {
+func selected(g *generation, req *abi.ReconcileRequest) bool {
+	if g.mod.Selector.Empty() {
 		return true
 	}
 	var l map[string]string
@@ -365,7 +419,7 @@ func (c *Controller) selected(req *abi.ReconcileRequest) bool {
 	case req.PersistentVolume != nil && req.PersistentVolume.Volume != nil:
 		l = req.PersistentVolume.Volume.Metadata.Labels
 	}
-	return c.mod.Selector.Matches(labels.Set(l))
+	return g.mod.Selector.Matches(labels.Set(l))
 }
 
 // requeueAfter returns the delay a module asked for, clamped to MinRequeue
@@ -393,7 +447,7 @@ func (c *Controller) countActions(rep actions.Report) {
 		return
 	}
 	for _, a := range rep.Actions {
-		m.Actions.WithLabelValues(c.mod.Name, ActionLabel(a.Type), string(a.Outcome)).Inc()
+		m.Actions.WithLabelValues(c.name, ActionLabel(a.Type), string(a.Outcome)).Inc()
 	}
 }
 
@@ -420,14 +474,14 @@ func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 		switch {
 		case a.Outcome == actions.Executed && a.Type != abi.ActionEvent:
 			eventType, reason = abi.EventNormal, actionReason(a.Type)
-			msg = fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.mod.Name, a.Type, a.Write)
+			msg = fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.name, a.Type, a.Write)
 		case a.Outcome == actions.Failed:
 			eventType, reason = abi.EventWarning, failureReason(a.Type)
-			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.mod.Name, a.Type, a.Err)
+			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.name, a.Type, a.Err)
 		default:
 			continue
 		}
-		if err := c.deps.Cluster.RecordEvent(ctx, a.Target, eventType, reason, msg, c.mod.Name); err != nil {
+		if err := c.deps.Cluster.RecordEvent(ctx, a.Target, eventType, reason, msg, c.name); err != nil {
 			c.log.Warn("record action event", "target", a.Target, "err", err)
 		}
 	}

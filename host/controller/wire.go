@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -20,9 +21,41 @@ type Informers interface {
 	snapshot.Lister
 }
 
-// Wire registers event handlers on the informers that queue, for every
-// added, changed or deleted object (resyncs included), the keys of the
-// subjects whose input holds it:
+// Wire registers the event handlers of every controller of ctrls on the
+// informers; see WireOne.
+func Wire(inf Informers, ctrls []*Controller, log *slog.Logger) error {
+	for _, c := range ctrls {
+		if _, err := WireOne(inf, c, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Wiring is the event handlers WireOne registered for one controller.
+type Wiring struct {
+	regs []registration
+}
+
+type registration struct {
+	informer cache.SharedIndexInformer
+	reg      cache.ResourceEventHandlerRegistration
+}
+
+// Unwire removes the handlers: the controller is queued nothing more.
+func (w *Wiring) Unwire() error {
+	var errs []error
+	for _, r := range w.regs {
+		if err := r.informer.RemoveEventHandler(r.reg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WireOne registers event handlers on the informers that queue on c, for
+// every added, changed or deleted object (resyncs included), the keys of
+// the subjects whose input holds it:
 //   - a StatefulSet: itself;
 //   - a Pod: the StatefulSet that controls it;
 //   - a PersistentVolumeClaim: the StatefulSets it belongs to by name, and
@@ -33,15 +66,18 @@ type Informers interface {
 // StorageClass changes queue nothing: a class's fields that modules read
 // (provisioner, reclaim policy, parameters) are immutable in the API, and
 // resync covers the rest.
-func Wire(inf Informers, ctrls []*Controller, log *slog.Logger) error {
+//
+// Each controller has handlers of its own, so that one added while the
+// host runs is told of every object already in the caches (an informer
+// replays them to a new handler as adds), and one removed is told of
+// nothing more, without touching the others'.
+func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 	var sets, volumes []*Controller
-	for _, c := range ctrls {
-		switch c.Subject() {
-		case abi.SubjectStatefulSet:
-			sets = append(sets, c)
-		case abi.SubjectPersistentVolume:
-			volumes = append(volumes, c)
-		}
+	switch c.Subject() {
+	case abi.SubjectStatefulSet:
+		sets = append(sets, c)
+	case abi.SubjectPersistentVolume:
+		volumes = append(volumes, c)
 	}
 	enqueue := func(cs []*Controller, keys ...string) {
 		for _, k := range keys {
@@ -89,16 +125,36 @@ func Wire(inf Informers, ctrls []*Controller, log *slog.Logger) error {
 			}
 		},
 	}
+	w := &Wiring{}
 	for kind, h := range handlers {
 		i := inf.Informer(kind)
 		if i == nil {
 			continue
 		}
-		if _, err := i.AddEventHandler(eventHandler(h)); err != nil {
-			return fmt.Errorf("watch %s: %w", kind, err)
+		reg, err := i.AddEventHandler(eventHandler(h))
+		if err != nil {
+			_ = w.Unwire()
+			return nil, fmt.Errorf("watch %s: %w", kind, err)
 		}
+		w.regs = append(w.regs, registration{informer: i, reg: reg})
 	}
-	return nil
+	return w, nil
+}
+
+// EnqueueAll queues every subject of c the caches hold: after a swap, so
+// that the new module decides on each of them.
+func EnqueueAll(inf Informers, c *Controller) {
+	kind := abi.KindStatefulSet
+	if c.Subject() == abi.SubjectPersistentVolume {
+		kind = abi.KindPersistentVolume
+	}
+	i := inf.Informer(kind)
+	if i == nil {
+		return
+	}
+	for _, k := range i.GetStore().ListKeys() {
+		c.Enqueue(k)
+	}
 }
 
 // eventHandler calls h with the object of every add, delete and both sides

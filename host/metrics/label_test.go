@@ -23,7 +23,7 @@ func TestLabel(t *testing.T) {
 			// What client_golang would panic on, it takes.
 			m := metrics.New()
 			require.NotPanics(t, func() {
-				m.ModuleInfo.With(prometheus.Labels{"module": "m", "version": got, "subject": "s", "mode": "enforce", "sha256": "x"}).Set(1)
+				m.ModuleInfo.With(prometheus.Labels{"module": "m", "version": got, "subject": "s", "mode": "enforce", "sha256": "x", "generation": "1"}).Set(1)
 			})
 		})
 	}

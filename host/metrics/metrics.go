@@ -42,7 +42,8 @@ type Metrics struct {
 	// recovered, logged with its key, and retried with backoff.
 	Panics *prometheus.CounterVec
 	// ModuleInfo is 1 for each loaded module, labelled with its manifest
-	// version, subject, mode and file digest.
+	// version, subject, mode, file digest and generation (1 for the module
+	// the host started with, one more for each swap).
 	ModuleInfo *prometheus.GaugeVec
 	// HookCalls counts calls of hooks other than reconcile (which has the
 	// series above) by module, hook and result: for admit, allowed,
@@ -55,6 +56,18 @@ type Metrics struct {
 	// HookSeconds is the latency of one such call, from the request to
 	// the answer.
 	HookSeconds *prometheus.HistogramVec
+	// ModuleSwaps counts attempts to replace or add a module while the host
+	// runs, by module and result: success, or failed (the module serving
+	// before, if any, goes on serving).
+	ModuleSwaps *prometheus.CounterVec
+	// ConfigReloads counts reloads of the host configuration by result:
+	// success, or failed (the file did not validate and nothing of it was
+	// applied).
+	ConfigReloads *prometheus.CounterVec
+	// ShadowAgreements and ShadowDisagreements count the reconciles on
+	// which a shadow module with compareWith decided as, or otherwise than,
+	// the module it names, by shadow module and compared module.
+	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
 }
 
 // New creates the metrics in a new registry, with Go and process collectors.
@@ -102,8 +115,8 @@ func New() *Metrics {
 		}, []string{"module"}),
 		ModuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "module_info",
-			Help: "1 for each loaded module, with its version, subject, mode and sha256.",
-		}, []string{"module", "version", "subject", "mode", "sha256"}),
+			Help: "1 for each loaded module, with its version, subject, mode, sha256 and generation.",
+		}, []string{"module", "version", "subject", "mode", "sha256", "generation"}),
 		HookCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "hook_calls_total",
 			Help: "Calls of a module's hooks other than reconcile, by module, hook and result (admit: allowed, mutated, denied, failed-open, failed-closed).",
@@ -117,6 +130,22 @@ func New() *Metrics {
 			Help:    "Time of one hook call other than reconcile, from request to answer.",
 			Buckets: latency,
 		}, []string{"module", "hook"}),
+		ModuleSwaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "module_swaps_total",
+			Help: "Modules replaced or added while the host runs, by module and result (success, failed: the old module keeps serving).",
+		}, []string{"module", "result"}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "config_reloads_total",
+			Help: "Reloads of the host configuration by result (success, failed: nothing of the file was applied).",
+		}, []string{"result"}),
+		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "shadow_agreements_total",
+			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
+		}, []string{"module", "compare_with"}),
+		ShadowDisagreements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "shadow_disagreements_total",
+			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
+		}, []string{"module", "compare_with"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -124,6 +153,7 @@ func New() *Metrics {
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
+		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
 	)
 	return m
 }
@@ -134,12 +164,17 @@ const maxLabel = 128
 // Label returns s fit to be a label value when it comes from a module (a
 // manifest's version, say): invalid UTF-8, on which client_golang panics,
 // replaced, and cut to at most 128 bytes.
-func Label(s string) string {
+func Label(s string) string { return Clip(s, maxLabel) }
+
+// Clip returns s with invalid UTF-8 replaced, cut to at most n bytes on a
+// character boundary: for strings a module chose, on their way into a label
+// or a log line.
+func Clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxLabel {
+	if len(s) <= n {
 		return s
 	}
-	s = s[:maxLabel]
+	s = s[:n]
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}

@@ -24,6 +24,9 @@ type Host struct {
 	Addr string
 	// Name tells hosts apart in logs.
 	Name string
+	// ConfigPath is the host configuration file, which a test may rewrite
+	// to reload the host.
+	ConfigPath string
 
 	cmd  *exec.Cmd
 	log  *SyncBuffer
@@ -139,7 +142,7 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	}
 	args := append([]string{"run", "--config", cfg,
 		"--metrics-addr", addr, "--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
-	h := &Host{Addr: addr, Name: o.Name, log: &SyncBuffer{}, done: make(chan struct{})}
+	h := &Host{Addr: addr, Name: o.Name, ConfigPath: cfg, log: &SyncBuffer{}, done: make(chan struct{})}
 	if h.cmd, err = o.command(bin, dir, args); err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newPushCommand(opts, s),
 		newPullCommand(opts, s),
 		newSignCommand(opts, s),
+		newRecordCommand(s),
 		newVersionCommand(s),
 	)
 	return root

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +29,14 @@ func newRunCommand(opts *globalOptions, s streams) *cobra.Command {
 StorageClasses (and VolumeClaimUpdates where the CRD is installed), reconciles
 each subject through the modules the host configuration names, and carries
 out their actions. Without --kubeconfig it uses the in-cluster configuration.
+
+The host watches the configuration file and every module file it names, and
+reloads when one changes (debounced), or on SIGHUP: a changed module is
+compiled and checked in the background and swapped in atomically (calls in
+flight finish on the old one), an added entry starts its controller, a removed
+one stops. A configuration or module that fails its checks changes nothing
+that runs; the host says why in its log, in a Warning event on its Pod and in
+kubeplug_module_swaps_total / kubeplug_config_reloads_total.
 
 It serves Prometheus metrics on /metrics and health on /healthz and /readyz
 (ready once the modules are loaded and the caches have synced). With
@@ -62,6 +73,7 @@ its allow: list grants included).`,
 					LeaseDuration: le.leaseDuration, RenewDeadline: le.renewDeadline, RetryPeriod: le.retryPeriod,
 				}
 			}
+			o.Reload = reloadSignals(cmd.Context())
 			err = app.Run(cmd.Context(), o)
 			switch {
 			case err == nil:
@@ -86,6 +98,29 @@ its allow: list grants included).`,
 	f.DurationVar(&le.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading")
 	f.DurationVar(&le.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
 	return cmd
+}
+
+// reloadSignals returns a channel that receives on every SIGHUP until ctx
+// ends: the host reloads its configuration and modules.
+func reloadSignals(ctx context.Context) <-chan struct{} {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP)
+	out := make(chan struct{}, 1)
+	go func() {
+		defer signal.Stop(sig)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				select {
+				case out <- struct{}{}:
+				default: // a reload is already due
+				}
+			}
+		}
+	}()
+	return out
 }
 
 func defaultLeaseNamespace() string {

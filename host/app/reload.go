@@ -1,0 +1,481 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/admission"
+	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/oci"
+	"github.com/kubeplug/kubeplug/host/runtime"
+)
+
+// Reasons of the Warning events a refused reload records on the host's
+// object (see hostObject).
+const (
+	ReasonModuleRejected = "ModuleRejected"
+	ReasonConfigRejected = "ConfigRejected"
+)
+
+// Reloader applies changes of the host configuration and of its module
+// files to the running host. Every reload reads and validates the whole
+// configuration first and applies nothing of a file that does not validate.
+// Then each entry whose module file or settings changed is loaded and
+// checked exactly as at start (loadEntry), in the background of the
+// controllers, which go on serving: a module that fails keeps the one it
+// would replace serving, and is reported in the log, as a Warning event and
+// in kubeplug_module_swaps_total{result="failed"}. The modules that passed
+// are then swapped in at once (a new generation of their controller), the
+// entries added start their controllers, and those removed stop theirs.
+type Reloader struct {
+	path   string
+	engine *runtime.Engine
+	deps   controller.Deps
+	fleet  *fleet
+	m      *metrics.Metrics
+	log    *slog.Logger
+	host   abi.ObjectRef
+	// ctx bounds loads and the drain of removed controllers: the host's.
+	ctx context.Context
+	// fetch is how image entries are pulled (oci.Fetch).
+	fetch oci.FetchOptions
+	// images follows the tags of image entries with resolveEvery; nil when
+	// nothing follows them.
+	images *imageWatch
+	// webhook serves the admit hooks of the applied modules; nil when the
+	// host serves no webhook.
+	webhook *admission.Handler
+	// retired are admit-only modules swapped out or removed, closed once
+	// the webhook no longer serves them (publish).
+	retired []controller.Guest
+
+	mu      sync.Mutex // one reload at a time
+	file    *config.File
+	applied map[string]*appliedEntry
+}
+
+// appliedEntry is a module entry as the host runs it.
+type appliedEntry struct {
+	cfg config.Module
+	mod controller.Module
+	sum string
+	gen uint64
+	// shadow is the entry's module when it is compared with another
+	// (compareWith), attached to that module's controller.
+	shadow *controller.Shadow
+}
+
+// loaded is a module loaded and checked against its entry, ready to run.
+type loaded struct {
+	cfg config.Module
+	mod controller.Module
+	sum string
+	src *oci.Source
+}
+
+// readModule returns the bytes of c's module (its file, or its image pulled
+// and its signature checked) and their sha256, the pin checked. It is the
+// one place the host reads a module's bytes (oci.Fetch).
+func (r *Reloader) readModule(c *config.Module) (*oci.Source, error) {
+	return oci.Fetch(r.ctx, c, r.fetch)
+}
+
+// loadEntry loads src, the module of entry c, into engine, as a native
+// module or an Extism plugin (runtime.Engine.LoadAny), and checks it
+// against the entry: the one way a module gets into the host, at start and
+// on every reload.
+func loadEntry(ctx context.Context, engine *runtime.Engine, c *config.Module, src *oci.Source) (controller.Module, error) {
+	rm, err := engine.LoadAny(ctx, src.Name, src.Wasm, c.Limits)
+	if err != nil {
+		return controller.Module{}, fmt.Errorf("module %s: %w", c.Name, err)
+	}
+	rm.SetName(c.Name)
+	allowed, err := c.Accept(rm.Manifest())
+	if err != nil {
+		_ = rm.Close(ctx)
+		return controller.Module{}, err
+	}
+	return controller.Module{
+		Runtime:    rm,
+		Name:       c.Name,
+		Namespaces: c.Namespaces,
+		Selector:   c.LabelSelector,
+		Config:     c.Config,
+		Shadow:     c.Mode == config.ModeShadow,
+		Workers:    c.Workers,
+		Allowed:    allowed,
+	}, nil
+}
+
+// load reads and loads the module of every entry of file; at start, where
+// any failure refuses the whole configuration.
+func (r *Reloader) loadAll(file *config.File) ([]loaded, error) {
+	var out []loaded
+	for i := range file.Modules {
+		c := &file.Modules[i]
+		l, err := r.load(c)
+		if err != nil {
+			for _, l := range out {
+				_ = l.mod.Runtime.Close(r.ctx)
+			}
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (r *Reloader) load(c *config.Module) (loaded, error) {
+	src, err := r.readModule(c)
+	if err != nil {
+		return loaded{}, err
+	}
+	mod, err := loadEntry(r.ctx, r.engine, c, src)
+	if err != nil {
+		return loaded{}, err
+	}
+	return loaded{cfg: *c, mod: mod, sum: src.SHA256, src: src}, nil
+}
+
+// start starts the controllers of the modules loaded at start.
+func (r *Reloader) start(file *config.File, mods []loaded) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.file = file
+	for _, l := range inOrder(mods) {
+		if err := r.add(l, 1); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
+		}
+	}
+	return nil
+}
+
+// inOrder returns the modules that run on their own first, then those
+// compared with them, which attach to their controllers.
+func inOrder(mods []loaded) []loaded {
+	out := slices.Clone(mods)
+	slices.SortStableFunc(out, func(a, b loaded) int {
+		return cmp.Compare(boolInt(a.cfg.CompareWith != ""), boolInt(b.cfg.CompareWith != ""))
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// add starts the controller of l as generation gen.
+func (r *Reloader) add(l loaded, gen uint64) error {
+	l.mod.Generation = gen
+	if l.cfg.CompareWith != "" {
+		s := controller.NewShadow(l.mod, r.deps)
+		if err := r.attach(l.cfg, s); err != nil {
+			_ = s.Close(r.ctx)
+			return err
+		}
+		r.record(l, gen)
+		r.applied[l.cfg.Name].shadow = s
+		return nil
+	}
+	if reconciles(l.mod) { // an admit-only module has no controller
+		if err := r.fleet.add(controller.New(l.mod, r.deps)); err != nil {
+			return err
+		}
+	}
+	r.record(l, gen)
+	return nil
+}
+
+// attach attaches s, the module of the entry c, to the controller of the
+// module c compares with, in place of any shadow of the same name.
+func (r *Reloader) attach(c config.Module, s *controller.Shadow) error {
+	ctrl := r.fleet.get(c.CompareWith)
+	if ctrl == nil {
+		return fmt.Errorf("module %s: compareWith: %q does not run: fix that module first", c.Name, c.CompareWith)
+	}
+	return ctrl.Compare(s)
+}
+
+// removeEntry stops what runs the applied entry called name.
+func (r *Reloader) removeEntry(name string) {
+	old := r.applied[name]
+	if old == nil {
+		return
+	}
+	if old.shadow != nil {
+		if ctrl := r.fleet.get(old.cfg.CompareWith); ctrl != nil {
+			ctrl.StopComparing(name)
+		}
+		_ = old.shadow.Close(r.ctx)
+	} else if r.fleet.get(name) != nil {
+		r.fleet.remove(r.ctx, name)
+	} else {
+		r.retired = append(r.retired, old.mod.Runtime)
+	}
+	if r.images != nil {
+		r.images.w.Stop(name)
+	}
+	delete(r.applied, name)
+}
+
+// record remembers l as applied and shows it in kubeplug_module_info.
+func (r *Reloader) record(l loaded, gen uint64) {
+	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.sum, gen: gen}
+	if r.images != nil && l.src != nil {
+		r.images.loaded(&l.cfg, l.src)
+	}
+	man := l.mod.Runtime.Manifest()
+	r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": l.cfg.Name})
+	// The version is the module's to choose: as a label it must be valid
+	// UTF-8, or client_golang panics.
+	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.sum,
+		strconv.FormatUint(gen, 10)).Set(1)
+	r.log.Info("loaded module", "module", l.cfg.Name, "source", l.cfg.Source(), "version", man.Version,
+		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.sum, "generation", gen)
+}
+
+// Reload reads the host configuration and the module files again and
+// applies what changed (see Reloader). reason is logged. It returns once the
+// reload is applied or refused; reloads run one at a time. It is what file
+// changes and SIGHUP call, and what any other source of change (a moved
+// image tag) should call.
+func (r *Reloader) Reload(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log.Info("reloading", "reason", reason)
+	file, err := config.Load(r.path)
+	if err != nil {
+		r.m.ConfigReloads.WithLabelValues("failed").Inc()
+		r.refuse("", ReasonConfigRejected, fmt.Errorf("host configuration not reloaded, nothing of it applied, the modules running go on: %w", err))
+		return
+	}
+	r.m.ConfigReloads.WithLabelValues("success").Inc()
+	r.warnRestartOnly(file)
+
+	// Load every new or changed module before applying any, so that the
+	// controllers change together and the slow part runs while they serve.
+	var next []loaded
+	want := map[string]bool{}
+	for i := range file.Modules {
+		c := &file.Modules[i]
+		want[c.Name] = true
+		old := r.applied[c.Name]
+		if old != nil && old.cfg.SameAs(c) {
+			// Reading the file is cheap beside loading it: only a file
+			// whose bytes changed is loaded again.
+			if src, err := r.readModule(c); err == nil && src.SHA256 == old.sum {
+				continue
+			}
+		}
+		l, err := r.load(c)
+		if err != nil {
+			r.m.ModuleSwaps.WithLabelValues(c.Name, "failed").Inc()
+			what := "not added"
+			if old != nil {
+				what = fmt.Sprintf("not swapped, generation %d keeps serving", old.gen)
+			}
+			r.refuse(c.Name, ReasonModuleRejected, fmt.Errorf("module %s %s: %w", c.Name, what, err))
+			continue
+		}
+		next = append(next, l)
+	}
+	for name := range r.applied {
+		if !want[name] {
+			r.removeEntry(name)
+			r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": name})
+			r.log.Info("module removed: its controller stopped", "module", name)
+		}
+	}
+	for _, l := range inOrder(next) {
+		if err := r.apply(l); err != nil {
+			_ = l.mod.Runtime.Close(r.ctx)
+			r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "failed").Inc()
+			r.refuse(l.cfg.Name, ReasonModuleRejected, err)
+			continue
+		}
+		r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "success").Inc()
+	}
+	r.file = file
+	r.publish()
+}
+
+// publish hands the webhook the admit hooks of the applied modules, and
+// then closes the admit-only modules it served before and no longer does
+// (each once its last call has ended).
+func (r *Reloader) publish() {
+	if r.webhook != nil {
+		mods := make([]controller.Module, 0, len(r.applied))
+		for _, e := range r.applied {
+			mods = append(mods, e.mod)
+		}
+		r.webhook.SetModules(admitters(r.file, mods))
+	}
+	retired := r.retired
+	r.retired = nil
+	for _, g := range retired {
+		go func() { _ = g.Close(r.ctx) }()
+	}
+}
+
+// apply runs l in place of the module of the same name, or as a new one.
+// A module of the same subject and workers is swapped into its controller;
+// otherwise the controller is replaced, as its queue and workers are.
+func (r *Reloader) apply(l loaded) error {
+	name := l.cfg.Name
+	old := r.applied[name]
+	if old == nil {
+		return r.add(l, 1)
+	}
+	gen := old.gen + 1
+	if l.cfg.CompareWith != "" || old.shadow != nil {
+		return r.replaceShadow(l, old, gen)
+	}
+	ctrl := r.fleet.get(name)
+	if ctrl != nil && ctrl.Subject() == l.mod.Runtime.Manifest().Subject && old.cfg.Workers == l.cfg.Workers {
+		l.mod.Generation = gen
+		if _, err := ctrl.Swap(l.mod); err != nil {
+			return err
+		}
+		r.record(l, gen)
+		// The new module decides on every subject, not only those that
+		// change from now on.
+		controller.EnqueueAll(r.fleet.inf, ctrl)
+		r.log.Info("module swapped", "module", name, "generation", gen)
+		return nil
+	}
+	shadows := r.comparedWith(name)
+	r.removeEntry(name)
+	if err := r.add(l, gen); err != nil {
+		return err
+	}
+	r.log.Info("module replaced: its controller restarted for a new subject or number of workers", "module", name, "generation", gen)
+	// The modules compared with it follow it to its new controller.
+	for _, e := range shadows {
+		if err := r.attach(e.cfg, e.shadow); err != nil {
+			r.refuse(e.cfg.Name, ReasonModuleRejected, fmt.Errorf("module %s no longer compared: %w", e.cfg.Name, err))
+			r.removeEntry(e.cfg.Name)
+		}
+	}
+	return nil
+}
+
+// comparedWith returns the applied entries compared with the module name.
+func (r *Reloader) comparedWith(name string) []*appliedEntry {
+	var out []*appliedEntry
+	for _, e := range r.applied {
+		if e.shadow != nil && e.cfg.CompareWith == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// replaceShadow runs l, an entry that is or was compared with another
+// module, in place of old: a new shadow is attached in place of the old
+// one, which is closed once its last call ends.
+func (r *Reloader) replaceShadow(l loaded, old *appliedEntry, gen uint64) error {
+	if old.shadow == nil || l.cfg.CompareWith == "" {
+		// It ran on its own and is now compared, or the other way round.
+		r.removeEntry(l.cfg.Name)
+		return r.add(l, gen)
+	}
+	l.mod.Generation = gen
+	s := controller.NewShadow(l.mod, r.deps)
+	if err := r.attach(l.cfg, s); err != nil {
+		_ = s.Close(r.ctx)
+		return err
+	}
+	if old.cfg.CompareWith != l.cfg.CompareWith {
+		if ctrl := r.fleet.get(old.cfg.CompareWith); ctrl != nil {
+			ctrl.StopComparing(l.cfg.Name)
+		}
+	}
+	_ = old.shadow.Close(r.ctx)
+	r.record(l, gen)
+	r.applied[l.cfg.Name].shadow = s
+	r.log.Info("module swapped", "module", l.cfg.Name, "generation", gen, "compareWith", l.cfg.CompareWith)
+	return nil
+}
+
+// refuse reports a reload that was not applied: in the log, and as a
+// Warning event on the host's object.
+func (r *Reloader) refuse(module, reason string, err error) {
+	r.log.Error("reload refused", "module", module, "err", err)
+	msg := err.Error()
+	if len(msg) > actions.MaxEventMessage {
+		msg = msg[:actions.MaxEventMessage]
+	}
+	source := module
+	if source == "" {
+		source = "host"
+	}
+	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, abi.EventWarning, reason, msg, source); err != nil {
+		r.log.Warn("record reload event", "err", err)
+	}
+}
+
+// warnRestartOnly logs the settings of file that a reload cannot apply.
+func (r *Reloader) warnRestartOnly(file *config.File) {
+	old := r.file
+	var fields []string
+	if file.Resync != old.Resync {
+		fields = append(fields, "resync")
+	}
+	if file.ReconcileTimeout != old.ReconcileTimeout {
+		fields = append(fields, "reconcileTimeout")
+	}
+	if !reflect.DeepEqual(file.CSIDrivers, old.CSIDrivers) {
+		fields = append(fields, "csiDrivers")
+	}
+	if len(fields) > 0 {
+		r.log.Warn("host configuration changes that take a restart were not applied; the modules were reloaded",
+			"fields", fields)
+	}
+}
+
+// watchedFiles are the files whose changes reload the host: the host
+// configuration and every module file it names.
+func (r *Reloader) watchedFiles() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	files := []string{r.path}
+	for _, c := range r.file.Modules {
+		if c.Image == "" && c.Path != "" && !slices.Contains(files, c.Path) {
+			files = append(files, c.Path)
+		}
+	}
+	return files
+}
+
+// hostObject is the object the host's own Warning events are recorded on:
+// its Pod, named by the downward API's POD_NAMESPACE and POD_NAME (see
+// deploy/), else a Pod named after the machine in default.
+func hostObject() abi.ObjectRef {
+	ns, name := os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" {
+		ns = "default"
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if name == "" {
+		name = "kubeplug"
+	}
+	return abi.ObjectRef{Kind: abi.KindPod, Namespace: ns, Name: name}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/kube"
+	"github.com/kubeplug/kubeplug/host/snapshot"
+)
+
+func newRecordCommand(s streams) *cobra.Command {
+	var kubeconfig, subject, output, name string
+	cmd := &cobra.Command{
+		Use:   "record --kubeconfig FILE --subject statefulset/NS/NAME|persistentvolume/NAME [-o FILE]",
+		Short: "Write a test case holding what a module sees of one object on a live cluster",
+		Long: `Record reads the cluster as the host does (the same informer caches and the same
+snapshot builder) and writes a kubeplug test case holding exactly the objects the
+input of one subject's reconcile is built from: a StatefulSet with its pods, its
+claims, their StorageClasses and its VolumeClaimUpdate; or a PersistentVolume
+with its bound claim and its StorageClass. Managed fields, resourceVersions,
+kubectl's last-applied annotation and the status fields no module is given are
+left out. The case has no expect: yet: add what the module should do, and run
+it with kubeplug test.`,
+		Example: `  kubeplug record --kubeconfig ~/.kube/config --subject statefulset/default/web -o web.yaml
+  kubeplug record --subject persistentvolume/pvc-1234 > pv.yaml`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, key, err := parseSubject(subject)
+			if err != nil {
+				return err
+			}
+			doc, err := record(cmd.Context(), kubeconfig, kind, key, name)
+			if err != nil {
+				return err
+			}
+			if output == "" || output == "-" {
+				_, err = s.out.Write(doc)
+				return err
+			}
+			if err := os.WriteFile(output, doc, 0o644); err != nil {
+				return inputErrorf("write the case: %w", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster configuration")
+	f.StringVar(&subject, "subject", "", "the subject to record: statefulset/NAMESPACE/NAME or persistentvolume/NAME (required)")
+	f.StringVarP(&output, "output", "o", "", "file to write the case to; default standard output")
+	f.StringVar(&name, "name", "", "the case's name; default \"recorded <subject>\"")
+	return cmd
+}
+
+// parseSubject splits statefulset/NS/NAME or persistentvolume/NAME into
+// the subject kind and the key the host queues.
+func parseSubject(s string) (kind, key string, err error) {
+	parts := strings.Split(s, "/")
+	switch {
+	case len(parts) == 3 && parts[0] == abi.SubjectStatefulSet && parts[1] != "" && parts[2] != "":
+		return parts[0], parts[1] + "/" + parts[2], nil
+	case len(parts) == 2 && parts[0] == abi.SubjectPersistentVolume && parts[1] != "":
+		return parts[0], parts[1], nil
+	}
+	return "", "", inputErrorf("--subject %q: want statefulset/NAMESPACE/NAME or persistentvolume/NAME", s)
+}
+
+// record builds the input of the reconcile of key as the host would and
+// returns the case file of the objects it came from.
+func record(ctx context.Context, kubeconfig, kind, key, name string) ([]byte, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, inputErrorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "kubeplug-record"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, inputErrorf("api client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, inputErrorf("api client: %w", err)
+	}
+	ns, _, _ := strings.Cut(key, "/")
+	if kind == abi.SubjectPersistentVolume {
+		ns = "" // the bound claim may be in any namespace
+	}
+	cache, err := kube.NewCache(client, dyn, ns, 0)
+	if err != nil {
+		return nil, failure(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cache.Start(cctx)
+	defer func() { cancel(); cache.Shutdown() }()
+	if !cache.WaitForSync(cctx) {
+		return nil, failure(fmt.Errorf("read the cluster: the caches did not sync within a minute: %w", cctx.Err()))
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	b := &snapshot.Builder{Lister: cache, Now: func() time.Time { return now }}
+	req, err := b.Build(kind, key, nil)
+	if err != nil {
+		return nil, failure(err)
+	}
+	if req == nil {
+		return nil, inputErrorf("%s %s does not exist", kind, key)
+	}
+	objs, err := inputObjects(cache, req)
+	if err != nil {
+		return nil, failure(err)
+	}
+	if name == "" {
+		name = "recorded " + kind + " " + key
+	}
+	return yaml.Marshal(map[string]any{"name": name, "now": now.Format(time.RFC3339), "objects": objs})
+}
+
+// inputObjects returns, in the order the input lists them, the objects of
+// the cache that req was built from, cleaned for a case file.
+func inputObjects(l snapshot.Lister, req *abi.ReconcileRequest) ([]map[string]any, error) {
+	type ref struct {
+		kind string
+		meta abi.ObjectMeta
+	}
+	var refs []ref
+	if s := req.StatefulSet; s != nil {
+		refs = append(refs, ref{abi.KindStatefulSet, s.Set.Metadata})
+		for _, p := range s.Pods {
+			refs = append(refs, ref{abi.KindPod, p.Metadata})
+		}
+		for _, c := range s.Claims {
+			refs = append(refs, ref{abi.KindPersistentVolumeClaim, c.Metadata})
+		}
+		for _, c := range s.StorageClasses {
+			refs = append(refs, ref{abi.KindStorageClass, c.Metadata})
+		}
+		if s.ClaimUpdate != nil {
+			refs = append(refs, ref{abi.KindVolumeClaimUpdate, s.ClaimUpdate.Metadata})
+		}
+	}
+	if v := req.PersistentVolume; v != nil {
+		refs = append(refs, ref{abi.KindPersistentVolume, v.Volume.Metadata})
+		if v.Claim != nil {
+			refs = append(refs, ref{abi.KindPersistentVolumeClaim, v.Claim.Metadata})
+		}
+		if v.StorageClass != nil {
+			refs = append(refs, ref{abi.KindStorageClass, v.StorageClass.Metadata})
+		}
+	}
+	out := make([]map[string]any, 0, len(refs))
+	for _, r := range refs {
+		obj, err := lookup(l, r.kind, r.meta.Namespace, r.meta.Name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s/%s: %w", r.kind, r.meta.Namespace, r.meta.Name, err)
+		}
+		u, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("convert %s %s: %w", r.kind, r.meta.Name, err)
+		}
+		out = append(out, clean(r.kind, u))
+	}
+	return out, nil
+}
+
+// lookup reads one object of the input from l.
+func lookup(l snapshot.Lister, kind, ns, name string) (any, error) {
+	switch kind {
+	case abi.KindStatefulSet:
+		return l.GetStatefulSet(ns, name)
+	case abi.KindPod:
+		pods, err := l.ListPods(ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			if p.Name == name {
+				return p, nil
+			}
+		}
+	case abi.KindPersistentVolumeClaim:
+		return l.GetClaim(ns, name)
+	case abi.KindPersistentVolume:
+		return l.GetVolume(name)
+	case abi.KindStorageClass:
+		return l.GetStorageClass(name)
+	case abi.KindVolumeClaimUpdate:
+		us, err := l.ListVolumeClaimUpdates(ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			if u.GetName() == name {
+				return u.Object, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("gone since the input was built")
+}
+
+// statusFields are, by kind, the status fields the input's projection
+// carries (abi's JSON names): the only ones a module is given.
+var statusFields = map[string]reflect.Type{
+	abi.KindStatefulSet:           reflect.TypeFor[abi.StatefulSetStatus](),
+	abi.KindPod:                   reflect.TypeFor[abi.PodStatus](),
+	abi.KindPersistentVolumeClaim: reflect.TypeFor[abi.PersistentVolumeClaimStatus](),
+	abi.KindPersistentVolume:      reflect.TypeFor[abi.PersistentVolumeStatus](),
+	abi.KindVolumeClaimUpdate:     reflect.TypeFor[abi.VolumeClaimUpdateStatus](),
+}
+
+// clean sets the object's apiVersion and kind, which listers' typed objects
+// lack, and drops what is noise in a case file: managed fields, the
+// resourceVersion and self link, kubectl's last-applied configuration, and
+// status fields no module is given.
+func clean(kind string, u map[string]any) map[string]any {
+	u["apiVersion"], u["kind"] = abi.Kinds[kind].APIVersion, kind
+	if md, ok := u["metadata"].(map[string]any); ok {
+		for _, f := range []string{"managedFields", "resourceVersion", "selfLink"} {
+			delete(md, f)
+		}
+		if a, ok := md["annotations"].(map[string]any); ok {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+			if len(a) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	st, ok := u["status"].(map[string]any)
+	if !ok {
+		return u
+	}
+	keep := map[string]bool{}
+	if t, ok := statusFields[kind]; ok {
+		for f := range t.Fields() {
+			if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n != "" {
+				keep[n] = true
+			}
+		}
+	}
+	for k := range st {
+		if !keep[k] {
+			delete(st, k)
+		}
+	}
+	if len(st) == 0 {
+		delete(u, "status")
+	}
+	return u
+}
