@@ -102,22 +102,42 @@ func TestImageModule(t *testing.T) {
 		removeFinalizers(t, ns)
 	})
 
-	t.Run("a moved tag is noticed", func(t *testing.T) {
+	t.Run("a moved tag is swapped in", func(t *testing.T) {
+		// The tag moves to another signed module (swapver, which needs no
+		// capability): the host pulls it, checks its signature and swaps
+		// it in as generation 2 without a restart.
+		next, err := testenv.Guest("e2e/guests/swapver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, err := os.ReadFile(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nextSum := sha256.Sum256(nb)
 		moving := host + "/policies/protect:stable"
 		kubeplug(t, "push", "--plain-http", "--docker-config", secret, "--sign-key", signKey, wasm, moving)
 		h := testenv.StartHost(t, testenv.HostOptions{
 			Kubeconfig: cp.Kubeconfig,
-			Config:     entry(moving, pubKey) + "  resolveEvery: 200ms\n",
-			Args:       []string{"--image-cache-dir", t.TempDir()},
+			Config: fmt.Sprintf("modules:\n- image: %s\n  name: protect\n  plainHTTP: true\n  dockerConfig: %s\n  signature: {publicKey: %s}\n  resolveEvery: 200ms\n%s",
+				moving, secret, pubKey, protectAllow),
+			Args: []string{"--image-cache-dir", t.TempDir()},
 		})
 		h.WaitReady(t)
 		if strings.Contains(h.Log(), "tag moved") {
 			t.Fatalf("a tag that has not moved was reported:\n%s", h.Log())
 		}
-		kubeplug(t, "push", "--plain-http", "--docker-config", secret, other, moving)
-		testenv.Eventually(t, testenv.Timeout, "the host to notice the moved tag", func() (bool, error) {
-			return strings.Contains(h.Log(), `msg="module's tag moved" module=protect image=`+moving), nil
+		kubeplug(t, "push", "--plain-http", "--docker-config", secret, "--sign-key", signKey, next, moving)
+		testenv.Eventually(t, testenv.Timeout, "the host to swap in the module the tag moved to", func() (bool, error) {
+			m, err := h.Scrape()
+			if err != nil {
+				return false, nil
+			}
+			return m.Has("kubeplug_module_info", "module", "protect", "sha256", hex.EncodeToString(nextSum[:]), "generation", "2"), nil
 		})
+		if !strings.Contains(h.Log(), `msg="module's tag moved" module=protect image=`+moving) {
+			t.Errorf("the host's log does not say that the tag moved")
+		}
 	})
 
 	for _, tc := range []struct{ name, ref, key, want string }{

@@ -246,7 +246,11 @@ func (r *Reloader) record(l loaded, gen uint64) {
 	// UTF-8, or client_golang panics.
 	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.sum,
 		strconv.FormatUint(gen, 10)).Set(1)
-	r.log.Info("loaded module", "module", l.cfg.Name, "source", l.cfg.Source(), "version", man.Version,
+	source := l.cfg.Source()
+	if l.src != nil {
+		source = l.src.Name // an image by its digest
+	}
+	r.log.Info("loaded module", "module", l.cfg.Name, "source", source, "version", man.Version,
 		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.sum, "generation", gen)
 }
 
