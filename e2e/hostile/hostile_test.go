@@ -71,6 +71,11 @@ func entries(m corpus.Module, w *world) []entry {
 		return []entry{pod, sc}
 	default:
 		e.yaml, e.limits = "  allow: []\n", ""
+	case "deep-recursion":
+		// What it must show is the stack overflow trap: on a loaded
+		// machine 1 s of a starved core may end the call before the
+		// stack does, so the deadline is not what the test is about.
+		e.yaml = "  allow: []\n"
 	case "finalizer-flood":
 		// 9,000 actions on one claim encode to about 1 MiB, more than
 		// the default action cap: with both raised they reach the
