@@ -63,6 +63,9 @@ type demo struct {
 	driver *csitest.Driver
 	// host is the kubeplug run process.
 	host *hostProcess
+	// kubeconfig is the control plane's, for the kubeplug commands the
+	// scenes run beside the host (record).
+	kubeconfig string
 }
 
 // Run plays the demo and stops everything it started. A host that does not
@@ -110,7 +113,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
 
-	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver, host: host}
+	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver, host: host, kubeconfig: cp.Kubeconfig}
 	played := 0
 	for _, s := range scenes {
 		if missing := missingModules(s.modules, mods); len(missing) > 0 {

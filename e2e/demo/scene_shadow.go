@@ -3,6 +3,9 @@ package demo
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -71,7 +74,54 @@ func shadowVendor(ctx context.Context, d *demo) error {
 	d.n.say("whenScaled, and under it the volume would be kept until the whole set is deleted. Nothing of the")
 	d.n.say("vendor's was executed; an operator reads this in the log and in kubeplug_shadow_disagreements_total")
 	d.n.say("before swapping the candidate in.")
+	return recordCase(ctx, d, key)
+}
+
+// recordCase turns the live set into a kubeplug test case with kubeplug
+// record, adds an expectation, and runs it offline against the reference
+// module: the situation the two modules disagreed on, kept as a test.
+func recordCase(ctx context.Context, d *demo, key string) error {
+	dir, err := os.MkdirTemp("", "kubeplug-demo-record-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "ledger.yaml")
+	out, err := exec.CommandContext(ctx, d.Kubeplug, "record", "--kubeconfig", d.kubeconfig,
+		"--subject", "statefulset/"+key, "--name", "ledger after the scale-down", "-o", file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubeplug record: %v\n%s", err, out)
+	}
+	recorded, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	for _, m := range recordedKind.FindAllStringSubmatch(string(recorded), -1) {
+		kinds = append(kinds, m[1])
+	}
+	d.n.step("kubeplug record --subject statefulset/%s wrote %s: %d objects (%s), as the module saw them",
+		key, filepath.Base(file), len(kinds), strings.Join(kinds, ", "))
+	// The reference module already did what the state asks: on this state
+	// it must do nothing more. That is the expectation to keep.
+	if err := os.WriteFile(file, append(recorded, []byte("expect:\n  noActions: true\n")...), 0o644); err != nil {
+		return err
+	}
+	out, err = exec.CommandContext(ctx, d.Kubeplug, "test", "--module", filepath.Join(d.Guests, "retention.wasm"), file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubeplug test on the recorded case: %v\n%s", err, out)
+	}
+	d.n.step("kubeplug test --module retention.wasm %s (with expect: noActions added): %s", filepath.Base(file), strings.TrimSpace(firstLine(string(out))))
+	d.n.say("The live situation is now a test case that runs without a cluster, ready for the vendor's next version.")
 	return nil
+}
+
+// recordedKind finds the kinds of the objects of a recorded case.
+var recordedKind = regexp.MustCompile(`(?m)^  kind: (\S+)$`)
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // disagreementOn returns the submatches of the host's first "shadow
