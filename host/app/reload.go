@@ -353,7 +353,15 @@ func (r *Reloader) apply(l loaded) error {
 	ctrl := r.fleet.get(name)
 	if ctrl != nil && ctrl.Subject() == l.mod.Runtime.Manifest().Subject && old.cfg.Workers == l.cfg.Workers {
 		l.mod.Generation = gen
+		// The webhook moves to the new module first: the controller closes
+		// the old one once its last reconcile ends, and an admission call
+		// must not reach it after that (Close lets calls in flight finish).
+		prev := old.mod
+		old.mod = l.mod
+		r.publish()
 		if _, err := ctrl.Swap(l.mod); err != nil {
+			old.mod = prev
+			r.publish()
 			return err
 		}
 		r.record(l, gen)
