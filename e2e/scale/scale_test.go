@@ -1,0 +1,161 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+)
+
+const driver = "scale.csi.kubeplug.dev"
+
+// loader is a client without client-side throttling: the fleet loads as
+// fast as the API server takes it.
+func loader(t testing.TB) kubernetes.Interface {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// spread picks n sets of f, evenly over its namespaces.
+func spread(f Fleet, n int) []int {
+	n = min(n, f.Sets)
+	out := make([]int, n)
+	for j := range out {
+		out[j] = j * f.Sets / n
+	}
+	return out
+}
+
+// TestScale is the scale scenario at N=300, for make test: the host
+// converges (reconciles every subject once, with no write: the fleet is
+// already as the modules want it), writes nothing over two resyncs, and
+// handles a scale-down of 10 sets at once. It asserts no times.
+func TestScale(t *testing.T) {
+	ctx := context.Background()
+	client := loader(t)
+	f := Fleet{Run: "t300", Sets: 300, PerNamespace: 100, Driver: driver}
+	_, err := f.Load(ctx, client, 16)
+	must(t, err)
+	want, err := count(ctx, client)
+	must(t, err)
+
+	h, cs := startHost(t, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: hostConfig(t, driver, 5*time.Second, "")}, want, testenv.Timeout)
+	zero(t, cs.writes, "a converged fleet costs no write at start")
+	zero(t, steadyWrites(t, h, want, testenv.Timeout), "two resyncs of a converged fleet cost no write")
+
+	got := latencies(t, client, f, spread(f, 10), testenv.Timeout)
+	if len(got) != 10 {
+		t.Fatalf("%d condemned claims owned by their pod, want 10", len(got))
+	}
+	m, err := h.Scrape()
+	must(t, err)
+	zero(t, m.Sum("kubeplug_reconciles_total", "result", "error"), "no reconcile failed")
+}
+
+// BenchmarkScale measures one host at N=$SCALE_N sets (default 1000)
+// against the informerset reference, and prints a row of BENCHMARKS.md's
+// table. It runs once whatever b.N: run it with -benchtime 1x, as make
+// bench-scale does.
+func BenchmarkScale(b *testing.B) {
+	n := 1000
+	if s := os.Getenv("SCALE_N"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		if err != nil {
+			b.Fatalf("SCALE_N=%q: want a number of StatefulSets, e.g. 10000", s)
+		}
+	}
+	ctx := context.Background()
+	client := loader(b)
+	f := Fleet{Run: "bench", Sets: n, PerNamespace: 250, Driver: driver}
+
+	start := time.Now()
+	requests, err := f.Load(ctx, client, 32)
+	must(b, err)
+	load := time.Since(start)
+	want, err := count(ctx, client)
+	must(b, err)
+
+	refSynced, refRSS := reference(b)
+
+	const resync = 30 * time.Second
+	timeout := 10 * time.Minute
+	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: hostConfig(b, driver, resync, "")}, want, timeout)
+	zero(b, cs.writes, "a converged fleet costs no write at start")
+	m, err := h.Scrape()
+	must(b, err)
+	heap := m.Sum("go_memstats_heap_inuse_bytes")
+	steady := steadyWrites(b, h, want, timeout)
+
+	lat := latencies(b, client, f, spread(f, 100), timeout)
+	p50, p99, worst := quantile(lat, .50), quantile(lat, .99), quantile(lat, 1)
+
+	m, err = h.Scrape()
+	must(b, err)
+	guest := histogramSum(m, "kubeplug_guest_call_duration_seconds")
+	cpu := m.Sum("process_cpu_seconds_total")
+	rss, err := peakRSS(h.PID())
+	must(b, err)
+
+	b.ReportMetric(cs.reconciled.Seconds(), "coldstart-s")
+	b.ReportMetric(float64(rss)/(1<<20), "peakRSS-MiB")
+	b.ReportMetric(steady, "steady-writes")
+	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
+	fmt.Printf("objects %d, loaded in %.1fs (%d requests, %.0f/s)\n", want.objects(), load.Seconds(), requests, float64(requests)/load.Seconds())
+	fmt.Printf("reference: synced %.2fs, peak RSS %.0f MiB\n", refSynced.Seconds(), mib(refRSS))
+	fmt.Printf("host: synced %.2fs, all reconciled %.2fs, peak RSS %.0f MiB, heap in use %.0f MiB (%.0f B/object), "+
+		"writes at start %.0f, during two resyncs %.0f, scale-down of %d sets p50 %s p99 %s max %s, guest %.1fs of %.1fs CPU\n",
+		cs.synced.Seconds(), cs.reconciled.Seconds(), mib(rss), heap/(1<<20), heap/float64(want.objects()),
+		cs.writes, steady, len(lat), p50, p99, worst, guest, cpu)
+	fmt.Printf("| %d | %d | %.0fs | %.1fs (%.1f×) | %.1fs | %.0f MiB (%.1f×) | %.0f | %.0f | %d / %d / %d ms | %.0f%% |\n",
+		n, want.objects(), load.Seconds(),
+		cs.synced.Seconds(), cs.synced.Seconds()/refSynced.Seconds(),
+		cs.reconciled.Seconds(),
+		mib(rss), float64(rss)/float64(refRSS),
+		heap/float64(want.objects()), steady,
+		p50.Milliseconds(), p99.Milliseconds(), worst.Milliseconds(),
+		100*guest/cpu)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zero(t testing.TB, got float64, what string) {
+	t.Helper()
+	if got != 0 {
+		t.Fatalf("%s: got %v", what, got)
+	}
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// histogramSum adds the sums of every series of histogram family name.
+func histogramSum(m testenv.Metrics, name string) float64 {
+	f, ok := m[name]
+	if !ok {
+		return 0
+	}
+	var s float64
+	for _, x := range f.Metric {
+		if h := x.GetHistogram(); h != nil {
+			s += h.GetSampleSum()
+		}
+	}
+	return s
+}
