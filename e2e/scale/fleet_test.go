@@ -144,7 +144,9 @@ func (f Fleet) pod(set *appsv1.StatefulSet, ordinal int) *corev1.Pod {
 	}
 }
 
-func claimName(set string, ordinal int) string { return fmt.Sprintf("%s-%s-%d", template, set, ordinal) }
+func claimName(set string, ordinal int) string {
+	return fmt.Sprintf("%s-%s-%d", template, set, ordinal)
+}
 
 func controllerRef(set *appsv1.StatefulSet) metav1.OwnerReference {
 	yes := true
