@@ -25,6 +25,9 @@ type Options struct {
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty serves nothing.
 	MetricsAddr string
+	// Profiles serves Go's runtime profiles under /debug/pprof/ on
+	// MetricsAddr.
+	Profiles bool
 	// LeaderElection, when set, runs the controllers only while this host
 	// holds the lease.
 	LeaderElection *LeaderElection

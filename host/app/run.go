@@ -58,6 +58,9 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		if opts.Profiles {
+			srv.ServeProfiles()
+		}
 		go func() {
 			if err := srv.Serve(); err != nil {
 				log.Error("metrics server", "err", err)

@@ -75,6 +75,7 @@ its allow: list grants included).`,
 	f.StringVar(&o.ConfigPath, "config", "", "host configuration file (required)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster configuration")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address for /metrics, /healthz and /readyz; empty disables them")
+	f.BoolVar(&o.Profiles, "profiles", false, "also serve Go's runtime profiles at /debug/pprof/ on --metrics-addr")
 	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
 	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")
 	f.StringVar(&le.name, "leader-elect-name", "kubeplug", "name of the leader Lease")
