@@ -113,7 +113,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	ready.NotReady("caches syncing")
-	cache, err := kube.NewCache(client, dyn, "", file.Resync)
+	cache, err := kube.NewCache(client, dyn, cacheOptions(file))
 	if err != nil {
 		return err
 	}
@@ -172,6 +172,16 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return lead(ctx, client, *opts.LeaderElection, run, log)
+}
+
+// cacheOptions says what the host's cache watches: its shard of the
+// cluster, if the configuration gives one.
+func cacheOptions(file *config.File) kube.Options {
+	o := kube.Options{Namespace: file.Shard.Namespace, Resync: file.Resync}
+	if sel := file.Shard.LabelSelector; sel != nil && !sel.Empty() {
+		o.LabelSelector = sel.String()
+	}
+	return o
 }
 
 // loadModules loads every module of file into engine and checks it against

@@ -42,6 +42,10 @@ type File struct {
 	// CSI call it makes included, so that a drain ends within it however
 	// slow the API server or a driver is. Default 30s.
 	ReconcileTimeout time.Duration
+	// Shard restricts what the host watches, for one of several hosts
+	// that split a cluster between them; the zero Shard watches
+	// everything.
+	Shard Shard
 	// Path is the file read, made absolute; empty when Parse was given no
 	// path.
 	Path string
@@ -84,7 +88,7 @@ func Parse(data []byte, path string) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout"}
+var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", "shard"}
 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
@@ -118,6 +122,9 @@ func (p *parser) parseFile(data []byte) *File {
 		if d, ok := p.duration(n, "resync", true, "10m, or 0 to disable"); ok {
 			f.Resync = d
 		}
+	}
+	if n, ok := vals["shard"]; ok {
+		f.Shard = p.shard(n, "shard")
 	}
 	if n, ok := vals["reconcileTimeout"]; ok {
 		if d, ok := p.duration(n, "reconcileTimeout", false, "30s"); ok {
