@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,7 +69,9 @@ func TestScale(t *testing.T) {
 // BenchmarkScale measures one host at N=$SCALE_N sets (default 1000)
 // against the informerset reference, and prints a row of BENCHMARKS.md's
 // table. It runs once whatever b.N: run it with -benchtime 1x, as make
-// bench-scale does.
+// bench-scale does. The host's CPU profile over two resyncs and its heap
+// profile after convergence are kept under $SCALE_PROFILES/scale-N (default
+// the temporary directory), and their top entries printed.
 func BenchmarkScale(b *testing.B) {
 	n := 1000
 	if s := os.Getenv("SCALE_N"); s != "" {
@@ -77,6 +81,12 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("SCALE_N=%q: want a number of StatefulSets, e.g. 10000", s)
 		}
 	}
+	workers := "2"
+	if s := os.Getenv("SCALE_WORKERS"); s != "" {
+		workers = s
+	}
+	dir, err := profileDir(n)
+	must(b, err)
 	ctx := context.Background()
 	client := loader(b)
 	f := Fleet{Run: "bench", Sets: n, PerNamespace: 250, Driver: driver}
@@ -92,20 +102,34 @@ func BenchmarkScale(b *testing.B) {
 
 	const resync = 30 * time.Second
 	timeout := 10 * time.Minute
-	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: hostConfig(b, driver, resync, "")}, want, timeout)
+	cfg := strings.ReplaceAll(hostConfig(b, driver, resync, ""), "\n  name: ", "\n  workers: "+workers+"\n  name: ")
+	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: cfg, Args: []string{"--profiles"}}, want, timeout)
 	zero(b, cs.writes, "a converged fleet costs no write at start")
+	loaded := lastLogTime(h.Log(), `msg="loaded module"`).Sub(start)
 	m, err := h.Scrape()
 	must(b, err)
 	heap := m.Sum("go_memstats_heap_inuse_bytes")
-	steady := steadyWrites(b, h, want, timeout)
+	heapFile, cpuFile := filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "cpu.pprof")
+	must(b, fetchProfile(h.Addr, "/debug/pprof/heap?gc=1", heapFile, time.Minute))
 
-	lat := latencies(b, client, f, spread(f, 100), timeout)
-	p50, p99, worst := quantile(lat, .50), quantile(lat, .99), quantile(lat, 1)
+	// The CPU profile covers at least one whole resync of every subject.
+	profiled := make(chan error, 1)
+	go func() {
+		profiled <- fetchProfile(h.Addr, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(resync.Seconds())+15), cpuFile, timeout)
+	}()
+	steady := steadyWrites(b, h, want, timeout)
+	must(b, <-profiled)
+	share, err := guestShare(cpuFile)
+	must(b, err)
 
 	m, err = h.Scrape()
 	must(b, err)
-	guest := histogramSum(m, "kubeplug_guest_call_duration_seconds")
-	cpu := m.Sum("process_cpu_seconds_total")
+	before := retentionSeconds(m)
+	lat := latencies(b, client, f, spread(f, 100), timeout)
+	p50, p99, worst := quantile(lat, .50), quantile(lat, .99), quantile(lat, 1)
+	m, err = h.Scrape()
+	must(b, err)
+	after := retentionSeconds(m)
 	rss, err := peakRSS(h.PID())
 	must(b, err)
 
@@ -113,12 +137,23 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "peakRSS-MiB")
 	b.ReportMetric(steady, "steady-writes")
 	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
-	fmt.Printf("objects %d, loaded in %.1fs (%d requests, %.0f/s)\n", want.objects(), load.Seconds(), requests, float64(requests)/load.Seconds())
+	fmt.Printf("N=%d: %d objects loaded in %.1fs (%d requests, %.0f/s)\n", n, want.objects(), load.Seconds(), requests, float64(requests)/load.Seconds())
 	fmt.Printf("reference: synced %.2fs, peak RSS %.0f MiB\n", refSynced.Seconds(), mib(refRSS))
-	fmt.Printf("host: synced %.2fs, all reconciled %.2fs, peak RSS %.0f MiB, heap in use %.0f MiB (%.0f B/object), "+
-		"writes at start %.0f, during two resyncs %.0f, scale-down of %d sets p50 %s p99 %s max %s, guest %.1fs of %.1fs CPU\n",
-		cs.synced.Seconds(), cs.reconciled.Seconds(), mib(rss), heap/(1<<20), heap/float64(want.objects()),
-		cs.writes, steady, len(lat), p50, p99, worst, guest, cpu)
+	fmt.Printf("host: modules loaded %.2fs, synced %.2fs, all reconciled %.2fs, peak RSS %.0f MiB, heap in use %.0f MiB (%.0f B/object); "+
+		"writes at start %.0f, during two resyncs %.0f; scale-down of %d sets p50 %s p99 %s max %s "+
+		"(retention: %.0f reconciles, mean %.1f ms); guest share of CPU samples over two resyncs %.1f%%\n",
+		loaded.Seconds(), cs.synced.Seconds(), cs.reconciled.Seconds(), mib(rss), heap/(1<<20), heap/float64(want.objects()),
+		cs.writes, steady, len(lat), p50, p99, worst,
+		after.count-before.count, 1000*(after.sum-before.sum)/max(1, after.count-before.count), share)
+	for _, p := range []struct{ file, sample string }{{cpuFile, ""}, {heapFile, "-sample_index=inuse_space"}} {
+		flags := []string{"-nodecount=15"}
+		if p.sample != "" {
+			flags = append(flags, p.sample)
+		}
+		out, err := top(p.file, 22, flags...)
+		must(b, err)
+		fmt.Printf("%s:\n%s\n", p.file, out)
+	}
 	fmt.Printf("| %d | %d | %.0fs | %.1fs (%.1f×) | %.1fs | %.0f MiB (%.1f×) | %.0f | %.0f | %d / %d / %d ms | %.0f%% |\n",
 		n, want.objects(), load.Seconds(),
 		cs.synced.Seconds(), cs.synced.Seconds()/refSynced.Seconds(),
@@ -126,7 +161,44 @@ func BenchmarkScale(b *testing.B) {
 		mib(rss), float64(rss)/float64(refRSS),
 		heap/float64(want.objects()), steady,
 		p50.Milliseconds(), p99.Milliseconds(), worst.Milliseconds(),
-		100*guest/cpu)
+		share)
+}
+
+// histogram is a histogram's count and sum.
+type histogram struct{ count, sum float64 }
+
+// retentionSeconds is retention's reconcile duration histogram.
+func retentionSeconds(m testenv.Metrics) histogram {
+	var h histogram
+	f, ok := m["kubeplug_reconcile_duration_seconds"]
+	if !ok {
+		return h
+	}
+	for _, x := range f.Metric {
+		for _, l := range x.Label {
+			if l.GetName() == "module" && l.GetValue() == "retention" {
+				h.count += float64(x.GetHistogram().GetSampleCount())
+				h.sum += x.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return h
+}
+
+// lastLogTime is the time= of the last line of the host's log that holds
+// what, or the zero time.
+func lastLogTime(log, what string) time.Time {
+	var t time.Time
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, what) {
+			continue
+		}
+		v, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+		if parsed, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			t = parsed
+		}
+	}
+	return t
 }
 
 func must(t testing.TB, err error) {
@@ -144,18 +216,3 @@ func zero(t testing.TB, got float64, what string) {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
-
-// histogramSum adds the sums of every series of histogram family name.
-func histogramSum(m testenv.Metrics, name string) float64 {
-	f, ok := m[name]
-	if !ok {
-		return 0
-	}
-	var s float64
-	for _, x := range f.Metric {
-		if h := x.GetHistogram(); h != nil {
-			s += h.GetSampleSum()
-		}
-	}
-	return s
-}

@@ -91,7 +91,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	rc.QPS, rc.Burst = 50, 100
+	rc.QPS, rc.Burst = float32(file.APIQPS), 2*file.APIQPS
 	rc.UserAgent = "kubeplug"
 	kube.CountRequests(rc, m.ObserveRequest)
 	client, err := kubernetes.NewForConfig(rc)

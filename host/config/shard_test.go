@@ -42,3 +42,11 @@ func TestShard(t *testing.T) {
 		})
 	}
 }
+
+func TestAPIQPS(t *testing.T) {
+	const mods = "modules:\n- path: guests/retention.wasm\n"
+	f := mustLoad(t, mods+"apiQPS: 200\n")
+	require.Equal(t, 200, f.APIQPS)
+	_, _, err := load(t, mods+"apiQPS: 0\n")
+	require.ErrorContains(t, err, "host.yaml:3: apiQPS: 0 is out of range; use a whole number from 1 to 10000")
+}
