@@ -54,19 +54,37 @@ func top(profile string, lines int, flags ...string) (string, error) {
 
 var showing = regexp.MustCompile(`Showing nodes accounting for [^,]+, ([0-9.]+)% of`)
 
+var external = regexp.MustCompile(`(?m)^\s*\S+\s+([0-9.]+)%.*runtime\._ExternalCode$`)
+
 // guestShare is the share of the CPU profile's samples spent in calls into
-// guests (runtime.(*Module).Reconcile: encode, guest code, decode), from
-// pprof's summary of the samples focused on it.
+// guests: those under runtime.(*Module).Reconcile (encode, the Go side of
+// wazero, decode), from pprof's summary of the samples focused on it, plus
+// runtime._ExternalCode, the samples the profiler took in machine code that
+// is not Go's: the host has no cgo, so that is the guests' code as wazero
+// compiled it.
 func guestShare(profile string) (float64, error) {
 	out, err := top(profile, 8, `-focus=runtime\.\(\*Module\)\.Reconcile`)
 	if err != nil {
 		return 0, err
 	}
-	m := showing.FindStringSubmatch(out)
-	if m == nil {
-		return 0, nil // no sample in a guest call
+	var share float64
+	if m := showing.FindStringSubmatch(out); m != nil {
+		if share, err = strconv.ParseFloat(m[1], 64); err != nil {
+			return 0, err
+		}
 	}
-	return strconv.ParseFloat(m[1], 64)
+	all, err := top(profile, 1000)
+	if err != nil {
+		return 0, err
+	}
+	if m := external.FindStringSubmatch(all); m != nil {
+		x, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, err
+		}
+		share += x
+	}
+	return share, nil
 }
 
 // profileDir is where BenchmarkScale keeps the host's profiles.

@@ -141,6 +141,7 @@ func poll(t testing.TB, interval, timeout time.Duration, what string, cond func(
 
 // coldStart is what a host's start costs.
 type coldStart struct {
+	start              time.Time // just before the process started
 	synced, reconciled time.Duration
 	writes             float64
 }
@@ -150,8 +151,8 @@ type coldStart struct {
 // reconciled each of its subjects at least once with nothing left queued.
 func startHost(t testing.TB, o testenv.HostOptions, want census, timeout time.Duration) (*testenv.Host, coldStart) {
 	t.Helper()
-	var cs coldStart
-	start := time.Now()
+	cs := coldStart{start: time.Now()}
+	start := cs.start
 	h := testenv.StartHost(t, o)
 	poll(t, 20*time.Millisecond, timeout, h.Name+" ready", func() (bool, error) {
 		if h.Exited() {
