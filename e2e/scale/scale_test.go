@@ -85,7 +85,7 @@ func BenchmarkScale(b *testing.B) {
 	// The host's tuning for a scale-down of many sets at once (see
 	// BENCHMARKS.md): concurrent reconciles per module, and the client's
 	// request rate.
-	workers, qps := "2", "50"
+	workers, qps := "16", "200"
 	if s := os.Getenv("SCALE_WORKERS"); s != "" {
 		workers = s
 	}
