@@ -96,6 +96,7 @@ type Controller struct {
 	builder  *snapshot.Builder
 	exec     *actions.Executor
 	queue    workqueue.TypedRateLimitingInterface[string]
+	order    *changesFirst // the queue's storage: changes before resyncs
 	log      *slog.Logger
 }
 
@@ -121,6 +122,7 @@ func New(mod Module, deps Deps) *Controller {
 	if deps.Metrics != nil {
 		initSeries(deps.Metrics, mod.Name, man.Capabilities)
 	}
+	order := newChangesFirst()
 	return &Controller{
 		mod:      mod,
 		manifest: man,
@@ -134,11 +136,9 @@ func New(mod Module, deps Deps) *Controller {
 			Shadow:  mod.Shadow,
 			Logger:  deps.Logger,
 		},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: mod.Name},
-		),
-		log: log,
+		queue: newQueue(mod.Name, order),
+		order: order,
+		log:   log,
 	}
 }
 
@@ -152,6 +152,16 @@ func (c *Controller) Subject() string { return c.subject }
 // module's scope. Keys queued twice before a worker takes them are
 // reconciled once.
 func (c *Controller) Enqueue(key string) {
+	if !c.inScope(key) {
+		return
+	}
+	c.order.mark(key)
+	c.queue.Add(key)
+}
+
+// EnqueueResync is Enqueue for a key an informer's resync queued: it is
+// reconciled after every key queued by a change (see changesFirst).
+func (c *Controller) EnqueueResync(key string) {
 	if !c.inScope(key) {
 		return
 	}
@@ -232,9 +242,11 @@ func (c *Controller) next(ctx, writes context.Context) bool {
 	out := c.Reconcile(rctx, key)
 	switch {
 	case out.Err != nil && out.Retry:
+		c.order.mark(key) // a retry is the work of a change, not of a resync
 		c.queue.AddRateLimited(key)
 	case out.RequeueAfter > 0:
 		c.queue.Forget(key)
+		c.order.mark(key)
 		c.queue.AddAfter(key, out.RequeueAfter)
 	default:
 		c.queue.Forget(key)
