@@ -92,6 +92,12 @@ func BenchmarkScale(b *testing.B) {
 	if s := os.Getenv("SCALE_QPS"); s != "" {
 		qps = s
 	}
+	// SCALE_GOMEMLIMIT is the host's soft memory limit (Go's GOMEMLIMIT),
+	// as a deployment would set it from the container's memory limit.
+	var env []string
+	if s := os.Getenv("SCALE_GOMEMLIMIT"); s != "" {
+		env = []string{"GOMEMLIMIT=" + s}
+	}
 	dir, err := profileDir(n)
 	must(b, err)
 	ctx := context.Background()
@@ -110,7 +116,7 @@ func BenchmarkScale(b *testing.B) {
 	const resync = 30 * time.Second
 	timeout := 10 * time.Minute
 	cfg := strings.ReplaceAll(hostConfig(b, driver, resync, "apiQPS: "+qps+"\n"), "\n  name: ", "\n  workers: "+workers+"\n  name: ")
-	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: cfg, CacheDir: compiled(b), Args: []string{"--profiles"}}, want, timeout)
+	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: cfg, CacheDir: compiled(b), Env: env, Args: []string{"--profiles"}}, want, timeout)
 	zero(b, cs.writes, "a converged fleet costs no write at start")
 	loaded := lastLogTime(h.Log(), `msg="loaded module"`).Sub(cs.start)
 	m, err := h.Scrape()
@@ -144,7 +150,7 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "peakRSS-MiB")
 	b.ReportMetric(steady, "steady-writes")
 	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
-	fmt.Printf("host tuning: workers %s per module, apiQPS %s\n", workers, qps)
+	fmt.Printf("host tuning: workers %s per module, apiQPS %s, environment %v\n", workers, qps, env)
 	fmt.Printf("N=%d: %d objects loaded in %.1fs (%d requests, %.0f/s)\n", n, want.objects(), load.Seconds(), requests, float64(requests)/load.Seconds())
 	fmt.Printf("reference: synced %.2fs, peak RSS %.0f MiB\n", refSynced.Seconds(), mib(refRSS))
 	fmt.Printf("host: modules loaded %.2fs, synced %.2fs, all reconciled %.2fs, peak RSS %.0f MiB, heap in use %.0f MiB (%.0f B/object); "+
