@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The queue's storage is internal; this test drives it through client-go's
@@ -78,4 +80,20 @@ func TestChangeDuringReconcile(t *testing.T) {
 		q.Done(k)
 	}
 	require.Equal(t, []string{"k", "r1"}, got)
+}
+
+func TestSameVersionIsAResync(t *testing.T) {
+	pod := func(rv string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}} }
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"resync", pod("7"), pod("7"), true},
+		{"change", pod("7"), pod("8"), false},
+		{"no version", pod(""), pod(""), false},
+		{"not an object", "x", "x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, sameVersion(tc.a, tc.b)) })
+	}
 }
