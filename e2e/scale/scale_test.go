@@ -113,7 +113,15 @@ func BenchmarkScale(b *testing.B) {
 
 	refSynced, refRSS := reference(b)
 
-	const resync = 30 * time.Second
+	// SCALE_RESYNC is the host's resync period: short, so that two
+	// resyncs fit in a run, but a pass at N=10,000 takes about as long as
+	// 30s, so a scale-down then always meets one (see BENCHMARKS.md).
+	resync := 30 * time.Second
+	if s := os.Getenv("SCALE_RESYNC"); s != "" {
+		if resync, err = time.ParseDuration(s); err != nil {
+			b.Fatalf("SCALE_RESYNC=%q: want a duration, e.g. 90s", s)
+		}
+	}
 	timeout := 10 * time.Minute
 	cfg := strings.ReplaceAll(hostConfig(b, driver, resync, "apiQPS: "+qps+"\n"), "\n  name: ", "\n  workers: "+workers+"\n  name: ")
 	h, cs := startHost(b, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: cfg, CacheDir: compiled(b), Env: env, Args: []string{"--profiles"}}, want, timeout)
@@ -150,7 +158,7 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "peakRSS-MiB")
 	b.ReportMetric(steady, "steady-writes")
 	b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
-	fmt.Printf("host tuning: workers %s per module, apiQPS %s, environment %v\n", workers, qps, env)
+	fmt.Printf("host tuning: workers %s per module, apiQPS %s, resync %s, environment %v\n", workers, qps, resync, env)
 	fmt.Printf("N=%d: %d objects loaded in %.1fs (%d requests, %.0f/s)\n", n, want.objects(), load.Seconds(), requests, float64(requests)/load.Seconds())
 	fmt.Printf("reference: synced %.2fs, peak RSS %.0f MiB\n", refSynced.Seconds(), mib(refRSS))
 	fmt.Printf("host: modules loaded %.2fs, synced %.2fs, all reconciled %.2fs, peak RSS %.0f MiB, heap in use %.0f MiB (%.0f B/object); "+
