@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse \
 	host:./casetest:FuzzParse
 
-.PHONY: all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: bench-scale all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -119,6 +119,26 @@ bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
 	cd host && $(GO) test -run '^$$' -bench AdmitRoundTrip -benchtime 10000x ./admission
 	cd host && $(GO) test -run '^$$' -bench BenchmarkSwap -benchtime 5x ./app
+
+# The host at scale (e2e/scale, BENCHMARKS.md): for each N, N StatefulSets of
+# 3 replicas with their pods, bound claims and CSI volumes on a fresh
+# in-process control plane, the host beside a bare client-go informer
+# process; each N's report (about 3 minutes at N=1000, 15 at N=10000), then
+# the table. Profiles and logs go to build/bench-scale/.
+N ?= 1000 5000 10000
+bench-scale: build
+	@mkdir -p $(BUILD)/bench-scale
+	@set -e; for n in $(N); do \
+		echo "== N=$$n ($$(uptime | sed 's/.*load/load/'))"; \
+		log=$(BUILD)/bench-scale/N$$n.log; \
+		(cd e2e && SCALE_N=$$n SCALE_PROFILES=$(BUILD)/bench-scale KUBEPLUG_BIN=$(KUBEPLUG) \
+			$(GO) test -count=1 -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 60m ./scale) \
+			> $$log 2>&1 || { cat $$log; exit 1; }; \
+		cat $$log; \
+	done
+	@echo; echo "| N sets | objects | load | host synced (× reference) | all reconciled | host peak RSS (× reference) | heap B/object | writes in 2 resyncs | scale-down p50 / p99 / max | guest share of CPU |"; \
+	echo "|---|---|---|---|---|---|---|---|---|---|"; \
+	for n in $(N); do grep -h '^| ' $(BUILD)/bench-scale/N$$n.log; done
 
 generate:
 	hack/gen-abi.sh

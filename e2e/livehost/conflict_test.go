@@ -28,8 +28,8 @@ type staleLister struct {
 	used  bool
 }
 
-func (l *staleLister) ListClaims(ns string) ([]*corev1.PersistentVolumeClaim, error) {
-	list, err := l.Lister.ListClaims(ns)
+func (l *staleLister) ListClaimsNamedFor(ns, set string) ([]*corev1.PersistentVolumeClaim, error) {
+	list, err := l.Lister.ListClaimsNamedFor(ns, set)
 	if err != nil || l.used {
 		return list, err
 	}
@@ -56,7 +56,7 @@ func TestConflictIsRequeuedNotOverwritten(t *testing.T) {
 	createSet(t, ns, "web", 1)
 	c := client(t)
 
-	cache, err := kube.NewCache(c, dynamic.NewForConfigOrDie(cp.Config), ns, 0)
+	cache, err := kube.NewCache(c, dynamic.NewForConfigOrDie(cp.Config), kube.Options{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ type Options struct {
 	// replica whatever the leader election, with the serving certificate
 	// of WebhookCertDir (tls.crt, tls.key), reloaded when it changes.
 	WebhookAddr, WebhookCertDir string
+	// Profiles serves Go's runtime profiles under /debug/pprof/ on
+	// MetricsAddr.
+	Profiles bool
 	// LeaderElection, when set, runs the controllers only while this host
 	// holds the lease.
 	LeaderElection *LeaderElection

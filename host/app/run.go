@@ -55,6 +55,9 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		if opts.Profiles {
+			srv.ServeProfiles()
+		}
 		go func() {
 			if err := srv.Serve(); err != nil {
 				log.Error("metrics server", "err", err)
@@ -92,7 +95,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	rc.QPS, rc.Burst = 50, 100
+	rc.QPS, rc.Burst = float32(file.APIQPS), 2*file.APIQPS
 	rc.UserAgent = "kubeplug"
 	kube.CountRequests(rc, m.ObserveRequest)
 	client, err := kubernetes.NewForConfig(rc)
@@ -114,7 +117,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	ready.NotReady("caches syncing")
-	cache, err := kube.NewCache(client, dyn, "", file.Resync)
+	cache, err := kube.NewCache(client, dyn, cacheOptions(file))
 	if err != nil {
 		return err
 	}
@@ -182,4 +185,14 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return lead(ctx, client, *opts.LeaderElection, run, log)
+}
+
+// cacheOptions says what the host's cache watches: its shard of the
+// cluster, if the configuration gives one.
+func cacheOptions(file *config.File) kube.Options {
+	o := kube.Options{Namespace: file.Shard.Namespace, Resync: file.Resync}
+	if sel := file.Shard.LabelSelector; sel != nil && !sel.Empty() {
+		o.LabelSelector = sel.String()
+	}
+	return o
 }

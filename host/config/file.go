@@ -25,6 +25,10 @@ const (
 	// milliseconds, and below the 60s a pod's default termination grace
 	// period leaves a drain.
 	DefaultReconcileTimeout = 30 * time.Second
+	// DefaultAPIQPS is client-go's request rate limit of the host's
+	// writes (with a burst of twice as many): a scale-down of many sets
+	// at once needs a GET and a PATCH per condemned claim.
+	DefaultAPIQPS = 50
 )
 
 // File is a host configuration, validated.
@@ -42,6 +46,14 @@ type File struct {
 	// CSI call it makes included, so that a drain ends within it however
 	// slow the API server or a driver is. Default 30s.
 	ReconcileTimeout time.Duration
+	// APIQPS is the rate, per second, at which the host sends requests to
+	// the API server outside its watches, with bursts of twice as many.
+	// Default 50.
+	APIQPS int
+	// Shard restricts what the host watches, for one of several hosts
+	// that split a cluster between them; the zero Shard watches
+	// everything.
+	Shard Shard
 	// Path is the file read, made absolute; empty when Parse was given no
 	// path.
 	Path string
@@ -88,11 +100,11 @@ func Parse(data []byte, path string) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", "requireSignature"}
+var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", "requireSignature", "shard", "apiQPS"}
 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
-	f := &File{Resync: DefaultResync, ReconcileTimeout: DefaultReconcileTimeout}
+	f := &File{Resync: DefaultResync, ReconcileTimeout: DefaultReconcileTimeout, APIQPS: DefaultAPIQPS}
 	root, ok := p.document(data)
 	if !ok {
 		return f
@@ -126,6 +138,14 @@ func (p *parser) parseFile(data []byte) *File {
 		if d, ok := p.duration(n, "resync", true, "10m, or 0 to disable"); ok {
 			f.Resync = d
 		}
+	}
+	if n, ok := vals["apiQPS"]; ok {
+		if v, ok := p.integer(n, "apiQPS", 1, 10000); ok {
+			f.APIQPS = v
+		}
+	}
+	if n, ok := vals["shard"]; ok {
+		f.Shard = p.shard(n, "shard")
 	}
 	if n, ok := vals["reconcileTimeout"]; ok {
 		if d, ok := p.duration(n, "reconcileTimeout", false, "30s"); ok {

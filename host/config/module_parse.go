@@ -158,12 +158,8 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 		}
 	}
 	if v, ok := vals["labelSelector"]; ok {
-		if s, ok := p.scalar(v, join(field, "labelSelector"), `"app=web"`); ok && strings.TrimSpace(s) != "" {
-			if sel, err := labels.Parse(s); err != nil {
-				p.addf(v, join(field, "labelSelector"), "%q is not a label selector (%v); use e.g. \"app=web,tier in (db,cache)\"", s, err)
-			} else {
-				m.LabelSelector = sel
-			}
+		if sel := p.selector(v, join(field, "labelSelector")); sel != nil {
+			m.LabelSelector = sel
 		}
 	}
 	if v, ok := vals["config"]; ok {
@@ -267,6 +263,20 @@ func (p *parser) digest(n *yaml.Node, field string) string {
 		return ""
 	}
 	return strings.ToLower(s)
+}
+
+// selector parses a label selector; nil when it is empty or invalid.
+func (p *parser) selector(n *yaml.Node, field string) labels.Selector {
+	s, ok := p.scalar(n, field, `"app=web"`)
+	if !ok || strings.TrimSpace(s) == "" {
+		return nil
+	}
+	sel, err := labels.Parse(s)
+	if err != nil {
+		p.addf(n, field, "%q is not a label selector (%v); use e.g. \"app=web,tier in (db,cache)\"", s, err)
+		return nil
+	}
+	return sel
 }
 
 // namespaces returns a list of namespace names, each valid and listed once.

@@ -86,6 +86,7 @@ func TestLoadDefaults(t *testing.T) {
 	f := mustLoad(t, "modules:\n- path: guests/m.wasm\n")
 	require.Equal(t, config.DefaultResync, f.Resync)
 	require.Equal(t, config.DefaultReconcileTimeout, f.ReconcileTimeout)
+	require.Equal(t, config.DefaultAPIQPS, f.APIQPS)
 	require.Empty(t, f.CSIDrivers)
 	m := f.Modules[0]
 	require.Equal(t, "m", m.Name)

@@ -108,6 +108,7 @@ type Controller struct {
 	deps    Deps
 	builder *snapshot.Builder
 	queue   workqueue.TypedRateLimitingInterface[string]
+	order   *changesFirst // the queue's storage: changes before resyncs
 	log     *slog.Logger
 	h       handle
 	shadowSet
@@ -132,18 +133,17 @@ func New(mod Module, deps Deps) *Controller {
 	if deps.Metrics != nil {
 		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities)
 	}
+	order := newChangesFirst()
 	return &Controller{
 		name:    mod.Name,
 		subject: g.manifest.Subject,
 		workers: mod.Workers,
 		deps:    deps,
 		builder: &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: mod.Name},
-		),
-		log: log,
-		h:   handle{cur: g, log: log},
+		queue:   newQueue(mod.Name, order),
+		order:   order,
+		log:     log,
+		h:       handle{cur: g, log: log},
 	}
 }
 
@@ -191,6 +191,16 @@ func (c *Controller) Subject() string { return c.subject }
 // module's scope. Keys queued twice before a worker takes them are
 // reconciled once.
 func (c *Controller) Enqueue(key string) {
+	if !c.inScope(key) {
+		return
+	}
+	c.order.mark(key)
+	c.queue.Add(key)
+}
+
+// EnqueueResync is Enqueue for a key an informer's resync queued: it is
+// reconciled after every key queued by a change (see changesFirst).
+func (c *Controller) EnqueueResync(key string) {
 	if !c.inScope(key) {
 		return
 	}
@@ -275,9 +285,11 @@ func (c *Controller) next(ctx, writes context.Context) bool {
 	out := c.Reconcile(rctx, key)
 	switch {
 	case out.Err != nil && out.Retry:
+		c.order.mark(key) // a retry is the work of a change, not of a resync
 		c.queue.AddRateLimited(key)
 	case out.RequeueAfter > 0:
 		c.queue.Forget(key)
+		c.order.mark(key)
 		c.queue.AddAfter(key, out.RequeueAfter)
 	default:
 		c.queue.Forget(key)

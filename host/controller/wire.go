@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
@@ -54,8 +55,8 @@ func (w *Wiring) Unwire() error {
 }
 
 // WireOne registers event handlers on the informers that queue on c, for
-// every added, changed or deleted object (resyncs included), the keys of
-// the subjects whose input holds it:
+// every added, changed or deleted object (resyncs included, behind the
+// changes), the keys of the subjects whose input holds it:
 //   - a StatefulSet: itself;
 //   - a Pod: the StatefulSet that controls it;
 //   - a PersistentVolumeClaim: the StatefulSets it belongs to by name, and
@@ -79,28 +80,33 @@ func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 	case abi.SubjectPersistentVolume:
 		volumes = append(volumes, c)
 	}
-	enqueue := func(cs []*Controller, keys ...string) {
+	// A resync's keys wait behind every change's (see changesFirst).
+	enqueue := func(resync bool, cs []*Controller, keys ...string) {
 		for _, k := range keys {
 			if k == "" {
 				continue
 			}
 			for _, c := range cs {
-				c.Enqueue(k)
+				if resync {
+					c.EnqueueResync(k)
+				} else {
+					c.Enqueue(k)
+				}
 			}
 		}
 	}
-	handlers := map[string]func(obj any){
-		abi.KindStatefulSet: func(obj any) {
+	handlers := map[string]func(obj any, resync bool){
+		abi.KindStatefulSet: func(obj any, resync bool) {
 			if s, ok := obj.(*appsv1.StatefulSet); ok {
-				enqueue(sets, s.Namespace+"/"+s.Name)
+				enqueue(resync, sets, s.Namespace+"/"+s.Name)
 			}
 		},
-		abi.KindPod: func(obj any) {
+		abi.KindPod: func(obj any, resync bool) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				enqueue(sets, snapshot.SetKeysForPod(p)...)
+				enqueue(resync, sets, snapshot.SetKeysForPod(p)...)
 			}
 		},
-		abi.KindPersistentVolumeClaim: func(obj any) {
+		abi.KindPersistentVolumeClaim: func(obj any, resync bool) {
 			c, ok := obj.(*corev1.PersistentVolumeClaim)
 			if !ok {
 				return
@@ -110,18 +116,18 @@ func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 				if err != nil {
 					log.Warn("map claim to statefulsets", "claim", c.Namespace+"/"+c.Name, "err", err)
 				}
-				enqueue(sets, keys...)
+				enqueue(resync, sets, keys...)
 			}
-			enqueue(volumes, snapshot.VolumeKeyForClaim(c))
+			enqueue(resync, volumes, snapshot.VolumeKeyForClaim(c))
 		},
-		abi.KindPersistentVolume: func(obj any) {
+		abi.KindPersistentVolume: func(obj any, resync bool) {
 			if v, ok := obj.(*corev1.PersistentVolume); ok {
-				enqueue(volumes, v.Name)
+				enqueue(resync, volumes, v.Name)
 			}
 		},
-		abi.KindVolumeClaimUpdate: func(obj any) {
+		abi.KindVolumeClaimUpdate: func(obj any, resync bool) {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				enqueue(sets, snapshot.SetKeyForClaimUpdate(u))
+				enqueue(resync, sets, snapshot.SetKeyForClaimUpdate(u))
 			}
 		},
 	}
@@ -159,18 +165,26 @@ func EnqueueAll(inf Informers, c *Controller) {
 
 // eventHandler calls h with the object of every add, delete and both sides
 // of every update, unwrapping deletions the informer only learned of late.
-func eventHandler(h func(any)) cache.ResourceEventHandlerFuncs {
+// An update whose two sides have the same resourceVersion is a resync.
+func eventHandler(h func(obj any, resync bool)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h(obj) },
+		AddFunc: func(obj any) { h(obj, false) },
 		UpdateFunc: func(old, obj any) {
-			h(old)
-			h(obj)
+			resync := sameVersion(old, obj)
+			h(old, resync)
+			h(obj, resync)
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			h(obj)
+			h(obj, false)
 		},
 	}
+}
+
+func sameVersion(a, b any) bool {
+	ma, errA := meta.Accessor(a)
+	mb, errB := meta.Accessor(b)
+	return errA == nil && errB == nil && ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
 }

@@ -9,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -28,13 +30,16 @@ import (
 // Cache holds the informers of every kind a reconcile input is built from:
 // StatefulSets, Pods, PersistentVolumeClaims, PersistentVolumes,
 // StorageClasses and, when the cluster serves the CRD, VolumeClaimUpdates.
-// It implements snapshot.Lister from their stores.
+// It implements snapshot.Lister from their stores and indexes. Every object
+// goes through Slim before it is stored.
 type Cache struct {
-	factory  informers.SharedInformerFactory
+	scoped   informers.SharedInformerFactory // namespaced kinds, restricted by Options
+	cluster  informers.SharedInformerFactory // cluster-scoped kinds, whole
 	dynamic  dynamicinformer.DynamicSharedInformerFactory
 	sets     appslisters.StatefulSetLister
-	pods     corelisters.PodLister
+	pods     cache.Indexer
 	claims   corelisters.PersistentVolumeClaimLister
+	claimIdx cache.Indexer
 	volumes  corelisters.PersistentVolumeLister
 	classes  storagelisters.StorageClassLister
 	updates  cache.GenericLister // nil when the CRD is not served
@@ -46,26 +51,56 @@ var _ snapshot.Lister = (*Cache)(nil)
 // ClaimUpdateGVR is the resource of kubeplug.dev VolumeClaimUpdates.
 var ClaimUpdateGVR = schema.GroupVersionResource{Group: "kubeplug.dev", Version: "v1alpha1", Resource: "volumeclaimupdates"}
 
-// NewCache sets up the informers; Start starts them. namespace limits the
-// namespaced informers to one namespace ("" for all). resync is the
-// informers' resync period (0 disables it): every object is delivered again
-// as an update, so every subject is reconciled again, as a safety net.
-// The VolumeClaimUpdate informer exists only if discovery finds the CRD.
-func NewCache(client kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration) (*Cache, error) {
-	f := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithNamespace(namespace))
+// Options say what a Cache watches.
+type Options struct {
+	// Namespace limits the namespaced informers to one namespace; "" is
+	// all.
+	Namespace string
+	// LabelSelector, when not empty, limits the namespaced informers to
+	// the objects it selects: the API server lists and watches only those
+	// (a shard of the cluster; see config.Shard). Cluster-scoped kinds are
+	// watched whole.
+	LabelSelector string
+	// Resync is the informers' resync period (0 disables it): every
+	// object is delivered again as an update, so every subject is
+	// reconciled again, as a safety net.
+	Resync time.Duration
+}
+
+// NewCache sets up the informers; Start starts them. The VolumeClaimUpdate
+// informer exists only if discovery finds the CRD.
+func NewCache(client kubernetes.Interface, dyn dynamic.Interface, o Options) (*Cache, error) {
+	restrict := func(lo *metav1.ListOptions) {
+		if o.LabelSelector != "" {
+			lo.LabelSelector = o.LabelSelector
+		}
+	}
+	scoped := informers.NewSharedInformerFactoryWithOptions(client, o.Resync,
+		informers.WithNamespace(o.Namespace), informers.WithTweakListOptions(restrict), informers.WithTransform(Slim))
+	cluster := informers.NewSharedInformerFactoryWithOptions(client, o.Resync, informers.WithTransform(Slim))
+	pods := scoped.Core().V1().Pods().Informer()
+	claims := scoped.Core().V1().PersistentVolumeClaims().Informer()
+	if err := pods.AddIndexers(cache.Indexers{ControllerIndex: PodControllerKeys}); err != nil {
+		return nil, fmt.Errorf("index pods: %w", err)
+	}
+	if err := claims.AddIndexers(cache.Indexers{ClaimSetIndex: ClaimSetKeys}); err != nil {
+		return nil, fmt.Errorf("index claims: %w", err)
+	}
 	c := &Cache{
-		factory: f,
-		sets:    f.Apps().V1().StatefulSets().Lister(),
-		pods:    f.Core().V1().Pods().Lister(),
-		claims:  f.Core().V1().PersistentVolumeClaims().Lister(),
-		volumes: f.Core().V1().PersistentVolumes().Lister(),
-		classes: f.Storage().V1().StorageClasses().Lister(),
+		scoped:   scoped,
+		cluster:  cluster,
+		sets:     scoped.Apps().V1().StatefulSets().Lister(),
+		pods:     pods.GetIndexer(),
+		claims:   scoped.Core().V1().PersistentVolumeClaims().Lister(),
+		claimIdx: claims.GetIndexer(),
+		volumes:  cluster.Core().V1().PersistentVolumes().Lister(),
+		classes:  cluster.Storage().V1().StorageClasses().Lister(),
 		informer: map[string]cache.SharedIndexInformer{
-			abi.KindStatefulSet:           f.Apps().V1().StatefulSets().Informer(),
-			abi.KindPod:                   f.Core().V1().Pods().Informer(),
-			abi.KindPersistentVolumeClaim: f.Core().V1().PersistentVolumeClaims().Informer(),
-			abi.KindPersistentVolume:      f.Core().V1().PersistentVolumes().Informer(),
-			abi.KindStorageClass:          f.Storage().V1().StorageClasses().Informer(),
+			abi.KindStatefulSet:           scoped.Apps().V1().StatefulSets().Informer(),
+			abi.KindPod:                   pods,
+			abi.KindPersistentVolumeClaim: claims,
+			abi.KindPersistentVolume:      cluster.Core().V1().PersistentVolumes().Informer(),
+			abi.KindStorageClass:          cluster.Storage().V1().StorageClasses().Informer(),
 		},
 	}
 	served, err := serves(client, ClaimUpdateGVR)
@@ -73,8 +108,11 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, namespace stri
 		return nil, err
 	}
 	if served {
-		c.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, nil)
+		c.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, o.Resync, o.Namespace, restrict)
 		gi := c.dynamic.ForResource(ClaimUpdateGVR)
+		if err := gi.Informer().SetTransform(Slim); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", ClaimUpdateGVR.Resource, err)
+		}
 		c.updates = gi.Lister()
 		c.informer[abi.KindVolumeClaimUpdate] = gi.Informer()
 	}
@@ -104,7 +142,8 @@ func (c *Cache) Informer(kind string) cache.SharedIndexInformer { return c.infor
 
 // Start starts every informer; they stop when ctx is done.
 func (c *Cache) Start(ctx context.Context) {
-	c.factory.Start(ctx.Done())
+	c.scoped.Start(ctx.Done())
+	c.cluster.Start(ctx.Done())
 	if c.dynamic != nil {
 		c.dynamic.Start(ctx.Done())
 	}
@@ -113,9 +152,11 @@ func (c *Cache) Start(ctx context.Context) {
 // WaitForSync blocks until every informer has synced or ctx is done, and
 // reports whether they all synced.
 func (c *Cache) WaitForSync(ctx context.Context) bool {
-	for _, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return false
+	for _, f := range []informers.SharedInformerFactory{c.scoped, c.cluster} {
+		for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return false
+			}
 		}
 	}
 	if c.dynamic != nil {
@@ -130,7 +171,8 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 
 // Shutdown waits for the informers' goroutines after their context is done.
 func (c *Cache) Shutdown() {
-	c.factory.Shutdown()
+	c.scoped.Shutdown()
+	c.cluster.Shutdown()
 	if c.dynamic != nil {
 		c.dynamic.Shutdown()
 	}
@@ -140,16 +182,32 @@ func (c *Cache) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, err
 	return c.sets.StatefulSets(namespace).Get(name)
 }
 
-func (c *Cache) ListPods(namespace string) ([]*corev1.Pod, error) {
-	return c.pods.Pods(namespace).List(labels.Everything())
+func (c *Cache) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
+	return byIndex[*corev1.Pod](c.pods, ControllerIndex, controllerKey(namespace, controller))
 }
 
 func (c *Cache) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 	return c.claims.PersistentVolumeClaims(namespace).Get(name)
 }
 
-func (c *Cache) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
-	return c.claims.PersistentVolumeClaims(namespace).List(labels.Everything())
+func (c *Cache) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
+	return byIndex[*corev1.PersistentVolumeClaim](c.claimIdx, ClaimSetIndex, namespace+"/"+set)
+}
+
+// byIndex returns the objects of type T that indexer has under key in the
+// named index.
+func byIndex[T any](indexer cache.Indexer, index, key string) ([]T, error) {
+	objs, err := indexer.ByIndex(index, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 func (c *Cache) GetVolume(name string) (*corev1.PersistentVolume, error) {

@@ -2,15 +2,19 @@ package memcluster
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
 // newTyped returns an empty typed object for the built-in kinds, nil for
@@ -71,6 +75,16 @@ func (c *Cluster) ListPods(namespace string) ([]*corev1.Pod, error) {
 	return listTyped[corev1.Pod](c, abi.KindPod, namespace)
 }
 
+// ListControlledPods returns the pods of namespace whose controller
+// reference has the UID controller, sorted by name.
+func (c *Cluster) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
+	pods, err := c.ListPods(namespace)
+	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
+		ref := metav1.GetControllerOfNoCopy(p)
+		return ref == nil || ref.UID != controller
+	}), err
+}
+
 // GetClaim returns the named PersistentVolumeClaim.
 func (c *Cluster) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 	out := &corev1.PersistentVolumeClaim{}
@@ -81,6 +95,15 @@ func (c *Cluster) GetClaim(namespace, name string) (*corev1.PersistentVolumeClai
 // sorted by namespace and name.
 func (c *Cluster) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
 	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace)
+}
+
+// ListClaimsNamedFor returns the claims of namespace whose names may be
+// claims of set (snapshot.SetNamesInClaimName), sorted by name.
+func (c *Cluster) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
+	claims, err := c.ListClaims(namespace)
+	return slices.DeleteFunc(claims, func(pvc *corev1.PersistentVolumeClaim) bool {
+		return !slices.Contains(snapshot.SetNamesInClaimName(pvc.Name), set)
+	}), err
 }
 
 // GetVolume returns the named PersistentVolume.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -42,6 +43,7 @@ func (r *Readiness) Reason() string {
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
+	mux *http.ServeMux
 }
 
 // Listen binds addr (host:port; port 0 picks one) and returns a server
@@ -63,7 +65,18 @@ func Listen(addr string, m *Metrics, ready *Readiness) (*Server, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}, nil
+	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, mux: mux}, nil
+}
+
+// ServeProfiles adds Go's runtime profiles (net/http/pprof) under
+// /debug/pprof/. They are off unless asked for: a profile shows what the
+// host holds in memory, which the metrics port need not give away.
+func (s *Server) ServeProfiles() {
+	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // Addr is the address the server listens on.

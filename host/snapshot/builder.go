@@ -183,7 +183,7 @@ func (b *Builder) now() string {
 // setPods returns the projections of the pods whose controller is the set,
 // sorted by ordinal; pods not named "<set>-<ordinal>" come last, by name.
 func (b *Builder) setPods(ns, set string, uid types.UID) ([]abi.Pod, error) {
-	pods, err := b.Lister.ListPods(ns)
+	pods, err := b.Lister.ListControlledPods(ns, uid)
 	if err != nil {
 		return nil, fmt.Errorf("list pods of statefulset %s/%s: %w", ns, set, err)
 	}
@@ -228,7 +228,7 @@ func (b *Builder) setClaims(ns, set string, templates []string) ([]*corev1.Persi
 	if len(templates) == 0 {
 		return nil, nil
 	}
-	claims, err := b.Lister.ListClaims(ns)
+	claims, err := b.Lister.ListClaimsNamedFor(ns, set)
 	if err != nil {
 		return nil, fmt.Errorf("list claims of statefulset %s/%s: %w", ns, set, err)
 	}

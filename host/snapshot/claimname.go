@@ -54,3 +54,22 @@ func ParseClaimName(claim, set string, templates []string) (template string, ord
 	}
 	return "", 0, false
 }
+
+// SetNamesInClaimName returns every set name claim could be a claim of, by
+// its name alone: each <set> such that claim is "<template>-<set>-<ordinal>"
+// with a non-empty template. A claim belongs to one of them if that set has
+// a template of the matching name (ParseClaimName says which). A name with
+// many dashes has as many candidates.
+func SetNamesInClaimName(claim string) []string {
+	prefix, _, ok := parseOrdinal(claim)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i := 1; i < len(prefix)-1; i++ {
+		if prefix[i] == '-' {
+			out = append(out, prefix[i+1:])
+		}
+	}
+	return out
+}

@@ -46,3 +46,21 @@ func TestParseClaimName(t *testing.T) {
 		})
 	}
 }
+
+func TestSetNamesInClaimName(t *testing.T) {
+	for _, tc := range []struct {
+		claim string
+		want  []string
+	}{
+		{"data-web-0", []string{"web"}},
+		{"data-a-web-12", []string{"a-web", "web"}},
+		{"data-web", nil},
+		{"data-web-01", nil},
+		{"web-0", nil},
+		{"-web-0", nil},
+	} {
+		t.Run(tc.claim, func(t *testing.T) {
+			require.Equal(t, tc.want, snapshot.SetNamesInClaimName(tc.claim))
+		})
+	}
+}

@@ -2,13 +2,16 @@ package snapshot_test
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
@@ -76,13 +79,13 @@ func (l *fakeLister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet
 	return nil, notFound("statefulsets", name)
 }
 
-func (l *fakeLister) ListPods(namespace string) ([]*corev1.Pod, error) {
+func (l *fakeLister) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
 	var out []*corev1.Pod
 	for _, p := range l.pods {
-		if p.Namespace == namespace {
+		if ref := metav1.GetControllerOfNoCopy(p); p.Namespace == namespace && ref != nil && ref.UID == controller {
 			out = append(out, p)
 		}
 	}
@@ -101,13 +104,13 @@ func (l *fakeLister) GetClaim(namespace, name string) (*corev1.PersistentVolumeC
 	return nil, notFound("persistentvolumeclaims", name)
 }
 
-func (l *fakeLister) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
+func (l *fakeLister) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
 	var out []*corev1.PersistentVolumeClaim
 	for _, c := range l.claims {
-		if c.Namespace == namespace {
+		if c.Namespace == namespace && slices.Contains(snapshot.SetNamesInClaimName(c.Name), set) {
 			out = append(out, c)
 		}
 	}

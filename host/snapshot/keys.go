@@ -38,16 +38,8 @@ func SetKeysForClaim(c *corev1.PersistentVolumeClaim, l Lister) ([]string, error
 	if c == nil {
 		return nil, nil
 	}
-	prefix, _, ok := parseOrdinal(c.Name)
-	if !ok {
-		return nil, nil
-	}
 	var keys []string
-	for i := 1; i < len(prefix)-1; i++ {
-		if prefix[i] != '-' {
-			continue
-		}
-		template, set := prefix[:i], prefix[i+1:]
+	for _, set := range SetNamesInClaimName(c.Name) {
 		s, err := l.GetStatefulSet(c.Namespace, set)
 		if apierrors.IsNotFound(err) {
 			continue
@@ -55,11 +47,12 @@ func SetKeysForClaim(c *corev1.PersistentVolumeClaim, l Lister) ([]string, error
 		if err != nil {
 			return nil, fmt.Errorf("get statefulset %s/%s for claim %s: %w", c.Namespace, set, c.Name, err)
 		}
+		templates := make([]string, len(s.Spec.VolumeClaimTemplates))
 		for j := range s.Spec.VolumeClaimTemplates {
-			if s.Spec.VolumeClaimTemplates[j].Name == template {
-				keys = append(keys, c.Namespace+"/"+set)
-				break
-			}
+			templates[j] = s.Spec.VolumeClaimTemplates[j].Name
+		}
+		if _, _, ok := ParseClaimName(c.Name, set, templates); ok {
+			keys = append(keys, c.Namespace+"/"+set)
 		}
 	}
 	return keys, nil

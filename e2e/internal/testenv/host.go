@@ -51,6 +51,8 @@ type HostOptions struct {
 	// InCluster, when not nil, runs the host as a pod runs it, with the
 	// in-cluster configuration instead of Kubeconfig.
 	InCluster *InCluster
+	// Env is added to the host's environment (e.g. GOMEMLIMIT=800MiB).
+	Env []string
 }
 
 // InCluster is what a pod of a service account finds: the API server's
@@ -145,6 +147,9 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	h := &Host{Addr: addr, Name: o.Name, ConfigPath: cfg, log: &SyncBuffer{}, done: make(chan struct{})}
 	if h.cmd, err = o.command(bin, dir, args); err != nil {
 		t.Fatal(err)
+	}
+	if len(o.Env) > 0 {
+		h.cmd.Env = append(append(os.Environ(), h.cmd.Env...), o.Env...)
 	}
 	h.cmd.Stdout = h.log
 	h.cmd.Stderr = h.log

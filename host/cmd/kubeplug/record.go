@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,7 +97,7 @@ func record(ctx context.Context, kubeconfig, kind, key, name string) ([]byte, er
 	if kind == abi.SubjectPersistentVolume {
 		ns = "" // the bound claim may be in any namespace
 	}
-	cache, err := kube.NewCache(client, dyn, ns, 0)
+	cache, err := kube.NewCache(client, dyn, kube.Options{Namespace: ns})
 	if err != nil {
 		return nil, failure(err)
 	}
@@ -158,9 +159,13 @@ func inputObjects(l snapshot.Lister, req *abi.ReconcileRequest) ([]map[string]an
 			refs = append(refs, ref{abi.KindStorageClass, v.StorageClass.Metadata})
 		}
 	}
+	var set types.UID // the pods' controller
+	if s := req.StatefulSet; s != nil {
+		set = types.UID(s.Set.Metadata.UID)
+	}
 	out := make([]map[string]any, 0, len(refs))
 	for _, r := range refs {
-		obj, err := lookup(l, r.kind, r.meta.Namespace, r.meta.Name)
+		obj, err := lookup(l, set, r.kind, r.meta.Namespace, r.meta.Name)
 		if err != nil {
 			return nil, fmt.Errorf("read %s %s/%s: %w", r.kind, r.meta.Namespace, r.meta.Name, err)
 		}
@@ -173,13 +178,14 @@ func inputObjects(l snapshot.Lister, req *abi.ReconcileRequest) ([]map[string]an
 	return out, nil
 }
 
-// lookup reads one object of the input from l.
-func lookup(l snapshot.Lister, kind, ns, name string) (any, error) {
+// lookup reads one object of the input from l; set is the UID of the
+// StatefulSet whose pods the input holds.
+func lookup(l snapshot.Lister, set types.UID, kind, ns, name string) (any, error) {
 	switch kind {
 	case abi.KindStatefulSet:
 		return l.GetStatefulSet(ns, name)
 	case abi.KindPod:
-		pods, err := l.ListPods(ns)
+		pods, err := l.ListControlledPods(ns, set)
 		if err != nil {
 			return nil, err
 		}

@@ -90,6 +90,7 @@ its allow: list grants included).`,
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address for /metrics, /healthz and /readyz; empty disables them")
 	f.StringVar(&o.WebhookAddr, "webhook-addr", "", "address to serve the modules' admit hooks on as admission webhooks (https://ADDR/admit/<module>); empty serves none")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate, tls.crt and tls.key; reloaded when they change")
+	f.BoolVar(&o.Profiles, "profiles", false, "also serve Go's runtime profiles at /debug/pprof/ on --metrics-addr")
 	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
 	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")
 	f.StringVar(&le.name, "leader-elect-name", "kubeplug", "name of the leader Lease")
