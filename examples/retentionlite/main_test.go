@@ -27,7 +27,7 @@ func TestReconcile(t *testing.T) {
 		{"whenDeleted Delete gives every claim to the set", deleteBoth,
 			[]any{sdktest.Claim("data", deleteBoth, 0), sdktest.Claim("data", deleteBoth, 1)}, []string{"data-web-0", "data-web-1"}},
 		{"a claim the set owns is left alone", deleteBoth, []any{sdktest.Claim("data", deleteBoth, 0, owned)}, nil},
-		{"whenScaled is not implemented: a condemned claim stays the set's", deleteBoth,
+		{"whenScaled is ignored by design: a condemned claim stays the set's", deleteBoth,
 			[]any{sdktest.Claim("data", deleteBoth, 0, owned), sdktest.Claim("data", deleteBoth, 1, owned)}, nil},
 		{"whenDeleted Retain does nothing", sdktest.StatefulSet("web", 1, sdktest.Retention("Retain", "Delete")),
 			[]any{sdktest.Claim("data", deleteBoth, 0)}, nil},

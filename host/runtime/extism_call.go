@@ -346,7 +346,7 @@ func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 	if req == nil {
 		return nil, &CallError{Module: p.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	key := req.Operation + " " + req.Resource.Resource + " " + req.Namespace + "/" + req.Name
+	key := admitKey(req)
 	resp, err := callHook(ctx, p, hookAdmit, key,
 		jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)},
 		req, (*jsonAdmitAnswer).response)

@@ -132,7 +132,7 @@ func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 	if req == nil {
 		return nil, &CallError{Module: m.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	key := req.Operation + " " + req.Resource.Resource + " " + req.Namespace + "/" + req.Name
+	key := admitKey(req)
 	resp, err := m.invoke(ctx, hookAdmit, key, req)
 	if err != nil {
 		return nil, err
@@ -149,4 +149,10 @@ func (m *Module) HasHook(hook string) bool {
 		}
 	}
 	return false
+}
+
+// admitKey names an admission request in errors and logs, as a subject's
+// key names a reconcile: "CREATE persistentvolumeclaims ns/name".
+func admitKey(req *abi.AdmitRequest) string {
+	return req.Operation + " " + req.Resource.Resource + " " + req.Namespace + "/" + req.Name
 }
