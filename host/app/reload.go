@@ -102,10 +102,22 @@ func loadEntry(ctx context.Context, engine *runtime.Engine, c *config.Module, sr
 	if err != nil {
 		return controller.Module{}, fmt.Errorf("module %s: %w", c.Name, err)
 	}
+	mod, err := EntryModule(c, rm)
+	if err != nil {
+		_ = rm.Close(ctx)
+		return controller.Module{}, err
+	}
+	return mod, nil
+}
+
+// EntryModule checks rm, the loaded module of entry c, against the entry
+// (config.Module.Accept) and returns it as the host runs it: named as the
+// entry, with the entry's scope, configuration, mode and the capabilities
+// granted. kubeplug run and kubeplug test --config both go through it.
+func EntryModule(c *config.Module, rm runtime.Loaded) (controller.Module, error) {
 	rm.SetName(c.Name)
 	allowed, err := c.Accept(rm.Manifest())
 	if err != nil {
-		_ = rm.Close(ctx)
 		return controller.Module{}, err
 	}
 	return controller.Module{

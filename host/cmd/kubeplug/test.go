@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeplug/kubeplug/host/app"
 	"github.com/kubeplug/kubeplug/host/casetest"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
@@ -91,19 +92,8 @@ host configuration or a module it does not allow).`,
 			defer l.close(cmd.Context())
 			mod := controller.Module{Runtime: l.module}
 			if entry != nil {
-				allowed, err := entry.Accept(l.module.Manifest())
-				if err != nil {
+				if mod, err = app.EntryModule(entry, l.module); err != nil {
 					return inputError(fmt.Errorf("%s: %w", configPath, err))
-				}
-				l.module.SetName(entry.Name)
-				mod = controller.Module{
-					Runtime:    l.module,
-					Name:       entry.Name,
-					Namespaces: entry.Namespaces,
-					Selector:   entry.LabelSelector,
-					Config:     entry.Config,
-					Shadow:     entry.Mode == config.ModeShadow,
-					Allowed:    allowed,
 				}
 			}
 
