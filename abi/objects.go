@@ -249,6 +249,14 @@ type VolumeClaimUpdateStatus struct {
 	ObservedGeneration   int64                       `json:"observedGeneration,omitempty"`
 	VolumeClaimTemplates []VolumeClaimTemplateStatus `json:"volumeClaimTemplates,omitempty"`
 	Conditions           []Condition                 `json:"conditions,omitempty"`
+	// HeldPartition is the StatefulSet's rollingUpdate.partition as the
+	// module last set it to hold the pod rollout (LockStep); nil when it
+	// holds none.
+	HeldPartition *int32 `json:"heldPartition,omitempty"`
+	// UserPartition is the partition the user had set when the module began
+	// holding it (nil for none, which the API reads as 0): the value it is
+	// returned to when the hold ends.
+	UserPartition *int32 `json:"userPartition,omitempty"`
 }
 
 // VolumeClaimTemplateStatus counts the claims of one template.

@@ -9738,8 +9738,8 @@ func (z *VolumeClaimUpdateSpec) Msgsize() (s int) {
 func (z *VolumeClaimUpdateStatus) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	if z.ObservedGeneration == 0 {
 		zb0001Len--
@@ -9752,6 +9752,14 @@ func (z *VolumeClaimUpdateStatus) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Conditions == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4
+	}
+	if z.HeldPartition == nil {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.UserPartition == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -9787,6 +9795,24 @@ func (z *VolumeClaimUpdateStatus) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "heldPartition"
+			o = append(o, 0xad, 0x68, 0x65, 0x6c, 0x64, 0x50, 0x61, 0x72, 0x74, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+			if z.HeldPartition == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendInt32(o, *z.HeldPartition)
+			}
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "userPartition"
+			o = append(o, 0xad, 0x75, 0x73, 0x65, 0x72, 0x50, 0x61, 0x72, 0x74, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+			if z.UserPartition == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendInt32(o, *z.UserPartition)
+			}
+		}
 	}
 	return
 }
@@ -9801,7 +9827,7 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 3 bits */
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -9858,6 +9884,42 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 				}
 			}
 			zb0001Mask |= 0x4
+		case "heldPartition":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.HeldPartition = nil
+			} else {
+				if z.HeldPartition == nil {
+					z.HeldPartition = new(int32)
+				}
+				*z.HeldPartition, bts, err = msgp.ReadInt32Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "HeldPartition")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
+		case "userPartition":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.UserPartition = nil
+			} else {
+				if z.UserPartition == nil {
+					z.UserPartition = new(int32)
+				}
+				*z.UserPartition, bts, err = msgp.ReadInt32Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "UserPartition")
+					return
+				}
+			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -9867,7 +9929,7 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7 {
+	if zb0001Mask != 0x1f {
 		if (zb0001Mask & 0x1) == 0 {
 			z.ObservedGeneration = 0
 		}
@@ -9876,6 +9938,12 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 		}
 		if (zb0001Mask & 0x4) == 0 {
 			z.Conditions = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.HeldPartition = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.UserPartition = nil
 		}
 	}
 	o = bts
@@ -9891,6 +9959,18 @@ func (z *VolumeClaimUpdateStatus) Msgsize() (s int) {
 	s += 11 + msgp.ArrayHeaderSize
 	for za0002 := range z.Conditions {
 		s += z.Conditions[za0002].Msgsize()
+	}
+	s += 14
+	if z.HeldPartition == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int32Size
+	}
+	s += 14
+	if z.UserPartition == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int32Size
 	}
 	return
 }

@@ -108,7 +108,7 @@ func TestExecuteWrites(t *testing.T) {
 			VolumeClaimTemplates: []abi.VolumeClaimTemplateStatus{{TemplateName: "data", CompatibleReplicas: 1, UpdatingReplicas: 1, TotalCapacity: map[string]string{"storage": "3072Mi"}}},
 		}},
 		want: mergePatch("VolumeClaimUpdate", "default", "web-update",
-			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"observedGeneration":3,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
+			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"heldPartition":null,"observedGeneration":3,"userPartition":null,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
 			"status"),
 	}, {
 		name:    "volume deleted, without the secret the module names",

@@ -228,6 +228,8 @@ func planClaimUpdateStatus(s *abi.VolumeClaimUpdateStatus, t Target, st *objectS
 		"observedGeneration":   next.ObservedGeneration,
 		"volumeClaimTemplates": next.VolumeClaimTemplates,
 		"conditions":           next.Conditions,
+		"heldPartition":        next.HeldPartition,
+		"userPartition":        next.UserPartition,
 	}
 	return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv}, nil, status, func(st *objectState) {
 		st.status = &next
@@ -235,7 +237,7 @@ func planClaimUpdateStatus(s *abi.VolumeClaimUpdateStatus, t Target, st *objectS
 }
 
 func canonicalStatus(s *abi.VolumeClaimUpdateStatus) abi.VolumeClaimUpdateStatus {
-	out := abi.VolumeClaimUpdateStatus{ObservedGeneration: s.ObservedGeneration}
+	out := abi.VolumeClaimUpdateStatus{ObservedGeneration: s.ObservedGeneration, HeldPartition: s.HeldPartition, UserPartition: s.UserPartition}
 	if len(s.VolumeClaimTemplates) > 0 {
 		out.VolumeClaimTemplates = make([]abi.VolumeClaimTemplateStatus, len(s.VolumeClaimTemplates))
 		for i, t := range s.VolumeClaimTemplates {

@@ -34,7 +34,9 @@ type claimUpdateObject struct {
 			OverSizedReplicas  int32               `json:"overSizedReplicas"`
 			TotalCapacity      corev1.ResourceList `json:"totalCapacity"`
 		} `json:"volumeClaimTemplates"`
-		Conditions []metav1.Condition `json:"conditions"`
+		Conditions    []metav1.Condition `json:"conditions"`
+		HeldPartition *int32             `json:"heldPartition"`
+		UserPartition *int32             `json:"userPartition"`
 	} `json:"status"`
 }
 
@@ -59,6 +61,8 @@ func ProjectClaimUpdate(u *unstructured.Unstructured) (*abi.VolumeClaimUpdate, e
 	out.Spec.VolumeClaimTemplates = projectEach(o.Spec.VolumeClaimTemplates, projectClaim)
 
 	out.Status.ObservedGeneration = o.Status.ObservedGeneration
+	out.Status.HeldPartition = o.Status.HeldPartition
+	out.Status.UserPartition = o.Status.UserPartition
 	if n := len(o.Status.VolumeClaimTemplates); n > 0 {
 		out.Status.VolumeClaimTemplates = make([]abi.VolumeClaimTemplateStatus, n)
 		for i := range o.Status.VolumeClaimTemplates {
