@@ -52,7 +52,7 @@ func TestLockStepStory(t *testing.T) {
 			check := func(o outcome) {
 				for _, a := range o.applies {
 					i := int(a.Target.Name[len(a.Target.Name)-1] - '0')
-					if i+1 < 3 && c.pod(i+1).Metadata.Labels["controller-revision-hash"] != newRev {
+					if i+1 < 3 && c.pod(i + 1).Metadata.Labels["controller-revision-hash"] != newRev {
 						t.Errorf("claim %s applied before pod web-%d rolled", a.Target.Name, i+1)
 					}
 					if p := c.partition(); p == nil || *p != int32(i+1) {
