@@ -59,13 +59,10 @@ func (p *plan) walkRolling(r *rollout) {
 			continue
 		}
 		a := p.assess(i)
+		if r.blocked = a.blockage(); r.blocked != nil {
+			return
+		}
 		switch {
-		case a.failed != nil:
-			r.blocked = failedBlockage(a.failed)
-			return
-		case a.noExpansion != nil:
-			r.blocked = noExpansionBlockage(a.noExpansion)
-			return
 		case a.immutable != nil && p.lockStep:
 			r.blocked = immutableBlockage(a.immutable, a.immutableT, p.podName(i))
 			return
@@ -95,18 +92,27 @@ func (p *plan) walkOnDelete(r *rollout) {
 			}
 			continue
 		}
-		switch {
-		case a.failed != nil:
-			r.blocked = failedBlockage(a.failed)
+		if r.blocked = a.blockage(); r.blocked != nil {
 			return
-		case a.noExpansion != nil:
-			r.blocked = noExpansionBlockage(a.noExpansion)
-			return
-		case len(a.applies) > 0 || a.inFlight:
+		}
+		if len(a.applies) > 0 || a.inFlight {
 			r.actions = append(r.actions, a.applies...)
 			r.inFlight = true
 		}
 	}
+}
+
+// blockage is what stops the rollout at this replica whatever the sync
+// strategy: a failed update (KEP-4650: "If the PVC update fails, we should
+// block the update process"), or a growth the class refuses.
+func (a *assessment) blockage() *blockage {
+	switch {
+	case a.failed != nil:
+		return failedBlockage(a.failed)
+	case a.noExpansion != nil:
+		return noExpansionBlockage(a.noExpansion)
+	}
+	return nil
 }
 
 // assess sorts the replica's incompatible claims by what they need.
