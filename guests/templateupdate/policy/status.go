@@ -13,8 +13,8 @@ import (
 func (p *plan) status(r rollout, held *int32) abi.VolumeClaimUpdateStatus {
 	gen := p.vcu.Metadata.Generation
 	st := abi.VolumeClaimUpdateStatus{ObservedGeneration: gen}
-	for _, t := range p.templates {
-		st.VolumeClaimTemplates = append(st.VolumeClaimTemplates, p.count(t))
+	for j := range p.templates {
+		st.VolumeClaimTemplates = append(st.VolumeClaimTemplates, p.count(j))
 	}
 	progressing, blocked := p.conditions(r)
 	st.Conditions = []abi.Condition{
@@ -32,8 +32,9 @@ func (p *plan) status(r rollout, held *int32) abi.VolumeClaimUpdateStatus {
 	return st
 }
 
-// count counts template t's existing claims of live replicas.
-func (p *plan) count(t *abi.PersistentVolumeClaim) abi.VolumeClaimTemplateStatus {
+// count counts the existing claims of live replicas of the j-th template.
+func (p *plan) count(j int) abi.VolumeClaimTemplateStatus {
+	t := p.templates[j]
 	s := abi.VolumeClaimTemplateStatus{TemplateName: t.Metadata.Name}
 	total := map[string]sdk.Quantity{}
 	var keys []string
@@ -42,7 +43,7 @@ func (p *plan) count(t *abi.PersistentVolumeClaim) abi.VolumeClaimTemplateStatus
 		if c == nil {
 			continue
 		}
-		if compatible(c, t) {
+		if p.compat[i][j] {
 			s.CompatibleReplicas++
 		}
 		if updating(c) {
