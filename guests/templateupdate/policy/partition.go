@@ -51,17 +51,29 @@ func (p *plan) holdAt() (h int32, ok bool) {
 
 // partitionActions orders the status write and the partition change so that
 // a failure between them never loses the user's value: the status records it
-// before the partition is held, and the partition is given back before the
-// record is cleared.
+// before the partition is first held, a held partition steps down before the
+// status says so, and the partition is given back before the record is
+// cleared.
 func (p *plan) partitionActions(status abi.VolumeClaimUpdateStatus, writeStatus bool) []abi.Action {
 	var out []abi.Action
 	setRef, vcuRef := sdk.RefOf(p.set), sdk.RefOf(p.vcu)
 	current, oldHeld := setPartition(p.set), p.vcu.Status.HeldPartition
 	if h := status.HeldPartition; h != nil {
+		move := current == nil || *current != *h
+		// A new hold records the user's value before the partition moves. A
+		// hold that steps down moves the partition first: the write most
+		// likely to fail is the set's (its status changes all through a
+		// rollout, and every write has a resourceVersion precondition), and
+		// a status that named the new hold while the set kept the old one
+		// would read as the user's own change and lose the user's value.
+		stepDown := p.holding && move
+		if stepDown {
+			out = append(out, sdk.SetPartition(setRef, *h))
+		}
 		if writeStatus {
 			out = append(out, sdk.UpdateClaimUpdateStatus(vcuRef, status))
 		}
-		if current == nil || *current != *h {
+		if move && !stepDown {
 			out = append(out, sdk.SetPartition(setRef, *h))
 		}
 		if oldHeld == nil || *oldHeld != *h {

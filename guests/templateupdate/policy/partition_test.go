@@ -40,8 +40,19 @@ func TestPartitionSteps(t *testing.T) {
 		}
 		c.resize()
 		o = c.reconcile(t, h)
+		if got := describe(o.actions[:3]); got != "setPartition web; updateClaimUpdateStatus web-data; event web PartitionHeld" {
+			t.Fatalf("step down moves the partition before the status says so: %s", got)
+		}
 		if len(o.partitions) != 1 || o.partitions[0] != 2 || count(o.reasons(), ReasonPartitionHeld) != 1 {
 			t.Fatalf("step down: %s", describe(o.actions))
+		}
+		// The set's write failed after all: the status still names the
+		// hold the set has, and the next reconcile tries again.
+		c.setPartition(3)
+		c.vcu.Status.HeldPartition = ptr(int32(3))
+		o = c.reconcile(t, h)
+		if len(o.partitions) != 1 || o.partitions[0] != 2 || c.vcu.Status.UserPartition != nil {
+			t.Fatalf("retry after a failed step down: %s, status %+v", describe(o.actions), c.vcu.Status)
 		}
 	})
 
