@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -103,11 +104,7 @@ func TestStorageRule(t *testing.T) {
 				t.Fatalf("applied = %v, want %v: %s", got, tc.wantApply, describe(o.actions))
 			}
 			if tc.wantApply {
-				got := ""
-				if r := o.applies[0].Claim.Resources; r != nil {
-					got = r.Requests["storage"]
-				}
-				if got != tc.want {
+				if got := o.applies[0].Claim.Resources.Requests["storage"]; got != tc.want {
 					t.Errorf("applied storage %q, want %q", got, tc.want)
 				}
 			}
@@ -133,8 +130,9 @@ func TestUserLabelsKept(t *testing.T) {
 		t.Fatalf("applies: %s", describe(o.actions))
 	}
 	a := o.applies[0].Claim
-	if len(a.Labels) != 1 || a.Labels["tier"] != "gold" || a.Resources != nil || a.VolumeAttributesClassName != nil {
-		t.Errorf("apply = %+v, want only label tier=gold", a)
+	// The unchanged size goes along: the field manager keeps what it owns.
+	if len(a.Labels) != 1 || a.Labels["tier"] != "gold" || a.Resources.Requests["storage"] != "1Gi" || a.VolumeAttributesClassName != nil {
+		t.Errorf("apply = %+v, want label tier=gold and the claim's own 1Gi", a)
 	}
 	if o.reasons()[0] != ReasonClaimUpdating {
 		t.Errorf("events %v", o.reasons())
@@ -164,4 +162,28 @@ func TestVolumeAttributesClass(t *testing.T) {
 	c.reconcile(t, h)
 	c.wantCondition(t, ConditionProgressing, "False", ReasonComplete)
 	c.steady(t, h)
+}
+
+// TestApplyKeepsOwnedFields: a later apply to a claim the module already
+// grew and classed carries the size and class again, unchanged; server-side
+// apply would otherwise remove them, which a claim refuses.
+func TestApplyKeepsOwnedFields(t *testing.T) {
+	h := sdktest.New(t)
+	c := newCluster(1, "InPlace", "Async", "2Gi")
+	c.template().Spec.VolumeAttributesClassName = ptr("gold")
+	c.template().Metadata.Labels = map[string]string{"tier": "gold"}
+	x := c.claims[0]
+	x.Spec.Resources.Requests["storage"], x.Status.Capacity["storage"] = "2Gi", "2Gi"
+	x.Spec.VolumeAttributesClassName, x.Status.CurrentVolumeAttributesClassName = ptr("gold"), ptr("gold")
+	o := c.reconcile(t, h)
+	if len(o.applies) != 1 {
+		t.Fatalf("applies: %s", describe(o.actions))
+	}
+	a := o.applies[0].Claim
+	if a.Resources.Requests["storage"] != "2Gi" || *a.VolumeAttributesClassName != "gold" || a.Labels["tier"] != "gold" {
+		t.Errorf("apply = %+v", a)
+	}
+	if msg := o.events[0].Message; !strings.Contains(msg, "labels") || strings.Contains(msg, "storage") {
+		t.Errorf("ClaimUpdating says %q, want only the labels", msg)
+	}
 }

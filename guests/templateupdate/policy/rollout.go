@@ -160,11 +160,14 @@ func (p *plan) assessInPlace(a *assessment, c, t *abi.PersistentVolumeClaim) {
 	}
 }
 
-// applyFor is the server-side apply that makes c follow t: t's labels and
-// annotations (kubeplug's field manager owns only those keys, so the user's
-// own stay), the storage rule's size when it grows the request, t's
-// VolumeAttributesClass when it differs. changes names what the apply
-// changes; none means there is nothing to send.
+// applyFor is the server-side apply that makes c follow t, and changes names
+// what it changes (none: there is nothing to send). It carries every field
+// kubeplug's field manager owns on a claim, changed or not: t's labels and
+// annotations (apply owns only those keys, so the user's own stay), the
+// storage rule's size, t's VolumeAttributesClass. Server-side apply removes
+// a field its manager applied before and now omits, and a claim refuses to
+// lose its storage request or its class, so a second apply that left out
+// an unchanged size or class would fail for good.
 func applyFor(c, t *abi.PersistentVolumeClaim) (apply abi.ClaimApply, changes []string, grow bool) {
 	if !superset(c.Metadata.Labels, t.Metadata.Labels) {
 		changes = append(changes, "labels")
@@ -174,15 +177,21 @@ func applyFor(c, t *abi.PersistentVolumeClaim) (apply abi.ClaimApply, changes []
 	}
 	want, grow := wantStorage(c, t)
 	if grow {
-		apply.Resources = &abi.ResourceRequirements{Requests: map[string]string{storage: want}}
 		changes = append(changes, "storage "+c.Spec.Resources.Requests[storage]+" to "+want)
 	}
-	if vac := str(t.Spec.VolumeAttributesClassName); vac != "" && vac != str(c.Spec.VolumeAttributesClassName) {
-		apply.VolumeAttributesClassName = &vac
+	vac := str(t.Spec.VolumeAttributesClassName)
+	if vac != "" && vac != str(c.Spec.VolumeAttributesClassName) {
 		changes = append(changes, "volumeAttributesClassName to "+vac)
 	}
-	if len(changes) > 0 {
-		apply.Labels, apply.Annotations = t.Metadata.Labels, t.Metadata.Annotations
+	if len(changes) == 0 {
+		return apply, nil, false
+	}
+	apply.Labels, apply.Annotations = t.Metadata.Labels, t.Metadata.Annotations
+	if want != "" {
+		apply.Resources = &abi.ResourceRequirements{Requests: map[string]string{storage: want}}
+	}
+	if vac != "" {
+		apply.VolumeAttributesClassName = &vac
 	}
 	return apply, changes, grow
 }
