@@ -14,8 +14,9 @@
 // failed, the storage rule); replica.go sorts claims into replicas;
 // rollout.go walks the replicas in rollout order; partition.go holds and
 // releases the LockStep partition; status.go counts and words the
-// conditions; decide.go turns it all into actions; admit.go rewrites new
-// claims.
+// conditions and equal.go compares it with the last one written;
+// messages.go words events and conditions; decide.go turns it all into
+// actions; admit.go rewrites new claims.
 //
 // It imports only sdk and abi (and the standard library), never k8s.io/*,
 // and stays TinyGo-compatible: no fmt or reflection on the decision path.
