@@ -84,10 +84,15 @@ func (p *plan) walkOnDelete(r *rollout) {
 			continue
 		}
 		a := p.assess(i)
+		if a.failed != nil {
+			// A failed update blocks whether or not the pod came back.
+			r.blocked = failedBlockage(a.failed)
+			return
+		}
 		if !p.podGone(i) {
 			if a.inFlight {
 				r.inFlight = true
-			} else if a.applies != nil || a.failed != nil || a.noExpansion != nil {
+			} else if a.applies != nil || a.noExpansion != nil {
 				r.waitDeletion = true
 			}
 			continue

@@ -194,6 +194,16 @@ func TestPodOnDelete(t *testing.T) {
 	if c.vcu.Status.HeldPartition != nil {
 		t.Error("LockStep held the partition under pod OnDelete")
 	}
+	// The user deletes web-2; its expansion fails, and blocks even once the
+	// pod is back.
+	c.pods = c.pods[:1]
+	if got := c.reconcile(t, h).applied(); len(got) != 1 || got[0] != "data-web-2" {
+		t.Fatalf("applied %v, want data-web-2", got)
+	}
+	c.claim("data-web-2").Status.AllocatedResourceStatuses = map[string]string{"storage": "NodeResizeInfeasible"}
+	c.pods = append(c.pods, sdktest.Pod(c.set, 2, sdktest.Labels("controller-revision-hash", oldRev)))
+	c.settle(t, h)
+	c.wantCondition(t, ConditionBlocked, "True", ReasonClaimUpdateFailed)
 }
 
 // TestOnDeleteStrategy: volumeClaimUpdateStrategy OnDelete never updates
