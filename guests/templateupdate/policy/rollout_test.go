@@ -218,3 +218,20 @@ func TestOnDeleteStrategy(t *testing.T) {
 	c.wantCondition(t, ConditionProgressing, "False", ReasonWaitingForClaimRecreation)
 	c.steady(t, h)
 }
+
+// TestOrdinalStart: indexes count from spec.ordinals.start, so the hold is
+// an index and the first claim grown is the highest ordinal's.
+func TestOrdinalStart(t *testing.T) {
+	h := sdktest.New(t)
+	c := newCluster(3, "InPlace", "LockStep", "2Gi")
+	c.set.Spec.Ordinals = &abi.StatefulSetOrdinals{Start: 5}
+	c.pods, c.claims = nil, nil
+	for i := 5; i < 8; i++ {
+		c.pods = append(c.pods, sdktest.Pod(c.set, i, sdktest.Labels("controller-revision-hash", oldRev)))
+		c.claims = append(c.claims, sdktest.Claim("data", c.set, i))
+	}
+	o := c.reconcile(t, h)
+	if got := o.applied(); len(got) != 1 || got[0] != "data-web-7" || len(o.partitions) != 1 || o.partitions[0] != 3 {
+		t.Fatalf("actions %s", describe(o.actions))
+	}
+}
