@@ -19,7 +19,10 @@
 //     resource leaves .status alone, for the kinds that have a status
 //     subresource;
 //   - uid, creationTimestamp, deletionTimestamp and generation cannot be
-//     changed by a patch.
+//     changed by a patch;
+//   - a StatefulSet's rollingUpdate (setPartition) is refused under an
+//     OnDelete strategy, and a negative partition, with the API server's
+//     messages.
 //
 // What it simplifies, on purpose:
 //   - a patch whose metadata.uid differs from the stored one is a conflict.

@@ -70,6 +70,9 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return "", apierrors.NewBadRequest(fmt.Sprintf("%s: patched object does not fit the %s schema: %v", k, kind, err))
 	}
 	keepServerFields(stored, updated)
+	if err := validateSpec(k, updated); err != nil {
+		return "", err
+	}
 	if err := checkFinalizers(k, stored, updated); err != nil {
 		return "", err
 	}
@@ -159,6 +162,33 @@ func keepServerFields(stored, updated map[string]any) {
 	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
 		setOrDelete(to, f, runtime.DeepCopyJSONValue(from[f]))
 	}
+}
+
+// validateSpec refuses what kube-apiserver's validation of the kind refuses,
+// where an action can write it: a StatefulSet's partition (setPartition)
+// must be at least 0, and only a RollingUpdate strategy has one.
+func validateSpec(k Key, updated map[string]any) error {
+	if k.Kind != "StatefulSet" {
+		return nil
+	}
+	spec, _ := updated["spec"].(map[string]any)
+	strategy, _ := spec["updateStrategy"].(map[string]any)
+	ru, ok := strategy["rollingUpdate"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	path := field.NewPath("spec", "updateStrategy", "rollingUpdate")
+	if typ := str(strategy, "type"); typ != "" && typ != "RollingUpdate" {
+		return apierrors.NewInvalid(groupKind(k.Kind), k.Name, field.ErrorList{
+			field.Invalid(path, ru, "only allowed for updateStrategy 'RollingUpdate'"),
+		})
+	}
+	if p, ok := ru["partition"].(int64); ok && p < 0 {
+		return apierrors.NewInvalid(groupKind(k.Kind), k.Name, field.ErrorList{
+			field.Invalid(path.Child("partition"), p, "must be greater than or equal to 0"),
+		})
+	}
+	return nil
 }
 
 // checkFinalizers enforces the API server's rule that an object under
