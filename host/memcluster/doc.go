@@ -22,7 +22,14 @@
 //     changed by a patch;
 //   - a StatefulSet's rollingUpdate (setPartition) is refused under an
 //     OnDelete strategy, and a negative partition, with the API server's
-//     messages.
+//     messages;
+//   - a claim's spec is immutable but for volumeName (set once) and, on a
+//     bound claim, the storage request and volumeAttributesClassName; the
+//     request grows only when its StorageClass allows volume expansion,
+//     goes down only while it stays above status.capacity, and a class in
+//     status.currentVolumeAttributesClassName cannot be removed
+//     (kube-apiserver's validation and PersistentVolumeClaimResize
+//     admission, with their messages).
 //
 // What it simplifies, on purpose:
 //   - a patch whose metadata.uid differs from the stored one is a conflict.

@@ -15,6 +15,20 @@ import (
 // setPartition's merge patch of a StatefulSet and updateClaimUpdateStatus's
 // merge patch of a VolumeClaimUpdate's status subresource.
 
+// expandable is a StorageClass that allows volume expansion; inClass puts a
+// claim in it. The API server lets a bound claim's request grow only then.
+func expandable() map[string]any {
+	return map[string]any{
+		"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+		"metadata":    map[string]any{"name": "expandable"},
+		"provisioner": "csi.example.com", "allowVolumeExpansion": true,
+	}
+}
+
+func inClass(class string) func(map[string]any) {
+	return func(obj map[string]any) { obj["spec"].(map[string]any)["storageClassName"] = class }
+}
+
 func statefulSet(strategy map[string]any) map[string]any {
 	return map[string]any{
 		"apiVersion": "apps/v1",
@@ -129,7 +143,7 @@ func claimApply(rv, labels, storage string) []byte {
 
 func TestApplyClaim(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, claim("a", withMeta("uid", "uid-a"), withMeta("labels", map[string]any{"app": "web"})))
+	c := newCluster(t, expandable(), claim("a", inClass("expandable"), withMeta("uid", "uid-a"), withMeta("labels", map[string]any{"app": "web"})))
 	obj, _ := c.Get("PersistentVolumeClaim", "default", "a")
 
 	_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.ApplyPatchType, claimApply(rv(t, obj), `{"tier":"gold"}`, "2048Mi"), "kubeplug")
@@ -148,4 +162,66 @@ func TestApplyClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rv(t, obj), same)
 	require.Equal(t, writes, c.WriteCount())
+}
+
+// A claim's spec is immutable but for a bound claim's storage request and
+// volumeAttributesClassName, as kube-apiserver's validation has it; the
+// messages are the API server's (e2e/crd checks them on a real one).
+func TestClaimSpecUpdateRules(t *testing.T) {
+	ctx := context.Background()
+	bound := func(obj map[string]any) {
+		obj["status"] = map[string]any{"phase": "Bound", "capacity": map[string]any{"storage": "1Gi"}, "currentVolumeAttributesClassName": "silver"}
+		obj["spec"].(map[string]any)["volumeAttributesClassName"] = "silver"
+	}
+	pending := func(obj map[string]any) { obj["status"] = map[string]any{"phase": "Pending"} }
+	tests := []struct {
+		name   string
+		status func(map[string]any)
+		spec   string
+		want   string // "" for accepted
+	}{
+		{"bound: storage up", bound, `{"resources":{"requests":{"storage":"2Gi"}}}`, ""},
+		{"bound: class changed", bound, `{"volumeAttributesClassName":"gold"}`, ""},
+		{"bound: storage down to capacity", bound, `{"resources":{"requests":{"storage":"1Gi"}}}`, ""}, // equal: no change
+		{"bound: limits", bound, `{"resources":{"limits":{"storage":"2Gi"}}}`, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"},
+		{"bound: storage class", bound, `{"storageClassName":"fast"}`, "spec is immutable"},
+		{"bound: storage up without a class", func(obj map[string]any) { bound(obj); delete(obj["spec"].(map[string]any), "storageClassName") }, `{"resources":{"requests":{"storage":"2Gi"}}}`,
+			"only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"},
+		{"bound: storage up in a class that is not there", func(obj map[string]any) { bound(obj); inClass("fixed")(obj) }, `{"resources":{"requests":{"storage":"2Gi"}}}`,
+			"only dynamically provisioned pvc can be resized"},
+		{"bound: access modes", bound, `{"accessModes":["ReadWriteMany"]}`, "spec is immutable"},
+		{"bound: class removed", bound, `{"volumeAttributesClassName":null}`, "update to nil is forbidden when status.currentVolumeAttributesClassName is not nil"},
+		{"bound: class emptied", bound, `{"volumeAttributesClassName":""}`, "update to empty string is forbidden"},
+		{"bound: storage below capacity", bound, `{"resources":{"requests":{"storage":"512Mi"}}}`, "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"},
+		{"pending: storage", pending, `{"resources":{"requests":{"storage":"2Gi"}}}`, "spec is immutable"},
+		{"pending: class", pending, `{"volumeAttributesClassName":"gold"}`, "spec is immutable"},
+		{"pending: volumeName set once", pending, `{"volumeName":"pv-1"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, expandable(), claim("a", inClass("expandable"), tt.status))
+			obj, _ := c.Get("PersistentVolumeClaim", "default", "a")
+			_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":`+tt.spec+`}`), "kubeplug")
+			now, _ := c.Get("PersistentVolumeClaim", "default", "a")
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.True(t, apierrors.IsInvalid(err) || apierrors.IsForbidden(err), "got %v", err)
+			require.ErrorContains(t, err, tt.want)
+			require.Equal(t, rv(t, obj), rv(t, now), "nothing written")
+		})
+	}
+	t.Run("bound: storage down but above capacity (RecoverVolumeExpansionFailure)", func(t *testing.T) {
+		c := newCluster(t, expandable(), claim("a", inClass("expandable"), bound))
+		_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"4Gi"}}}}`), "kubeplug")
+		require.NoError(t, err)
+		_, err = c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`), "kubeplug")
+		require.NoError(t, err, "the API server accepts it: only kubeplug's executor refuses to lower a request")
+	})
+	t.Run("volumeName set cannot change", func(t *testing.T) {
+		c := newCluster(t, claim("a", bound, func(obj map[string]any) { obj["spec"].(map[string]any)["volumeName"] = "pv-1" }))
+		_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"volumeName":"pv-2"}}`), "kubeplug")
+		require.True(t, apierrors.IsInvalid(err), "got %v", err)
+	})
 }
