@@ -188,3 +188,40 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// The sequence memcluster's TestApplyDropsOnlyWhatItOwnsAlone runs, on the
+// real API server.
+func TestApplyOwnershipAsMemcluster(t *testing.T) {
+	ctx := context.Background()
+	_, ns := vcus(t)
+	claims := cp.Client().CoreV1().PersistentVolumeClaims(ns)
+	if _, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	apply := func(labels string) map[string]string {
+		t.Helper()
+		body := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","namespace":"` + ns + `","labels":` + labels + `}}`
+		got, err := claims.Patch(ctx, "a", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "kubeplug", Force: &force})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Labels
+	}
+	apply(`{"app":"web","tier":"gold","zone":"a","user":"x"}`)
+	if _, err := claims.Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"user":"y"}}}`), metav1.PatchOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := apply(`{"tier":"gold"}`), map[string]string{"app": "web", "tier": "gold", "user": "y"}; !equalMaps(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	if got, want := apply(`{}`), map[string]string{"app": "web", "user": "y"}; !equalMaps(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+}

@@ -37,10 +37,12 @@
 //     immutable field (422); either way nothing is written, and the executor
 //     treats both as "the object is not the one the module saw";
 //   - server-side apply (types.ApplyPatchType) is a JSON merge patch of the
-//     applied fields with the same preconditions: there are no field managers,
-//     no ownership conflicts and no removal of fields a manager stops
-//     applying. kubeplug always applies with force, and only adds or changes
-//     the fields it owns, so the result is the same for its use;
+//     applied fields with the same preconditions, and a field an apply
+//     manager set alone (it changed the value) goes away when that manager's
+//     next apply omits it; one it applied unchanged (shared with the
+//     object's writer) or that a later write changed stays. There are no
+//     managedFields, no ownership conflicts (kubeplug always applies with
+//     force), and an apply that only changes ownership is not a write;
 //   - no controller runs: no garbage collector (owner references are stored,
 //     never followed), no kubelet (a pod without finalizers is removed at
 //     once instead of terminating gracefully), no PV binder;

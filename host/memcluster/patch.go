@@ -60,6 +60,9 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		}
 	} else {
 		updated = mergePatch(updated, patch).(map[string]any)
+		if pt == types.ApplyPatchType {
+			c.ownersOf(stored).dropUnapplied(fieldManager, appliedLeaves(patch), updated)
+		}
 		if hasStatusSubresource(kind) {
 			setOrDelete(updated, "status", runtime.DeepCopyJSONValue(stored["status"]))
 		}
@@ -86,6 +89,11 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		metadata(updated)["generation"] = generation(stored) + 1
 	}
 
+	if pt == types.ApplyPatchType && !status {
+		c.ownersOf(stored).recordApply(fieldManager, appliedLeaves(patch), stored, updated)
+	} else {
+		c.ownersOf(stored).recordUpdate(stored, updated)
+	}
 	if reflect.DeepEqual(stored, updated) {
 		return str(metadata(stored), "resourceVersion"), nil
 	}
@@ -94,6 +102,20 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return c.bump(), nil
 	}
 	return c.store(k, updated), nil
+}
+
+// ownersOf is the field ownership of obj. The caller holds mu.
+func (c *Cluster) ownersOf(obj map[string]any) ownership {
+	uid := str(metadata(obj), "uid")
+	if c.owners == nil {
+		c.owners = map[string]ownership{}
+	}
+	o, ok := c.owners[uid]
+	if !ok {
+		o = ownership{}
+		c.owners[uid] = o
+	}
+	return o
 }
 
 // statusSubresource reports whether subresource names the status

@@ -225,3 +225,33 @@ func TestClaimSpecUpdateRules(t *testing.T) {
 		require.True(t, apierrors.IsInvalid(err), "got %v", err)
 	})
 }
+
+// A field kubeplug's apply set alone goes away when its next apply omits it;
+// one it shares with the object's other writers, or that another writer
+// changed since, stays (e2e/crd runs the same sequence on kube-apiserver).
+func TestApplyDropsOnlyWhatItOwnsAlone(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, claim("a", withMeta("uid", "uid-a"), withMeta("labels", map[string]any{"app": "web"})))
+	apply := func(labels string) {
+		t.Helper()
+		body := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","namespace":"default","labels":` + labels + `}}`
+		_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.ApplyPatchType, []byte(body), "kubeplug")
+		require.NoError(t, err)
+	}
+	labels := func() any {
+		obj, _ := c.Get("PersistentVolumeClaim", "default", "a")
+		return meta(t, obj)["labels"]
+	}
+	apply(`{"app":"web","tier":"gold","zone":"a","user":"x"}`)
+	require.Equal(t, map[string]any{"app": "web", "tier": "gold", "zone": "a", "user": "x"}, labels())
+	// A user changes one of kubeplug's labels: it is theirs now.
+	_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"user":"y"}}}`), "kubectl")
+	require.NoError(t, err)
+
+	apply(`{"tier":"gold"}`)
+	require.Equal(t, map[string]any{"app": "web", "tier": "gold", "user": "y"}, labels(),
+		"zone (kubeplug's alone) is removed; app (shared with its creator) and user (changed by kubectl) stay")
+
+	apply(`{}`)
+	require.Equal(t, map[string]any{"app": "web", "user": "y"}, labels())
+}
