@@ -82,17 +82,7 @@ func TestClaimApplyAsMemcluster(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cp.Client().StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
 	})
-	c, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &class.Name,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := createClaim(t, ns, "a", class.Name)
 	// A pending claim's request cannot change.
 	pendingBody := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","namespace":"` + ns + `"},"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`
 	force := true
@@ -130,16 +120,7 @@ func TestClaimApplyAsMemcluster(t *testing.T) {
 		t.Errorf("stale apply: got %v, want a conflict", err)
 	}
 	// A claim outside an expandable class cannot grow.
-	fixed, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "fixed"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixed := createClaim(t, ns, "fixed", "")
 	fixed.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
 	if _, err := claims.UpdateStatus(ctx, fixed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -177,6 +158,27 @@ func TestClaimApplyAsMemcluster(t *testing.T) {
 	}
 }
 
+// createClaim creates a pending 1Gi claim labelled app=web in class ("" for
+// none).
+func createClaim(t *testing.T, ns, name, class string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	c := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if class != "" {
+		c.Spec.StorageClassName = &class
+	}
+	got, err := cp.Client().CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), c, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func equalMaps(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -195,15 +197,7 @@ func TestApplyOwnershipAsMemcluster(t *testing.T) {
 	ctx := context.Background()
 	_, ns := vcus(t)
 	claims := cp.Client().CoreV1().PersistentVolumeClaims(ns)
-	if _, err := claims.Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClaim(t, ns, "a", "")
 	force := true
 	apply := func(labels string) map[string]string {
 		t.Helper()
