@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -291,5 +292,19 @@ func TestTableColumns(t *testing.T) {
 		if cells[i] != w {
 			t.Errorf("column %s = %#v, want %#v", name, cells[i], w)
 		}
+	}
+}
+
+// InstallCRDs updates a CRD that is already there, and says which file and
+// document is not a CRD.
+func TestInstallCRDs(t *testing.T) {
+	install(t)
+	if err := testenv.InstallCRDs(context.Background(), cp.Config, testenv.ClaimUpdateCRD()); err != nil {
+		t.Errorf("install again (update): %v", err)
+	}
+	rbac := filepath.Join(testenv.Root(), "deploy", "rbac.yaml")
+	err := testenv.InstallCRDs(context.Background(), cp.Config, rbac)
+	if err == nil || !strings.Contains(err.Error(), rbac+": document 1 is v1 Namespace, not an apiextensions.k8s.io/v1 CustomResourceDefinition") {
+		t.Errorf("install rbac.yaml: got %v", err)
 	}
 }

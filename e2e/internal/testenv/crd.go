@@ -83,15 +83,19 @@ func readCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
+		var typ metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &typ); err != nil {
+			return nil, fmt.Errorf("install CRDs: %s: document %d: %w", file, i, err)
+		}
+		if typ == (metav1.TypeMeta{}) {
+			continue // a document of comments only
+		}
+		if typ.APIVersion != "apiextensions.k8s.io/v1" || typ.Kind != "CustomResourceDefinition" {
+			return nil, fmt.Errorf("install CRDs: %s: document %d is %s %s, not an apiextensions.k8s.io/v1 CustomResourceDefinition", file, i, typ.APIVersion, typ.Kind)
+		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
 			return nil, fmt.Errorf("install CRDs: %s: document %d: %w", file, i, err)
-		}
-		if crd.Kind == "" && crd.Name == "" {
-			continue // a document of comments only
-		}
-		if crd.APIVersion != "apiextensions.k8s.io/v1" || crd.Kind != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("install CRDs: %s: document %d is %s %s, not an apiextensions.k8s.io/v1 CustomResourceDefinition", file, i, crd.APIVersion, crd.Kind)
 		}
 		crds = append(crds, crd)
 	}
