@@ -121,6 +121,14 @@ func TestRefused(t *testing.T) {
 		},
 		detail: []string{"spec.volumeClaimTemplates[1].spec.resources.limits[storage]", "must be a quantity"},
 	}, {
+		name: "negative storage request",
+		edit: func(u *unstructured.Unstructured) {
+			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+			_ = unstructured.SetNestedField(ts[0].(map[string]any), "-1Gi", "spec", "resources", "requests", "storage")
+			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
+		},
+		detail: []string{"spec.volumeClaimTemplates[0].spec.resources.requests[storage]", "must not be negative"},
+	}, {
 		name: "missing statefulSetName",
 		edit: func(u *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(u.Object, "spec", "statefulSetName")
@@ -233,6 +241,10 @@ func TestStatusSubresource(t *testing.T) {
 	}
 	if got.GetGeneration() != 2 {
 		t.Errorf("generation %d after one spec change, want 2", got.GetGeneration())
+	}
+	// A negative partition is refused.
+	if _, err := c.Patch(context.Background(), "data", types.MergePatchType, []byte(`{"status":{"heldPartition":-1}}`), metav1.PatchOptions{}, "status"); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.heldPartition") {
+		t.Errorf("negative heldPartition: got %v", err)
 	}
 	// null removes the partition record, as the module's status writes do.
 	got, err = c.Patch(context.Background(), "data", types.MergePatchType, []byte(`{"status":{"heldPartition":null,"userPartition":null}}`), metav1.PatchOptions{}, "status")
