@@ -97,36 +97,20 @@ func TestRefused(t *testing.T) {
 		},
 		detail: []string{"spec.volumeClaimSyncStrategy", `"Async"`, `"LockStep"`},
 	}, {
-		name: "duplicate template names",
-		edit: func(u *unstructured.Unstructured) {
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			_ = unstructured.SetNestedField(ts[1].(map[string]any), "data", "metadata", "name")
-			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
-		},
+		name:   "duplicate template names",
+		edit:   templateField(1, "data", "metadata", "name"),
 		detail: []string{"spec.volumeClaimTemplates", "template names must be unique"},
 	}, {
-		name: "storage request not a quantity",
-		edit: func(u *unstructured.Unstructured) {
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			_ = unstructured.SetNestedField(ts[0].(map[string]any), "lots", "spec", "resources", "requests", "storage")
-			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
-		},
+		name:   "storage request not a quantity",
+		edit:   templateField(0, "lots", "spec", "resources", "requests", "storage"),
 		detail: []string{"spec.volumeClaimTemplates[0].spec.resources.requests[storage]", `"lots"`, "must be a quantity"},
 	}, {
-		name: "storage limit not a quantity",
-		edit: func(u *unstructured.Unstructured) {
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			_ = unstructured.SetNestedField(ts[1].(map[string]any), "1 GiB", "spec", "resources", "limits", "storage")
-			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
-		},
+		name:   "storage limit not a quantity",
+		edit:   templateField(1, "1 GiB", "spec", "resources", "limits", "storage"),
 		detail: []string{"spec.volumeClaimTemplates[1].spec.resources.limits[storage]", "must be a quantity"},
 	}, {
-		name: "negative storage request",
-		edit: func(u *unstructured.Unstructured) {
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			_ = unstructured.SetNestedField(ts[0].(map[string]any), "-1Gi", "spec", "resources", "requests", "storage")
-			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
-		},
+		name:   "negative storage request",
+		edit:   templateField(0, "-1Gi", "spec", "resources", "requests", "storage"),
 		detail: []string{"spec.volumeClaimTemplates[0].spec.resources.requests[storage]", "must not be negative"},
 	}, {
 		name: "missing statefulSetName",
@@ -147,12 +131,8 @@ func TestRefused(t *testing.T) {
 		},
 		detail: []string{"spec.volumeClaimTemplates"},
 	}, {
-		name: "unknown access mode",
-		edit: func(u *unstructured.Unstructured) {
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			_ = unstructured.SetNestedStringSlice(ts[0].(map[string]any), []string{"ReadWriteSometimes"}, "spec", "accessModes")
-			_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
-		},
+		name:   "unknown access mode",
+		edit:   templateField(0, []any{"ReadWriteSometimes"}, "spec", "accessModes"),
 		detail: []string{"spec.volumeClaimTemplates[0].spec.accessModes[0]", "ReadWriteOnce"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +148,15 @@ func TestRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// templateField sets the field at path of template i.
+func templateField(i int, value any, path ...string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+		_ = unstructured.SetNestedField(ts[i].(map[string]any), value, path...)
+		_ = unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates")
 	}
 }
 
