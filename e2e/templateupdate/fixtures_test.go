@@ -555,3 +555,11 @@ func await(t *testing.T, what string, cond func() (bool, error), detail func() s
 	}()
 	testenv.Eventually(t, testenv.Timeout, what, cond)
 }
+
+func eventMessages(evs []corev1.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Message)
+	}
+	return out
+}

@@ -74,20 +74,37 @@ func batchExpand(t *testing.T, w *world, partition *int32) {
 	if got := v.Status.UserPartition; !equalPtr(got, partition) {
 		t.Errorf("status.userPartition %v, want the user's %v", fmtPtr(got), fmtPtr(partition))
 	}
-	held := *v.Status.HeldPartition
+	// The record is written before the set: wait until the set has the
+	// partition the record says is held (it moves down as replicas are
+	// done), so that the pod template changes under the hold.
 	await(t, "the hold on the set", func() (bool, error) {
-		s := e.set()
-		return s.Spec.UpdateStrategy.RollingUpdate != nil && ptr.Deref(s.Spec.UpdateStrategy.RollingUpdate.Partition, 0) >= held, nil
+		held := e.vcu().Status.HeldPartition
+		return held == nil || partitionOf(e.set()) == *held, nil
 	}, func() string { return fmt.Sprintf("%+v", e.set().Spec.UpdateStrategy) })
 	templateRV := e.changePodTemplate()
 
+	var released error
 	v = e.awaitVCU("the update done", func(v *vcu) bool {
-		return v.Status.HeldPartition == nil && v.is(condProgressing, metav1.ConditionFalse, "") &&
-			v.template().CompatibleReplicas == 3-u
+		if v.Status.HeldPartition != nil {
+			return false
+		}
+		// The module returns the partition before it clears its record:
+		// read after the record, the set must have the user's partition
+		// back. Nobody else changes it here; a module that takes its own
+		// hold for the user's will never finish.
+		s := e.set()
+		if p := partitionOf(s); p != u {
+			released = fmt.Errorf("the hold was released at partition %d, not the user's %d", p, u)
+			return true
+		}
+		return v.is(condProgressing, metav1.ConditionFalse, "") && v.template().CompatibleReplicas == 3-u
 	})
+	if released != nil {
+		t.Fatalf("%v; PartitionReleased events: %v", released, eventMessages(e.events("StatefulSet", setName, reasonPartitionReleased)))
+	}
 	e.awaitRollout(3, 3-u)
 	s := e.set()
-	if got := ptr.Deref(s.Spec.UpdateStrategy.RollingUpdate.Partition, 0); got != u {
+	if got := partitionOf(s); got != u {
 		t.Errorf("partition %d at the end, want the user's %d", got, u)
 	}
 	if u == 0 && !v.is(condProgressing, metav1.ConditionFalse, reasonComplete) {
@@ -402,4 +419,12 @@ func mustInt(t *testing.T, rv string) int64 {
 		t.Fatalf("resourceVersion %q: %v", rv, err)
 	}
 	return n
+}
+
+// partitionOf is the set's rollingUpdate.partition, 0 when unset.
+func partitionOf(s *appsv1.StatefulSet) int32 {
+	if s.Spec.UpdateStrategy.RollingUpdate == nil {
+		return 0
+	}
+	return ptr.Deref(s.Spec.UpdateStrategy.RollingUpdate.Partition, 0)
 }
