@@ -46,7 +46,8 @@ func TestTemplateUpdate(t *testing.T) {
 		{"story1-inplace-lockstep-partition-1", func(t *testing.T, w *world) { batchExpand(t, w, ptr.To[int32](1)) }},
 		{"story2-ondelete-storage-class", changeClass},
 		{"story4-ondelete-shrink", shrink},
-		{"story5-async-hand-tuned", handTuned},
+		{"story5-ondelete-asymmetric", func(t *testing.T, w *world) { handTuned(t, w, vcuOnDelete) }},
+		{"story5-inplace-async-hand-tuned", func(t *testing.T, w *world) { handTuned(t, w, vcuInPlace) }},
 		{"scale-up-after-update", scaleUp},
 		{"expansion-fails", expansionFails},
 		{"class-without-expansion", classWithoutExpansion},
@@ -217,25 +218,41 @@ func shrink(t *testing.T, w *world) {
 	}
 }
 
-// handTuned is story 5: InPlace with Async over claims a user tuned by
-// hand. The larger one is compatible and left alone (counted overSized),
-// the annotated one grows and keeps its annotation; no pod is rolled.
-func handTuned(t *testing.T, w *world) {
+// handTuned is story 5, asymmetric replicas: claims a user tuned by hand,
+// one larger (5Gi), one annotated, under a 2Gi template with Async. With
+// OnDelete (the proposal's way: new replicas get the template, the
+// controller does not interfere with existing ones) no claim is touched;
+// with InPlace the larger is compatible and left alone and the others grow,
+// the annotated one keeping its annotation. Either way the larger one is
+// counted overSized, and no pod is rolled.
+func handTuned(t *testing.T, w *world, update string) {
 	e := newEnv(t, w, setOptions{replicas: 3})
 	e.patchClaim(1, `{"spec":{"resources":{"requests":{"storage":"5Gi"}}}}`)
 	e.awaitCapacity(1, "5Gi")
 	e.patchClaim(2, `{"metadata":{"annotations":{"example.com/tuned":"by hand"}}}`)
-	e.applyVCU(vcuInPlace, vcuAsync, vcuTemplate{size: "2Gi"})
-	v := e.awaitVCU("every claim compatible", func(v *vcu) bool {
-		return v.is(condProgressing, metav1.ConditionFalse, reasonComplete) && v.template().CompatibleReplicas == 3
-	})
-	if ts := v.template(); ts.OverSizedReplicas != 1 || ts.UpdatingReplicas != 0 || !sameQuantity(ts.TotalCapacity, "9Gi") {
-		t.Errorf("template status %+v, want 1 overSized, 0 updating, 9Gi in all", ts)
-	}
-	for _, ord := range []int32{0, 2} {
-		if c := e.claim(ord); request(c) != "2Gi" || capacity(c) != "2Gi" {
-			t.Errorf("claim %s requests %s, capacity %s: want 2Gi", c.Name, request(c), capacity(c))
+	e.applyVCU(update, vcuAsync, vcuTemplate{size: "2Gi"})
+	var v *vcu
+	if update == vcuInPlace {
+		v = e.awaitVCU("every claim compatible", func(v *vcu) bool {
+			return v.is(condProgressing, metav1.ConditionFalse, reasonComplete) && v.template().CompatibleReplicas == 3
+		})
+		if ts := v.template(); ts.OverSizedReplicas != 1 || ts.UpdatingReplicas != 0 || !sameQuantity(ts.TotalCapacity, "9Gi") {
+			t.Errorf("template status %+v, want 1 overSized, 0 updating, 9Gi in all", ts)
 		}
+		for _, ord := range []int32{0, 2} {
+			if c := e.claim(ord); request(c) != "2Gi" || capacity(c) != "2Gi" {
+				t.Errorf("claim %s requests %s, capacity %s: want 2Gi", c.Name, request(c), capacity(c))
+			}
+		}
+	} else {
+		v = e.awaitVCU("claims counted", func(v *vcu) bool { return len(v.Status.VolumeClaimTemplates) == 1 })
+		if ts := v.template(); ts.CompatibleReplicas != 1 || ts.OverSizedReplicas != 1 || ts.UpdatingReplicas != 0 || !sameQuantity(ts.TotalCapacity, "7Gi") {
+			t.Errorf("template status %+v, want 1 compatible (the larger), 1 overSized, 0 updating, 7Gi in all", ts)
+		}
+		if !v.is(condProgressing, metav1.ConditionFalse, reasonWaitingRecreation) {
+			t.Errorf("Progressing %+v, want False %s", v.condition(condProgressing), reasonWaitingRecreation)
+		}
+		e.assertUntouched(expandable, "1Gi", 0, 2)
 	}
 	if c := e.claim(2); c.Annotations["example.com/tuned"] != "by hand" {
 		t.Errorf("claim %s annotations %v: the user's was removed", c.Name, c.Annotations)
