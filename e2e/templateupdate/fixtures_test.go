@@ -356,6 +356,8 @@ func quantity(l corev1.ResourceList) string {
 type vcuTemplate struct {
 	class, size string
 	labels      map[string]string
+	// vac is the volumeAttributesClassName; "": unset.
+	vac string
 }
 
 // applyVCU creates the VolumeClaimUpdate of the set, named vcuName, with one
@@ -376,6 +378,9 @@ func (e *env) applyVCU(update, sync string, t vcuTemplate) {
 	}
 	if t.class != "" {
 		spec["storageClassName"] = t.class
+	}
+	if t.vac != "" {
+		spec["volumeAttributesClassName"] = t.vac
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeplug.dev/v1alpha1",

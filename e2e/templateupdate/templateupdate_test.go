@@ -1,6 +1,7 @@
 package templateupdate
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,9 +10,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
@@ -53,6 +56,7 @@ func TestTemplateUpdate(t *testing.T) {
 		{"class-without-expansion", classWithoutExpansion},
 		{"manual-expansion-in-flight", manualExpansion},
 		{"user-label-kept", userLabelKept},
+		{"inplace-volume-attributes-class", attributesClass},
 		{"retention-scale-down", retentionScaleDown},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
@@ -384,6 +388,41 @@ func userLabelKept(t *testing.T, w *world) {
 	}
 }
 
+// attributesClass: an InPlace template that names a VolumeAttributesClass
+// the claims lack: each claim gets it in place, and is compatible once the
+// resizer stand-in reports it current; nothing is expanded.
+func attributesClass(t *testing.T, w *world) {
+	e := newEnv(t, w, setOptions{replicas: 2})
+	gold := "gold-" + e.ns
+	_, err := e.c.StorageV1().VolumeAttributesClasses().Create(e.ctx, &storagev1.VolumeAttributesClass{
+		ObjectMeta: metav1.ObjectMeta{Name: gold}, DriverName: resizer.Driver, Parameters: map[string]string{"iops": "3000"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.StorageV1().VolumeAttributesClasses().Delete(context.Background(), gold, metav1.DeleteOptions{})
+	})
+	e.applyVCU(vcuInPlace, vcuAsync, vcuTemplate{size: "1Gi", vac: gold})
+	e.awaitVCU("every claim compatible", func(v *vcu) bool {
+		return v.is(condProgressing, metav1.ConditionFalse, reasonComplete) && v.template().CompatibleReplicas == 2
+	})
+	for ord := range int32(2) {
+		c := e.claim(ord)
+		if ptr.Deref(c.Spec.VolumeAttributesClassName, "") != gold || ptr.Deref(c.Status.CurrentVolumeAttributesClassName, "") != gold {
+			t.Errorf("claim %s volumeAttributesClassName %v, current %v: want %s", c.Name,
+				fmtStr(c.Spec.VolumeAttributesClassName), fmtStr(c.Status.CurrentVolumeAttributesClassName), gold)
+		}
+		if request(c) != "1Gi" {
+			t.Errorf("claim %s requests %s, want 1Gi", c.Name, request(c))
+		}
+		e.awaitEvent("PersistentVolumeClaim", c.Name, corev1.EventTypeNormal, reasonClaimUpdating, "")
+	}
+	if got := e.r.Resized(); len(got) != 0 {
+		t.Errorf("resizes %v, want none: only the class changed", got)
+	}
+}
+
 // retentionScaleDown: the retention module on the same host still does its
 // part: a scale-down under whenScaled Delete removes the condemned claim.
 func retentionScaleDown(t *testing.T, w *world) {
@@ -421,6 +460,13 @@ func (e *env) assertUntouched(class, size string, ordinals ...int32) {
 }
 
 func equalPtr(a, b *int32) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func fmtStr(p *string) string {
+	if p == nil {
+		return "nil"
+	}
+	return *p
+}
 
 func fmtPtr(p *int32) string {
 	if p == nil {
