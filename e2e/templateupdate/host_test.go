@@ -47,7 +47,7 @@ func startWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := t.Context()
 	c := kubernetes.NewForConfigOrDie(userConfig())
-	if err := installClaimUpdateCRD(ctx, cp.Config); err != nil {
+	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
 		t.Fatal(err)
 	}
 	for name, expand := range map[string]bool{expandable: true, fast: true, fixed: false} {
