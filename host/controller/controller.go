@@ -112,6 +112,7 @@ type Controller struct {
 	log     *slog.Logger
 	h       handle
 	shadowSet
+	writes writes
 }
 
 // New returns the controller of mod. Nothing runs until Run.
@@ -365,6 +366,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	if req == nil || !selected(g, req) {
 		return Outcome{Result: "success"}
 	}
+	if ref, stale := c.writes.stale(key, req); stale {
+		c.log.Debug("input predates the host's own write; waiting for the cache", "key", key, "object", ref)
+		return Outcome{Result: "requeue", RequeueAfter: staleRetry}
+	}
 
 	compare := c.callShadows(ctx, req)
 	callStart := time.Now()
@@ -390,6 +395,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		res = &abi.Result{}
 	}
 	rep, err := g.exec.Execute(ctx, g.manifest, req, res)
+	c.writes.record(key, req, rep)
 	c.countActions(rep)
 	c.recordExecuted(ctx, rep)
 	out = Outcome{Report: rep, Result: "success", Actions: res.Actions}

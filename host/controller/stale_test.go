@@ -1,0 +1,70 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/snapshot"
+)
+
+// laggingLister serves one StatefulSet as it was when frozen, as an
+// informer whose watch event for the host's own write has not arrived yet.
+type laggingLister struct {
+	snapshot.Lister
+	frozen *appsv1.StatefulSet
+}
+
+func (l *laggingLister) GetStatefulSet(ns, name string) (*appsv1.StatefulSet, error) {
+	if l.frozen != nil && l.frozen.Namespace == ns && l.frozen.Name == name {
+		return l.frozen, nil
+	}
+	return l.Lister.GetStatefulSet(ns, name)
+}
+
+// TestReconcileWaitsForItsOwnWrites: after a reconcile moved the set's
+// partition, a reconcile whose input still shows the set as it was before
+// that write does not call the module (which would take the host's old
+// partition for the cluster's), and the first input that shows the write
+// does.
+func TestReconcileWaitsForItsOwnWrites(t *testing.T) {
+	c := newCluster(t, set("default", "web", nil))
+	before, err := c.GetStatefulSet("default", "web")
+	require.NoError(t, err)
+	l := &laggingLister{Lister: c}
+	var seen []string
+	g := &fakeGuest{
+		caps: []abi.Capability{{Action: abi.ActionSetPartition, Resources: []string{"statefulsets"}}},
+		reconcile: func(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+			s := req.StatefulSet.Set
+			seen = append(seen, s.Metadata.ResourceVersion)
+			p := int32(len(seen))
+			return &abi.Result{Actions: []abi.Action{{
+				Type:      abi.ActionSetPartition,
+				Target:    abi.ObjectRef{Kind: abi.KindStatefulSet, Namespace: s.Metadata.Namespace, Name: s.Metadata.Name, UID: s.Metadata.UID},
+				Partition: &p,
+			}}}, nil
+		},
+	}
+	ctrl := controller.New(controller.Module{Runtime: g, Name: "fake"}, controller.Deps{Lister: l, Cluster: c})
+
+	out := ctrl.Reconcile(context.Background(), "default/web")
+	require.NoError(t, out.Err)
+	require.Len(t, seen, 1)
+
+	l.frozen = before.DeepCopy() // the cache has not seen the partition write
+	out = ctrl.Reconcile(context.Background(), "default/web")
+	require.NoError(t, out.Err)
+	require.Len(t, seen, 1, "the module was called on an input older than the host's own write")
+	require.Positive(t, out.RequeueAfter, "a stale input is tried again")
+
+	l.frozen = nil // the watch event arrived
+	out = ctrl.Reconcile(context.Background(), "default/web")
+	require.NoError(t, out.Err)
+	require.Len(t, seen, 2)
+	require.NotEqual(t, before.ResourceVersion, seen[1])
+}
