@@ -233,6 +233,16 @@ func (r *rollout) observeHold(ctx context.Context, st *state) error {
 	user, _, _ := unstructured.NestedInt64(st.vcu.Object, "status", "userPartition")
 	r.d.n.step("templateupdate decided: hold the rollout at partition %d (VolumeClaimUpdate status.heldPartition %d, userPartition %d),", p, held, user)
 	r.d.n.say("so that kube-controller-manager updates no pod whose claims are not %s yet.", r.want.String())
+	ev, err := r.event(ctx, "StatefulSet", r.set, "PartitionHeld")
+	if err != nil {
+		return err
+	}
+	r.d.n.say("PartitionHeld on StatefulSet %s: %q", r.set, ev.Message)
+	// The same decision may have asked replica 2's claim to grow: say so
+	// before the template change, which comes after it.
+	if err := r.observeReplicas(ctx, st); err != nil {
+		return err
+	}
 	return r.changeTemplate(ctx)
 }
 
@@ -243,11 +253,19 @@ func (r *rollout) changeTemplate(ctx context.Context) error {
 		return err
 	}
 	r.d.n.step("changed the pod template: image %s, a new release (kubectl set image statefulset/%s app=%s)", newImage, r.set, newImage)
-	ev, err := r.event(ctx, "StatefulSet", r.set, "PartitionHeld")
+	var rev string
+	err := r.d.await(ctx, "the set's new revision", func(ctx context.Context) (bool, error) {
+		set, err := r.d.client.AppsV1().StatefulSets(r.ns).Get(ctx, r.set, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		rev = set.Status.UpdateRevision
+		return rev != r.oldRevision, nil
+	})
 	if err != nil {
 		return err
 	}
-	r.d.n.say("PartitionHeld on StatefulSet %s: %q", r.set, ev.Message)
+	r.d.n.say("kube-controller-manager made revision %s of the pod template and updates no pod yet: the partition is %d.", rev, r.partition)
 	return nil
 }
 
