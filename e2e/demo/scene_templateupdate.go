@@ -160,27 +160,31 @@ func (r *rollout) read(ctx context.Context) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		for ord := range r.replicas {
-			if p.Name == fmt.Sprintf("%s-%d", r.set, ord) {
-				st.pods[ord] = p
-			}
+	for i, p := range pods.Items {
+		if ord, ok := r.ordinal(p.Name, r.set+"-"); ok {
+			st.pods[ord] = &pods.Items[i]
 		}
 	}
 	claims, err := r.d.client.CoreV1().PersistentVolumeClaims(r.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		for ord := range r.replicas {
-			if c.Name == r.claimName(ord) {
-				st.claims[ord] = c
-			}
+	for i, c := range claims.Items {
+		if ord, ok := r.ordinal(c.Name, r.template+"-"+r.set+"-"); ok {
+			st.claims[ord] = &claims.Items[i]
 		}
 	}
 	return st, nil
+}
+
+// ordinal returns the replica ordinal of a name "<prefix><ordinal>".
+func (r *rollout) ordinal(name, prefix string) (int32, bool) {
+	for ord := range r.replicas {
+		if name == fmt.Sprintf("%s%d", prefix, ord) {
+			return ord, true
+		}
+	}
+	return 0, false
 }
 
 func (r *rollout) claimName(ord int32) string { return fmt.Sprintf("%s-%s-%d", r.template, r.set, ord) }
