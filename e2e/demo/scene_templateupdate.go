@@ -92,8 +92,8 @@ func templateUpdateLockStep(ctx context.Context, d *demo) error {
 	}
 	want := templateStorage(vcu)
 	r.want = resource.MustParse(want)
-	d.n.step("applied the VolumeClaimUpdate %s of the same file: template %s at %s, volumeClaimUpdateStrategy InPlace, volumeClaimSyncStrategy LockStep",
-		vcu.GetName(), r.template, want)
+	d.n.step("applied the VolumeClaimUpdate %s of the same file: template %s at %s, volumeClaimUpdateStrategy %s, volumeClaimSyncStrategy %s",
+		vcu.GetName(), r.template, want, specString(vcu, "volumeClaimUpdateStrategy"), specString(vcu, "volumeClaimSyncStrategy"))
 	d.n.say("kube-apiserver refuses any change to a StatefulSet's volumeClaimTemplates: the new template lives beside the set.")
 	r.vcu = vcu.GetName()
 	if err := r.follow(ctx); err != nil {
@@ -457,6 +457,11 @@ func templateStorage(vcu *unstructured.Unstructured) string {
 	return fmt.Sprint(s)
 }
 
+func specString(vcu *unstructured.Unstructured, field string) string {
+	v, _, _ := unstructured.NestedString(vcu.Object, "spec", field)
+	return v
+}
+
 // readLockStepObjects reads the StatefulSet and the VolumeClaimUpdate of
 // examples/demo/templateupdate-lockstep.yaml.
 func readLockStepObjects(root string) (*appsv1.StatefulSet, *unstructured.Unstructured, error) {
@@ -477,8 +482,10 @@ func readLockStepObjects(root string) (*appsv1.StatefulSet, *unstructured.Unstru
 		return nil, nil, fmt.Errorf("examples/demo/%s document 2: %w", lockStepFile, err)
 	}
 	if set.Spec.Replicas == nil || len(set.Spec.VolumeClaimTemplates) != 1 || set.Spec.VolumeClaimTemplates[0].Spec.StorageClassName == nil ||
-		vcu.GetKind() != "VolumeClaimUpdate" || templateStorage(vcu) == "" {
-		return nil, nil, fmt.Errorf("examples/demo/%s: want a StatefulSet with replicas and one claim template naming its StorageClass, then a VolumeClaimUpdate with a storage request", lockStepFile)
+		vcu.GetKind() != "VolumeClaimUpdate" || templateStorage(vcu) == "" ||
+		specString(vcu, "volumeClaimUpdateStrategy") != "InPlace" || specString(vcu, "volumeClaimSyncStrategy") != "LockStep" {
+		return nil, nil, fmt.Errorf("examples/demo/%s: want a StatefulSet with replicas and one claim template naming its StorageClass, "+
+			"then a VolumeClaimUpdate with a storage request, InPlace and LockStep", lockStepFile)
 	}
 	return &set, vcu, nil
 }
