@@ -1,0 +1,49 @@
+package policy
+
+import (
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/sdk"
+)
+
+// decide is one reconcile: walk the replicas, work out the LockStep hold and
+// the status, and return only what changes something, so that a steady state
+// returns no action at all.
+func decide(req *sdk.Request) []abi.Action {
+	p := newPlan(req)
+	if p == nil {
+		return nil
+	}
+	r := p.walk()
+	var held *int32
+	if h, ok := p.holdAt(); ok {
+		held = &h
+	}
+	status := p.status(r, held)
+	writeStatus := !statusEqual(&status, &p.vcu.Status)
+
+	actions := p.partitionActions(status, writeStatus)
+	actions = append(actions, r.actions...)
+	actions = append(actions, p.warnings(r)...)
+	return actions
+}
+
+// warnings are the Warning events on the VolumeClaimUpdate, each recorded
+// once: a block when it starts or changes reason, unknown templates when a
+// new generation of the spec is first seen.
+func (p *plan) warnings(r rollout) []abi.Action {
+	var out []abi.Action
+	ref := sdk.RefOf(p.vcu)
+	if b := r.blocked; b != nil {
+		old := findCondition(p.vcu.Status.Conditions, ConditionBlocked)
+		if old == nil || old.Status != "True" || old.Reason != b.reason {
+			out = append(out, sdk.Warning(ref, b.reason, b.message))
+		}
+	}
+	if p.vcu.Status.ObservedGeneration != p.vcu.Metadata.Generation {
+		for _, name := range p.unknown {
+			out = append(out, sdk.Warning(ref, ReasonUnknownTemplate, "template "+name+" is not one of StatefulSet "+
+				p.set.Metadata.Name+"'s volumeClaimTemplates: it is ignored (a set's templates cannot be added to)"))
+		}
+	}
+	return out
+}

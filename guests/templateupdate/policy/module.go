@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/sdk"
+)
+
+// Event and condition reasons. Tests and users match these exact strings.
+const (
+	ReasonClaimUpdating                     = "ClaimUpdating"
+	ReasonPartitionHeld                     = "PartitionHeld"
+	ReasonPartitionReleased                 = "PartitionReleased"
+	ReasonStorageClassDoesNotAllowExpansion = "StorageClassDoesNotAllowExpansion"
+	ReasonImmutableFieldChanged             = "ImmutableFieldChanged"
+	ReasonClaimUpdateFailed                 = "ClaimUpdateFailed"
+	ReasonUnknownTemplate                   = "UnknownTemplate"
+
+	ReasonComplete                  = "Complete"
+	ReasonClaimsUpdating            = "ClaimsUpdating"
+	ReasonWaitingForPodRollout      = "WaitingForPodRollout"
+	ReasonWaitingForPodDeletion     = "WaitingForPodDeletion"
+	ReasonWaitingForClaimRecreation = "WaitingForClaimRecreation"
+	ReasonBlocked                   = "Blocked"
+	ReasonNotBlocked                = "NotBlocked"
+)
+
+// Condition types of a VolumeClaimUpdate's status.
+const (
+	ConditionProgressing = "Progressing"
+	ConditionBlocked     = "Blocked"
+)
+
+// Values of the VolumeClaimUpdate's strategies (KEP-4650 "Kubernetes API
+// Changes"); the CRD defaults them to OnDelete and Async.
+const (
+	updateInPlace = "InPlace"
+	syncLockStep  = "LockStep"
+)
+
+// configSchema says the module takes no configuration: each
+// VolumeClaimUpdate says what to do for its set.
+const configSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "description": "templateupdate takes no configuration: each VolumeClaimUpdate says what to do for its StatefulSet"
+}`
+
+func init() {
+	sdk.Register(sdk.Module{
+		Name:         "templateupdate",
+		Version:      "0.1.0",
+		Subject:      abi.SubjectStatefulSet,
+		Description:  "Makes a StatefulSet's claims follow the volume claim templates of its VolumeClaimUpdate (KEP-4650): in-place updates in rollout order, LockStep with the pod rollout, new claims rewritten on creation.",
+		ConfigSchema: configSchema,
+		Capabilities: []abi.Capability{
+			{Action: abi.ActionApplyClaim, Resources: []string{"persistentvolumeclaims"}},
+			{Action: abi.ActionSetPartition, Resources: []string{"statefulsets"}},
+			{Action: abi.ActionUpdateClaimUpdateStatus, Resources: []string{"volumeclaimupdates"}},
+			{Action: abi.ActionEvent, Resources: []string{"persistentvolumeclaims", "volumeclaimupdates", "statefulsets"}},
+			{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}, Paths: []string{
+				"/metadata/labels", "/metadata/annotations", "/spec/accessModes", "/spec/storageClassName",
+				"/spec/resources", "/spec/volumeMode", "/spec/volumeAttributesClassName",
+			}},
+		},
+		Reconcile: reconcile,
+		Admit:     admit,
+		Admission: &abi.Admission{
+			Mutates: true,
+			Rules: []abi.AdmissionRule{
+				{Operations: []string{abi.OperationCreate}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
+			},
+		},
+	})
+}
+
+func reconcile(req *sdk.Request) (sdk.Result, error) {
+	var none struct{}
+	if err := req.Config(&none); err != nil {
+		return sdk.Result{}, err
+	}
+	return sdk.Result{Actions: decide(req)}, nil
+}
+
+func admit(req *abi.AdmitRequest) (sdk.Admission, error) {
+	var none struct{}
+	if err := sdk.AdmitConfig(req, &none); err != nil {
+		return sdk.Admission{}, err
+	}
+	return rewriteClaim(req)
+}

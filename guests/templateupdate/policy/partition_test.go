@@ -1,0 +1,132 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/kubeplug/kubeplug/sdk/sdktest"
+)
+
+// TestPartitionSteps checks each LockStep partition step on its own.
+func TestPartitionSteps(t *testing.T) {
+	h := sdktest.New(t)
+
+	t.Run("hold records the user's value first", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.setPartition(1)
+		o := c.reconcile(t, h)
+		if got := describe(o.actions[:3]); got != "updateClaimUpdateStatus web-data; setPartition web; event web PartitionHeld" {
+			t.Fatalf("actions = %s", got)
+		}
+		st := c.vcu.Status
+		if *st.HeldPartition != 3 || *st.UserPartition != 1 {
+			t.Errorf("held %d user %d, want 3 1", *st.HeldPartition, *st.UserPartition)
+		}
+	})
+
+	t.Run("no partition is recorded as none", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.reconcile(t, h)
+		if c.vcu.Status.UserPartition != nil || *c.vcu.Status.HeldPartition != 3 {
+			t.Errorf("status %+v", c.vcu.Status)
+		}
+	})
+
+	t.Run("steps down without a second PartitionHeld for the same value", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.reconcile(t, h)
+		o := c.reconcile(t, h) // web-2 in flight: the hold stays
+		if len(o.partitions) != 0 || count(o.reasons(), ReasonPartitionHeld) != 0 {
+			t.Fatalf("held again: %s", describe(o.actions))
+		}
+		c.resize()
+		o = c.reconcile(t, h)
+		if got := describe(o.actions[:3]); got != "setPartition web; updateClaimUpdateStatus web-data; event web PartitionHeld" {
+			t.Fatalf("step down moves the partition before the status says so: %s", got)
+		}
+		if len(o.partitions) != 1 || o.partitions[0] != 2 || count(o.reasons(), ReasonPartitionHeld) != 1 {
+			t.Fatalf("step down: %s", describe(o.actions))
+		}
+		// The set's write failed after all: the status still names the
+		// hold the set has, and the next reconcile tries again.
+		c.setPartition(3)
+		c.vcu.Status.HeldPartition = ptr(int32(3))
+		o = c.reconcile(t, h)
+		if len(o.partitions) != 1 || o.partitions[0] != 2 || c.vcu.Status.UserPartition != nil {
+			t.Fatalf("retry after a failed step down: %s, status %+v", describe(o.actions), c.vcu.Status)
+		}
+	})
+
+	t.Run("release to the user's value", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.setPartition(1)
+		c.reconcile(t, h)
+		for _, x := range c.claims {
+			x.Spec.Resources.Requests["storage"] = "2Gi"
+		}
+		c.resize()
+		o := c.reconcile(t, h)
+		if got := describe(o.actions); got != "setPartition web; updateClaimUpdateStatus web-data; event web PartitionReleased" {
+			t.Fatalf("actions = %s", got)
+		}
+		if *c.partition() != 1 || c.vcu.Status.HeldPartition != nil || c.vcu.Status.UserPartition != nil {
+			t.Errorf("partition %d status %+v", *c.partition(), c.vcu.Status)
+		}
+		c.steady(t, h)
+	})
+
+	t.Run("user changed the partition while held: held again, the new value recorded", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.reconcile(t, h)
+		c.setPartition(2)
+		o := c.reconcile(t, h)
+		if len(o.partitions) != 1 || o.partitions[0] != 3 || *c.vcu.Status.UserPartition != 2 {
+			t.Fatalf("actions %s status %+v", describe(o.actions), c.vcu.Status)
+		}
+	})
+
+	t.Run("user moved the partition past every replica: only the record goes", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.reconcile(t, h)
+		c.setPartition(5)
+		o := c.reconcile(t, h)
+		if len(o.partitions) != 0 || count(o.reasons(), ReasonPartitionReleased) != 1 || c.vcu.Status.HeldPartition != nil {
+			t.Fatalf("actions %s status %+v", describe(o.actions), c.vcu.Status)
+		}
+		if *c.partition() != 5 {
+			t.Errorf("partition %d, want the user's 5", *c.partition())
+		}
+		c.steady(t, h)
+	})
+
+	t.Run("Async never holds", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "Async", "2Gi")
+		o := c.reconcile(t, h)
+		if len(o.partitions) != 0 || c.vcu.Status.HeldPartition != nil {
+			t.Fatalf("actions %s", describe(o.actions))
+		}
+	})
+
+	t.Run("switched to Async: released", func(t *testing.T) {
+		c := newCluster(3, "InPlace", "LockStep", "2Gi")
+		c.reconcile(t, h)
+		c.vcu.Spec.VolumeClaimSyncStrategy = "Async"
+		c.vcu.Metadata.Generation = 2
+		o := c.reconcile(t, h)
+		if len(o.partitions) != 1 || o.partitions[0] != 0 || count(o.reasons(), ReasonPartitionReleased) != 1 {
+			t.Fatalf("actions %s", describe(o.actions))
+		}
+		if c.vcu.Status.HeldPartition != nil {
+			t.Errorf("status %+v", c.vcu.Status)
+		}
+	})
+
+	t.Run("LockStep with OnDelete claims holds until the user recreates", func(t *testing.T) {
+		c := newCluster(3, "OnDelete", "LockStep", "2Gi")
+		o := c.reconcile(t, h)
+		if len(o.partitions) != 1 || o.partitions[0] != 3 || len(o.applies) != 0 {
+			t.Fatalf("actions %s", describe(o.actions))
+		}
+		c.wantCondition(t, ConditionProgressing, "False", ReasonWaitingForClaimRecreation)
+		c.steady(t, h)
+	})
+}
