@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -57,6 +58,8 @@ func entries(m corpus.Module, w *world) []entry {
 	switch m.Class {
 	case "invalid-utf8-type", "invalid-utf8-version", "unknown-types", "empty-actions", "event-flood":
 		e.yaml = allowEvent
+	case "claim-shrink":
+		e.yaml = "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}]\n"
 	case "requeue-1ms", "requeue-huge":
 		e.yaml = "  allow: []\n"
 	case "beyond-allow":
@@ -426,6 +429,9 @@ func checkUnharmed(t *testing.T, w *world) {
 		alive("PersistentVolumeClaim", name, metaOf(claim, err), err)
 		if err != nil {
 			continue
+		}
+		if q := claim.Spec.Resources.Requests[corev1.ResourceStorage]; q.Cmp(resource.MustParse("1Gi")) != 0 {
+			t.Errorf("claim %s requests %s of storage, not its 1Gi", name, q.String())
 		}
 		for _, o := range claim.OwnerReferences {
 			if !slices.Contains(webOwners, o.UID) {

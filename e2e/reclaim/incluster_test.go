@@ -50,6 +50,11 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	ctx := context.Background()
 	c := cp.Client()
 	apply(t, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
+	// With the VolumeClaimUpdate CRD served the host watches
+	// volumeclaimupdates too: the rules must cover that informer.
+	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
+		t.Fatal(err)
+	}
 	expiry := int64(3600)
 	tok, err := c.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})

@@ -164,6 +164,9 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 		return Conflict, "", fmt.Errorf("%w: %s %s", ErrConflict, t, st.gone)
 	}
 	w, err := plan(a, t, st)
+	if errors.Is(err, ErrRefused) {
+		return Refused, "", err
+	}
 	if err != nil {
 		return Failed, "", err
 	}

@@ -384,6 +384,44 @@ func TestExecuteApplyAfterApplyIsSent(t *testing.T) {
 	require.Contains(t, c.calls[1].Data, `"resourceVersion":"101"`)
 }
 
+// kubeplug never lowers a claim's storage request, neither below the
+// input's nor below what an earlier apply of the same Result asked.
+func TestExecuteApplyNeverLowersTheStorageRequest(t *testing.T) {
+	storage := func(q string) abi.Action {
+		return abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": q}}}}
+	}
+	t.Run("equal and higher are sent", func(t *testing.T) {
+		c := &fakeCluster{}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("1024Mi"), storage("2Gi"), storage("2Gi")}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Unchanged, actions.Executed, actions.Executed}, outcomes(rep))
+	})
+	t.Run("below the input's", func(t *testing.T) {
+		c := &fakeCluster{}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("512Mi"), storage("2Gi")}})
+		require.ErrorIs(t, err, actions.ErrRefused)
+		require.ErrorContains(t, err, "512Mi is lower than the claim's current request 1Gi; kubeplug never shrinks")
+		require.Equal(t, []actions.Outcome{actions.Refused, actions.Skipped}, outcomes(rep))
+		require.Empty(t, c.writes())
+	})
+	t.Run("below an earlier apply's", func(t *testing.T) {
+		c := &fakeCluster{}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("4Gi"), storage("2Gi")}})
+		require.ErrorIs(t, err, actions.ErrRefused)
+		require.ErrorContains(t, err, "2Gi is lower than the claim's current request 4Gi")
+		require.ErrorContains(t, err, "an earlier action of this result raised it")
+		require.Equal(t, []actions.Outcome{actions.Executed, actions.Refused}, outcomes(rep))
+		require.Len(t, c.writes(), 1)
+	})
+	t.Run("in shadow mode", func(t *testing.T) {
+		c := &fakeCluster{}
+		e := executor(c, nil)
+		e.Shadow = true
+		rep, _ := e.Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("4Gi"), storage("3Gi")}})
+		require.Equal(t, []actions.Outcome{actions.Shadow, actions.Refused}, outcomes(rep))
+	})
+}
+
 // A CSI DeleteVolume takes no precondition, so the executor reads the
 // volume object from the API server first and deletes nothing unless it is
 // still the version the module saw.

@@ -20,6 +20,10 @@ type objectState struct {
 	// annotations and resources are then no longer known, so later applies
 	// on it are sent without a no-op check.
 	applied bool
+	// claimRequests is a claim's spec.resources.requests, as the input
+	// shows it and the applies of this Result raised it: a later apply may
+	// not lower it.
+	claimRequests map[string]string
 	// volumeDeleted is set once this Result deleted the object's backing
 	// volume through CSI.
 	volumeDeleted bool
@@ -40,6 +44,8 @@ func newObjectState(t Target) *objectState {
 		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 			st.partition = *ru.Partition
 		}
+	case *abi.PersistentVolumeClaim:
+		st.claimRequests = o.Spec.Resources.Requests
 	case *abi.VolumeClaimUpdate:
 		s := o.Status
 		st.status = &s

@@ -93,7 +93,10 @@ func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 		if t.Kind != abi.KindPersistentVolumeClaim {
 			return "applyClaim applies only to a PersistentVolumeClaim"
 		}
-		return checkClaimApply(a.Claim)
+		if why := checkClaimApply(a.Claim); why != "" {
+			return why
+		}
+		return claimShrink(t.Object.(*abi.PersistentVolumeClaim).Spec.Resources.Requests, a.Claim)
 	case abi.ActionSetPartition:
 		if t.Kind != abi.KindStatefulSet {
 			return "setPartition applies only to a StatefulSet"
@@ -198,6 +201,37 @@ func checkClaimApply(c *abi.ClaimApply) string {
 	}
 	return ""
 }
+
+// claimShrink refuses an apply whose storage request is lower than the
+// claim's current one, have (its spec.resources.requests), or "". kubeplug
+// never shrinks a claim's request: the API server accepts a lower request
+// only under RecoverVolumeExpansionFailure, where it cancels an expansion
+// in flight, a user's as well as ours, and a request below the volume's
+// size is never honoured anyway.
+func claimShrink(have map[string]string, c *abi.ClaimApply) string {
+	if c.Resources == nil {
+		return ""
+	}
+	ask, ok := c.Resources.Requests[storageResource]
+	if !ok {
+		return ""
+	}
+	cur, ok := have[storageResource]
+	if !ok {
+		return ""
+	}
+	askQ, err1 := resource.ParseQuantity(ask)
+	curQ, err2 := resource.ParseQuantity(cur)
+	if err1 != nil || err2 != nil || askQ.Cmp(curQ) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("claim.resources.requests[storage] %s is lower than the claim's current request %s; kubeplug never shrinks a claim's request "+
+		"(a lower request could cancel a user's expansion under RecoverVolumeExpansionFailure): ask for %s or more, or leave storage out",
+		askQ.String(), curQ.String(), curQ.String())
+}
+
+// storageResource is the resource name of a claim's size.
+const storageResource = "storage"
 
 func checkQuantities(field string, l map[string]string) string {
 	for name, q := range l {

@@ -3,6 +3,7 @@ package actions
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,11 @@ func mergePatch(meta metaPatch, spec, status any, commit func(*objectState)) (*w
 // values: a field kubeplug applied before and c now omits is not removed
 // until some other field changes and an apply is sent.
 func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error) {
+	// Validate compared the request with the input's; an earlier apply of
+	// this Result may have raised it since.
+	if why := claimShrink(st.claimRequests, c); why != "" {
+		return nil, refusal(abi.Action{Type: abi.ActionApplyClaim}, t, why+" (an earlier action of this result raised it)")
+	}
 	if !st.applied && claimHas(t.Object.(*abi.PersistentVolumeClaim), c) {
 		return nil, nil
 	}
@@ -149,8 +155,17 @@ func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error
 	}
 	return &write{
 		kind: writePatch, patchType: types.ApplyPatchType, data: data,
-		commit: func(st *objectState) { st.applied = true },
-		desc:   "apply patch " + string(data),
+		commit: func(st *objectState) {
+			st.applied = true
+			if c.Resources != nil && c.Resources.Requests[storageResource] != "" {
+				st.claimRequests = maps.Clone(st.claimRequests)
+				if st.claimRequests == nil {
+					st.claimRequests = map[string]string{}
+				}
+				st.claimRequests[storageResource] = c.Resources.Requests[storageResource]
+			}
+		},
+		desc: "apply patch " + string(data),
 	}, nil
 }
 

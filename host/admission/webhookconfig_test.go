@@ -58,3 +58,25 @@ func withRules(f *fakeAdmitter, r abi.AdmissionRule) admission.Admitter {
 	f.rules = []abi.AdmissionRule{r}
 	return f
 }
+
+// The templateupdate module's admission (a mutating CREATE rule on core/v1
+// persistentvolumeclaims) becomes one mutating webhook for claims and no
+// validating one.
+func TestWebhookConfigurationForTemplateUpdate(t *testing.T) {
+	rule := abi.AdmissionRule{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}}
+	tu := &fakeAdmitter{mutates: true, rules: []abi.AdmissionRule{rule}}
+	mods := []admission.WebhookModule{{Module: &admission.Module{Name: "templateupdate", Admitter: tu, Granted: claimUpdateGrant, FailurePolicy: admission.Ignore}}}
+	mc, vc, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "kubeplug-system", ServiceName: "kubeplug-webhook", CABundle: []byte("pem")})
+	require.NoError(t, err)
+	require.Nil(t, vc, "no validating configuration")
+	require.Len(t, mc.Webhooks, 1)
+	w := mc.Webhooks[0]
+	require.Equal(t, "templateupdate.admit.kubeplug.dev", w.Name)
+	require.Equal(t, "/admit/templateupdate", *w.ClientConfig.Service.Path)
+	require.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)
+	require.Len(t, w.Rules, 1)
+	require.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
+	require.Equal(t, []string{""}, w.Rules[0].APIGroups)
+	require.Equal(t, []string{"v1"}, w.Rules[0].APIVersions)
+	require.Equal(t, []string{"persistentvolumeclaims"}, w.Rules[0].Resources)
+}

@@ -12,10 +12,11 @@ import (
 
 // modules are the module files every test directory holds.
 var modules = map[string]string{
-	"guests/m.wasm":         "\x00asm m",
-	"guests/n.wasm":         "\x00asm n",
-	"guests/retention.wasm": "\x00asm retention",
-	"guests/reclaim.wasm":   "\x00asm reclaim",
+	"guests/m.wasm":              "\x00asm m",
+	"guests/n.wasm":              "\x00asm n",
+	"guests/retention.wasm":      "\x00asm retention",
+	"guests/reclaim.wasm":        "\x00asm reclaim",
+	"guests/templateupdate.wasm": "\x00asm templateupdate",
 }
 
 // writeFiles creates files (slash-separated paths) under dir.

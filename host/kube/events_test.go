@@ -117,3 +117,44 @@ func TestRememberedEventsAreBounded(t *testing.T) {
 	require.False(t, s.fresh(k(maxRemembered), now), "the newest is remembered")
 	require.True(t, s.fresh(k(0), now), "the oldest was forgotten")
 }
+
+// TestEventOnEachKind: an event's involvedObject names its target as the API
+// server serves it, the VolumeClaimUpdate custom resource included
+// (kubeplug.dev/v1alpha1, namespaced), so that `kubectl describe vcu` and a
+// field selector on involvedObject find it; the event lives in the target's
+// namespace, or in default for a cluster-scoped target.
+func TestEventOnEachKind(t *testing.T) {
+	targets := []struct {
+		ref        abi.ObjectRef
+		apiVersion string
+		namespace  string
+	}{
+		{abi.ObjectRef{Kind: abi.KindVolumeClaimUpdate, Namespace: "shop", Name: "data", UID: "vcu-uid"}, "kubeplug.dev/v1alpha1", "shop"},
+		{abi.ObjectRef{Kind: abi.KindStatefulSet, Namespace: "shop", Name: "web", UID: "set-uid"}, "apps/v1", "shop"},
+		{abi.ObjectRef{Kind: abi.KindPersistentVolumeClaim, Namespace: "shop", Name: "data-web-0", UID: "claim-uid"}, "v1", "shop"},
+		{abi.ObjectRef{Kind: abi.KindPersistentVolume, Name: "pv-1", UID: "pv-uid"}, "v1", "default"},
+	}
+	c := fake.NewClientset()
+	s := NewEventSink(context.Background(), c, 0)
+	for _, tt := range targets {
+		require.NoError(t, s.Record(tt.ref, corev1.EventTypeWarning, "StorageClassDoesNotAllowExpansion", "class fast", "templateupdate"))
+	}
+	s.Shutdown()
+	for _, tt := range targets {
+		list, err := c.CoreV1().Events(tt.namespace).List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		var found *corev1.Event
+		for i, e := range list.Items {
+			if e.InvolvedObject.Kind == tt.ref.Kind {
+				found = &list.Items[i]
+			}
+		}
+		require.NotNil(t, found, "no event on the %s in namespace %q", tt.ref.Kind, tt.namespace)
+		require.Equal(t, corev1.ObjectReference{
+			APIVersion: tt.apiVersion, Kind: tt.ref.Kind, Namespace: tt.ref.Namespace, Name: tt.ref.Name, UID: types.UID(tt.ref.UID),
+		}, found.InvolvedObject)
+		require.Equal(t, "StorageClassDoesNotAllowExpansion", found.Reason)
+		require.Equal(t, corev1.EventTypeWarning, found.Type)
+		require.Equal(t, "kubeplug.dev/templateupdate", found.Source.Component)
+	}
+}

@@ -38,6 +38,8 @@ type Cluster struct {
 	requests int
 	events   []Event
 	deletes  []VolumeDelete
+	// owners is server-side apply's field ownership, by object uid.
+	owners map[string]ownership
 }
 
 // New returns an empty cluster.

@@ -19,7 +19,17 @@
 //     resource leaves .status alone, for the kinds that have a status
 //     subresource;
 //   - uid, creationTimestamp, deletionTimestamp and generation cannot be
-//     changed by a patch.
+//     changed by a patch;
+//   - a StatefulSet's rollingUpdate (setPartition) is refused under an
+//     OnDelete strategy, and a negative partition, with the API server's
+//     messages;
+//   - a claim's spec is immutable but for volumeName (set once) and, on a
+//     bound claim, the storage request and volumeAttributesClassName; the
+//     request grows only when its StorageClass allows volume expansion,
+//     goes down only while it stays above status.capacity, and a class in
+//     status.currentVolumeAttributesClassName cannot be removed
+//     (kube-apiserver's validation and PersistentVolumeClaimResize
+//     admission, with their messages).
 //
 // What it simplifies, on purpose:
 //   - a patch whose metadata.uid differs from the stored one is a conflict.
@@ -27,10 +37,12 @@
 //     immutable field (422); either way nothing is written, and the executor
 //     treats both as "the object is not the one the module saw";
 //   - server-side apply (types.ApplyPatchType) is a JSON merge patch of the
-//     applied fields with the same preconditions: there are no field managers,
-//     no ownership conflicts and no removal of fields a manager stops
-//     applying. kubeplug always applies with force, and only adds or changes
-//     the fields it owns, so the result is the same for its use;
+//     applied fields with the same preconditions, and a field an apply
+//     manager set alone (it changed the value) goes away when that manager's
+//     next apply omits it; one it applied unchanged (shared with the
+//     object's writer) or that a later write changed stays. There are no
+//     managedFields, no ownership conflicts (kubeplug always applies with
+//     force), and an apply that only changes ownership is not a write;
 //   - no controller runs: no garbage collector (owner references are stored,
 //     never followed), no kubelet (a pod without finalizers is removed at
 //     once instead of terminating gracefully), no PV binder;

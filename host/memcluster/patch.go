@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -59,6 +60,9 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		}
 	} else {
 		updated = mergePatch(updated, patch).(map[string]any)
+		if pt == types.ApplyPatchType {
+			c.ownersOf(stored).dropUnapplied(fieldManager, appliedLeaves(patch), updated)
+		}
 		if hasStatusSubresource(kind) {
 			setOrDelete(updated, "status", runtime.DeepCopyJSONValue(stored["status"]))
 		}
@@ -70,6 +74,14 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return "", apierrors.NewBadRequest(fmt.Sprintf("%s: patched object does not fit the %s schema: %v", k, kind, err))
 	}
 	keepServerFields(stored, updated)
+	if err := validateSpec(k, stored, updated); err != nil {
+		return "", err
+	}
+	if !status {
+		if err := c.checkResize(k, stored, updated); err != nil {
+			return "", err
+		}
+	}
 	if err := checkFinalizers(k, stored, updated); err != nil {
 		return "", err
 	}
@@ -77,6 +89,11 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		metadata(updated)["generation"] = generation(stored) + 1
 	}
 
+	if pt == types.ApplyPatchType && !status {
+		c.ownersOf(stored).recordApply(fieldManager, appliedLeaves(patch), stored, updated)
+	} else {
+		c.ownersOf(stored).recordUpdate(stored, updated)
+	}
 	if reflect.DeepEqual(stored, updated) {
 		return str(metadata(stored), "resourceVersion"), nil
 	}
@@ -85,6 +102,20 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return c.bump(), nil
 	}
 	return c.store(k, updated), nil
+}
+
+// ownersOf is the field ownership of obj. The caller holds mu.
+func (c *Cluster) ownersOf(obj map[string]any) ownership {
+	uid := str(metadata(obj), "uid")
+	if c.owners == nil {
+		c.owners = map[string]ownership{}
+	}
+	o, ok := c.owners[uid]
+	if !ok {
+		o = ownership{}
+		c.owners[uid] = o
+	}
+	return o
 }
 
 // statusSubresource reports whether subresource names the status
@@ -159,6 +190,156 @@ func keepServerFields(stored, updated map[string]any) {
 	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
 		setOrDelete(to, f, runtime.DeepCopyJSONValue(from[f]))
 	}
+}
+
+// validateSpec refuses what kube-apiserver's validation of the kind refuses,
+// where an action can write it: a claim's spec is immutable but for a bound
+// claim's storage request and volumeAttributesClassName (applyClaim); a
+// StatefulSet's partition (setPartition) must be at least 0, and only a
+// RollingUpdate strategy has one.
+func validateSpec(k Key, stored, updated map[string]any) error {
+	switch k.Kind {
+	case "PersistentVolumeClaim":
+		return validateClaimUpdate(k, stored, updated)
+	case "StatefulSet":
+	default:
+		return nil
+	}
+	spec, _ := updated["spec"].(map[string]any)
+	strategy, _ := spec["updateStrategy"].(map[string]any)
+	ru, ok := strategy["rollingUpdate"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	path := field.NewPath("spec", "updateStrategy", "rollingUpdate")
+	if typ := str(strategy, "type"); typ != "" && typ != "RollingUpdate" {
+		return apierrors.NewInvalid(groupKind(k.Kind), k.Name, field.ErrorList{
+			field.Invalid(path, ru, "only allowed for updateStrategy 'RollingUpdate'"),
+		})
+	}
+	if p, ok := ru["partition"].(int64); ok && p < 0 {
+		return apierrors.NewInvalid(groupKind(k.Kind), k.Name, field.ErrorList{
+			field.Invalid(path.Child("partition"), p, "must be greater than or equal to 0"),
+		})
+	}
+	return nil
+}
+
+// validateClaimUpdate is kube-apiserver's ValidatePersistentVolumeClaimUpdate
+// (1.37, VolumeAttributesClass and RecoverVolumeExpansionFailure on, as they
+// are by default) for what a patch can change: a claim's spec is immutable,
+// except that volumeName may be set once, and that a bound claim's storage
+// request and volumeAttributesClassName may change; the request may go down
+// only while it stays above status.capacity, and a class once applied
+// (status.currentVolumeAttributesClassName) cannot be removed.
+func validateClaimUpdate(k Key, stored, updated map[string]any) error {
+	oldSpec, _ := runtime.DeepCopyJSONValue(stored["spec"]).(map[string]any)
+	newSpec, _ := runtime.DeepCopyJSONValue(updated["spec"]).(map[string]any)
+	if oldSpec == nil {
+		oldSpec = map[string]any{}
+	}
+	if newSpec == nil {
+		newSpec = map[string]any{}
+	}
+	oldStatus, _ := stored["status"].(map[string]any)
+	newStatus, _ := updated["status"].(map[string]any)
+	var errs field.ErrorList
+	if str(oldSpec, "volumeName") == "" {
+		setOrDelete(oldSpec, "volumeName", newSpec["volumeName"])
+	}
+	bound := str(newStatus, "phase") == "Bound"
+	oldSize, newSize := quantityAt(oldSpec, "resources", "requests", "storage"), quantityAt(newSpec, "resources", "requests", "storage")
+	if bound {
+		if requests, ok := nested(newSpec, "resources", "requests"); ok {
+			setOrDelete(requests, "storage", runtime.DeepCopyJSONValue(mapAt(oldSpec, "resources", "requests")["storage"]))
+		}
+		setOrDelete(newSpec, "volumeAttributesClassName", oldSpec["volumeAttributesClassName"])
+	}
+	if !reflect.DeepEqual(oldSpec, newSpec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
+	}
+	if newSize.Cmp(oldSize) < 0 && newSize.Cmp(quantityAt(oldStatus, "capacity", "storage")) <= 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than status.capacity"))
+	}
+	if str(oldStatus, "currentVolumeAttributesClassName") != "" {
+		switch vac, ok := mapAt(updated, "spec")["volumeAttributesClassName"].(string); {
+		case !ok:
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumeAttributesClassName"), "update to nil is forbidden when status.currentVolumeAttributesClassName is not nil"))
+		case vac == "":
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumeAttributesClassName"), "update to empty string is forbidden when status.currentVolumeAttributesClassName is not nil"))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(groupKind(k.Kind), k.Name, errs)
+	}
+	return nil
+}
+
+// checkResize is kube-apiserver's PersistentVolumeClaimResize admission: a
+// claim's storage request may grow only when the claim is bound and its
+// StorageClass (the same before and after) allows volume expansion.
+func (c *Cluster) checkResize(k Key, stored, updated map[string]any) error {
+	if k.Kind != "PersistentVolumeClaim" {
+		return nil
+	}
+	oldSize := quantityAt(stored, "spec", "resources", "requests", "storage")
+	if newSize := quantityAt(updated, "spec", "resources", "requests", "storage"); newSize.Cmp(oldSize) <= 0 {
+		return nil
+	}
+	forbid := func(why string) error {
+		return apierrors.NewForbidden(groupResource(k.Kind), k.Name, errors.New(why))
+	}
+	if str(mapAt(stored, "status"), "phase") != "Bound" {
+		return forbid("Only bound persistent volume claims can be expanded")
+	}
+	class, oldClass := claimClass(updated), claimClass(stored)
+	allowed := false
+	if sc, ok := c.objects[c.key("StorageClass", "", class)]; ok && class != "" && class == oldClass {
+		allowed, _ = sc["allowVolumeExpansion"].(bool)
+	}
+	if !allowed {
+		return forbid("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize")
+	}
+	return nil
+}
+
+// claimClass is a claim's StorageClass: spec.storageClassName, else the
+// beta annotation, as the API server reads it.
+func claimClass(claim map[string]any) string {
+	if name, ok := mapAt(claim, "spec")["storageClassName"].(string); ok {
+		return name
+	}
+	return str(mapAt(claim, "metadata", "annotations"), "volume.beta.kubernetes.io/storage-class")
+}
+
+// nested is the map at path under m, if there is one.
+func nested(m map[string]any, path ...string) (map[string]any, bool) {
+	for _, p := range path {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	return m, true
+}
+
+// mapAt is nested's map, or an empty one.
+func mapAt(m map[string]any, path ...string) map[string]any {
+	if n, ok := nested(m, path...); ok {
+		return n
+	}
+	return map[string]any{}
+}
+
+// quantityAt is the quantity at path under m; zero when absent or not one.
+func quantityAt(m map[string]any, path ...string) resource.Quantity {
+	parent := mapAt(m, path[:len(path)-1]...)
+	q, err := resource.ParseQuantity(str(parent, path[len(path)-1]))
+	if err != nil {
+		return resource.Quantity{}
+	}
+	return q
 }
 
 // checkFinalizers enforces the API server's rule that an object under

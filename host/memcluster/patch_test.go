@@ -16,7 +16,7 @@ func rv(t *testing.T, obj map[string]any) string {
 
 func TestMergePatch(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, claim("a", withMeta("labels", map[string]any{"keep": "1", "drop": "2"})))
+	c := newCluster(t, expandable(), claim("a", inClass("expandable"), withMeta("labels", map[string]any{"keep": "1", "drop": "2"})))
 	before, _ := c.Get("PersistentVolumeClaim", "default", "a")
 	writes := c.WriteCount()
 
@@ -140,7 +140,7 @@ func TestStatusOfCustomResource(t *testing.T) {
 
 func TestApplyPatch(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, claim("a", withMeta("labels", map[string]any{"other": "x"})))
+	c := newCluster(t, expandable(), claim("a", inClass("expandable"), withMeta("labels", map[string]any{"other": "x"})))
 	obj, _ := c.Get("PersistentVolumeClaim", "default", "a")
 
 	body := []byte(`apiVersion: v1

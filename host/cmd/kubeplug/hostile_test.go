@@ -68,6 +68,8 @@ var hostileRuns = map[string][]hostileRun{
 	},
 	"owner-unrelated": {{cases: "owner.yaml",
 		hostYAML: "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}]\n"}},
+	"claim-shrink": {{cases: "claims.yaml",
+		hostYAML: "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}]\n"}},
 	"delete-bound-volume": {{cases: "volumes.yaml",
 		hostYAML: "  allow: [{action: deleteVolume}, {action: deleteObject, resources: [persistentvolumeclaims, persistentvolumes]}]\n"}},
 	"named-secret": {{cases: "secret.yaml", hostYAML: "  allow: [{action: deleteVolume}]\n"}},

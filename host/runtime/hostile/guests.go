@@ -34,6 +34,7 @@ var guests = []guest{
 	{"requeue-huge", StageAction, "requeue delay clamped"},
 	{"beyond-allow", StageLoad, "deleteObject"},
 	{"owner-unrelated", StageAction, "nor one of its pods"},
+	{"claim-shrink", StageAction, "kubeplug never shrinks a claim's request"},
 	{"delete-bound-volume", StageAction, "only a released volume is deleted"},
 	{"named-secret", StageAction, "names a Secret"},
 	{"finalizer-flood", StageCall, "output holds 9000 actions, more than the limit of"},
