@@ -137,6 +137,10 @@ func (p *plan) assess(index int) assessment {
 			if a.failed == nil {
 				a.failed = c
 			}
+		case c.Status.Phase != "Bound":
+			// The API server refuses any change to an unbound claim's
+			// spec; the rollout waits here until it binds.
+			a.inFlight = true
 		default:
 			p.assessInPlace(&a, c, t)
 		}

@@ -235,3 +235,21 @@ func TestOrdinalStart(t *testing.T) {
 		t.Fatalf("actions %s", describe(o.actions))
 	}
 }
+
+// TestUnboundClaimWaits: kube-apiserver refuses to change an unbound claim's
+// spec, so the rollout waits at a Pending claim rather than sending an apply
+// that would fail on every retry, and goes on once it is bound.
+func TestUnboundClaimWaits(t *testing.T) {
+	h := sdktest.New(t)
+	c := newCluster(3, "InPlace", "Async", "2Gi")
+	c.claim("data-web-2").Status = abi.PersistentVolumeClaimStatus{Phase: "Pending"}
+	o := c.reconcile(t, h)
+	if got := o.applied(); len(got) != 0 {
+		t.Fatalf("applied %v to a Pending claim", got)
+	}
+	c.wantCondition(t, ConditionProgressing, "True", ReasonClaimsUpdating)
+	c.claim("data-web-2").Status = abi.PersistentVolumeClaimStatus{Phase: "Bound", Capacity: map[string]string{"storage": "1Gi"}}
+	if got := c.reconcile(t, h).applied(); !slices.Equal(got, []string{"data-web-2"}) {
+		t.Fatalf("applied %v once bound, want data-web-2", got)
+	}
+}

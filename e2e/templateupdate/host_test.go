@@ -1,0 +1,204 @@
+package templateupdate
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
+	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+)
+
+// allowTemplateUpdate grants what guests/templateupdate's manifest asks.
+const allowTemplateUpdate = "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}, " +
+	"{action: setPartition, resources: [statefulsets]}, " +
+	"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
+	"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +
+	"{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels, /metadata/annotations, " +
+	"/spec/accessModes, /spec/storageClassName, /spec/resources, /spec/volumeMode, /spec/volumeAttributesClassName]}]\n"
+
+// allowRetention grants what guests/retention's manifest asks.
+const allowRetention = "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n"
+
+// startWorld installs the VolumeClaimUpdate CRD (before the host starts: the
+// host discovers it at start), the storage classes, starts the kubelet
+// stand-in and one host running retention and templateupdate with its
+// webhook served over HTTPS, registers the webhook with the API server and
+// waits until claim creations go through it.
+func startWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := t.Context()
+	c := kubernetes.NewForConfigOrDie(userConfig())
+	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
+		t.Fatal(err)
+	}
+	for name, expand := range map[string]bool{expandable: true, fast: true, fixed: false} {
+		_, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+			ObjectMeta:           metav1.ObjectMeta{Name: name},
+			Provisioner:          resizer.Driver,
+			AllowVolumeExpansion: ptr.To(expand),
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+
+	kc := rest.CopyConfig(cp.Config)
+	kc.UserAgent = "kubeplug-e2e-kubelet"
+	kc.QPS, kc.Burst = -1, 0
+	kl, err := kubelet.Start(ctx, kubernetes.NewForConfigOrDie(kc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kl.Stop)
+
+	tuWasm, err := testenv.Guest("guests/templateupdate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retWasm, err := testenv.Guest("guests/retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certDir := writeCerts(t, dir)
+	addr := freeAddr(t)
+	config := fmt.Sprintf("modules:\n"+
+		"- name: retention\n  path: %s\n  workers: 4\n%s"+
+		"- name: templateupdate\n  path: %s\n  workers: 4\n%s"+
+		"  admission: {failurePolicy: Fail, timeout: 10s}\n",
+		retWasm, allowRetention, tuWasm, allowTemplateUpdate)
+	h := testenv.StartHost(t, testenv.HostOptions{
+		Kubeconfig: cp.Kubeconfig, Config: config,
+		Args: []string{"--webhook-addr", addr, "--webhook-cert-dir", certDir},
+	})
+	h.WaitReady(t)
+	registerWebhooks(t, c, h.ConfigPath, addr, filepath.Join(dir, "ca.crt"))
+	awaitWebhook(t, c, kl)
+	return &world{host: h, kl: kl}
+}
+
+// writeCerts writes a self-signed serving certificate for 127.0.0.1 to
+// dir/certs (tls.crt, tls.key) and the same as the CA, dir/ca.crt, and
+// returns dir/certs.
+func writeCerts(t *testing.T, dir string) string {
+	t.Helper()
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"certs/tls.crt": certPEM, "certs/tls.key": keyPEM, "ca.crt": certPEM} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "certs")
+}
+
+// registerWebhooks creates the webhook configurations kubeplug
+// webhook-config prints for the host's config.
+func registerWebhooks(t *testing.T, c kubernetes.Interface, config, addr, ca string) {
+	t.Helper()
+	bin, err := testenv.Kubeplug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "webhook-config", "--config", config, "--cache-dir", "",
+		"--url", "https://"+addr, "--ca-bundle", ca).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kubeplug webhook-config: %v\n%s", err, stderr)
+	}
+	mutating := 0
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("webhook-config output: %v\n%s", err, out)
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			var o admissionregistrationv1.MutatingWebhookConfiguration
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
+			}
+			mutating++
+		case "ValidatingWebhookConfiguration":
+			var o admissionregistrationv1.ValidatingWebhookConfiguration
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
+			}
+		default:
+			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, out)
+		}
+		if err != nil {
+			t.Fatalf("register %s: %v", meta.Kind, err)
+		}
+	}
+	if mutating != 1 {
+		t.Fatalf("webhook-config printed %d mutating configurations, want one, templateupdate's:\n%s", mutating, out)
+	}
+}
+
+// awaitWebhook waits until the API server calls the host's webhook and the
+// host's caches hold a set and its VolumeClaimUpdate: a dry-run claim of a
+// probe set comes back rewritten to the VolumeClaimUpdate's template.
+func awaitWebhook(t *testing.T, c kubernetes.Interface, kl *kubelet.Kubelet) {
+	t.Helper()
+	cfg := userConfig()
+	e := &env{t: t, ctx: t.Context(), c: c}
+	e.ns = testenv.Namespace(t, c)
+	e.dyn = dynamic.NewForConfigOrDie(cfg)
+	set := newSet(setOptions{replicas: 0, class: expandable, size: "1Gi"})
+	if _, err := c.AppsV1().StatefulSets(e.ns).Create(e.ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.applyVCU("OnDelete", "Async", vcuTemplate{class: fast, size: "3Gi"})
+	probe := set.Spec.VolumeClaimTemplates[0].DeepCopy()
+	probe.Name = claimName(0)
+	probe.Labels = map[string]string{"app": setName}
+	testenv.Eventually(t, testenv.Timeout, "the webhook to rewrite a probe claim", func() (bool, error) {
+		got, err := c.CoreV1().PersistentVolumeClaims(e.ns).Create(e.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		q := got.Spec.Resources.Requests[corev1.ResourceStorage]
+		return q.Cmp(resource.MustParse("3Gi")) == 0 && ptr.Deref(got.Spec.StorageClassName, "") == fast, nil
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
