@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
@@ -52,6 +53,7 @@ var scenes = []scene{
 	{title: "KEP-1847 story 3: reclaim volumes on scale-down and deletion, keep them across pod restarts", modules: []string{"retention"}, run: retentionStory3},
 	{title: "KEP-2644: a volume deleted before its claim no longer leaks its storage", modules: []string{"reclaim"}, run: reclaimLeak},
 	{title: "Compare before trusting: a vendor's retention module in shadow beside the reference", modules: []string{"retention", "retentionlite"}, run: shadowVendor},
+	{title: "KEP-4650 story 1: a StatefulSet's volumes grow from 1Gi to 2Gi, each replica's claim before its pod", modules: []string{"templateupdate"}, run: templateUpdateLockStep},
 }
 
 // demo is the state the scenes share.
@@ -59,6 +61,8 @@ type demo struct {
 	Options
 	n      *narrator
 	client kubernetes.Interface
+	// dyn reaches the custom resources (VolumeClaimUpdates).
+	dyn dynamic.Interface
 	// driver is the CSI driver the host deletes volumes through.
 	driver *csitest.Driver
 	// host is the kubeplug run process.
@@ -94,6 +98,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer stopDriver()
 	n.step("CSI driver %s serving on %s", csiDriverName, socket)
 
+	if slices.Contains(mods, "templateupdate") {
+		// The host looks for the resource once, when it starts.
+		if err := testenv.InstallCRDs(ctx, cp.Config, filepath.Join(o.Root, "deploy", "volumeclaimupdate-crd.yaml")); err != nil {
+			return err
+		}
+		n.step("installed the VolumeClaimUpdate CRD (deploy/volumeclaimupdate-crd.yaml)")
+	}
+
 	cfg, err := hostConfig(mods, o.Guests, socket)
 	if err != nil {
 		return err
@@ -113,7 +125,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
 
-	d := &demo{Options: o, n: n, client: cp.Client(), driver: driver, host: host, kubeconfig: cp.Kubeconfig}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	d := &demo{Options: o, n: n, client: cp.Client(), dyn: dyn, driver: driver, host: host, kubeconfig: cp.Kubeconfig}
 	played := 0
 	for _, s := range scenes {
 		if missing := missingModules(s.modules, mods); len(missing) > 0 {
@@ -134,7 +150,7 @@ func Run(ctx context.Context, o Options) (err error) {
 // available lists the modules built in dir that the demo knows how to run.
 func available(dir string) []string {
 	var out []string
-	for _, m := range []string{"warnretain", "retention", "reclaim", "retentionlite"} {
+	for _, m := range []string{"warnretain", "retention", "reclaim", "retentionlite", "templateupdate"} {
 		if _, err := os.Stat(filepath.Join(dir, m+".wasm")); err == nil {
 			out = append(out, m)
 		}
@@ -162,6 +178,11 @@ var allow = map[string]string{
 	"reclaim": "{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}",
 	"warnretain": "{action: event, resources: [statefulsets]}",
+	"templateupdate": "{action: applyClaim, resources: [persistentvolumeclaims]}, {action: setPartition, resources: [statefulsets]}, " +
+		"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
+		"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +
+		"{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels, /metadata/annotations, /spec/accessModes, " +
+		"/spec/storageClassName, /spec/resources, /spec/volumeMode, /spec/volumeAttributesClassName]}",
 }
 
 // hostConfig is the host configuration the demo runs with.

@@ -31,3 +31,8 @@ func (n *narrator) say(format string, args ...any) {
 func (n *narrator) step(format string, args ...any) {
 	fmt.Fprintf(n.w, "[%5.1fs] %s\n", time.Since(n.start).Seconds(), fmt.Sprintf(format, args...))
 }
+
+// part starts a part of a scene.
+func (n *narrator) part(title string) {
+	fmt.Fprintf(n.w, "  -- %s\n", title)
+}
