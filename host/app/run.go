@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/csi"
@@ -121,6 +122,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	warnUnservedClaimUpdates(log, cache, mods)
 	events := kube.NewEventSink(context.WithoutCancel(ctx), client, 0)
 	defer events.Shutdown()
 	deps := controller.Deps{
@@ -195,4 +197,33 @@ func cacheOptions(file *config.File) kube.Options {
 		o.LabelSelector = sel.String()
 	}
 	return o
+}
+
+// warnUnservedClaimUpdates says, once at start, which modules would act on
+// VolumeClaimUpdates the API server does not serve: their input never holds
+// one, so without the warning they would wait for nothing, silently.
+func warnUnservedClaimUpdates(log *slog.Logger, cache *kube.Cache, mods []loaded) {
+	served := cache.Informer(abi.KindVolumeClaimUpdate) != nil
+	for _, name := range claimUpdateModules(served, mods) {
+		log.Warn("the API server does not serve volumeclaimupdates.kubeplug.dev, so this module sees none: "+
+			"apply deploy/volumeclaimupdate-crd.yaml, then restart the host", "module", name)
+	}
+}
+
+// claimUpdateModules names the modules granted to write VolumeClaimUpdates'
+// status, when the API server does not serve them.
+func claimUpdateModules(served bool, mods []loaded) []string {
+	if served {
+		return nil
+	}
+	var out []string
+	for _, l := range mods {
+		for _, c := range l.mod.Allowed {
+			if c.Allows(abi.ActionUpdateClaimUpdateStatus, kube.ClaimUpdateGVR.Resource) {
+				out = append(out, l.mod.Name)
+				break
+			}
+		}
+	}
+	return out
 }
