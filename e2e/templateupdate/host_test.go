@@ -1,6 +1,7 @@
 package templateupdate
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -148,11 +149,23 @@ func registerWebhooks(t *testing.T, c kubernetes.Interface, config, addr, ca str
 			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
 				_, err = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
 			}
+			if err == nil {
+				// The host it points at stops with the test: a later
+				// run on this control plane registers its own.
+				t.Cleanup(func() {
+					_ = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+				})
+			}
 			mutating++
 		case "ValidatingWebhookConfiguration":
 			var o admissionregistrationv1.ValidatingWebhookConfiguration
 			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
 				_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
+			}
+			if err == nil {
+				t.Cleanup(func() {
+					_ = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+				})
 			}
 		default:
 			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, out)
