@@ -1,0 +1,139 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/cert"
+	"sigs.k8s.io/yaml"
+)
+
+// ServingCert makes a self-signed serving certificate for 127.0.0.1 in a
+// temporary directory of t and returns the directory that holds it as
+// tls.crt and tls.key, for kubeplug run's --webhook-cert-dir, and a file
+// that holds the same certificate as the CA, for kubeplug webhook-config's
+// --ca-bundle.
+func ServingCert(t testing.TB) (certDir, caFile string) {
+	t.Helper()
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certDir, caFile = filepath.Join(dir, "certs"), filepath.Join(dir, "ca.crt")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for file, b := range map[string][]byte{
+		filepath.Join(certDir, "tls.crt"): certPEM,
+		filepath.Join(certDir, "tls.key"): keyPEM,
+		caFile:                            certPEM,
+	} {
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certDir, caFile
+}
+
+// FreeAddr returns a loopback address, 127.0.0.1:port, on which nothing
+// listened when it looked: for a server the test starts, such as the host's
+// webhook server (kubeplug run --webhook-addr).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// Webhooks are the webhook configurations RegisterWebhooks created.
+type Webhooks struct {
+	// Mutating and Validating are the names of the
+	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations.
+	Mutating, Validating []string
+	// Printed is what kubeplug webhook-config printed, for a test's
+	// messages.
+	Printed string
+}
+
+// RegisterWebhooks registers a host's webhook with the API server as an
+// operator would: it runs kubeplug webhook-config --config configPath (the
+// host's configuration, e.g. Host.ConfigPath) --url https://addr
+// --ca-bundle caFile, creates each MutatingWebhookConfiguration and
+// ValidatingWebhookConfiguration it prints, failing t on anything else, and
+// deletes them as a cleanup of t: the host they point at stops with the
+// test, and a later run on the same control plane registers its own.
+//
+// The configurations take effect when the API server's informers see them,
+// not when it returns: a test waits for a request to go through them.
+func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, caFile string) Webhooks {
+	t.Helper()
+	bin, err := Kubeplug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "webhook-config", "--config", configPath, "--cache-dir", "",
+		"--url", "https://"+addr, "--ca-bundle", caFile).Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kubeplug webhook-config: %v\n%s", err, stderr)
+	}
+	w := Webhooks{Printed: string(out)}
+	api := c.AdmissionregistrationV1()
+	for _, doc := range strings.Split(w.Printed, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("webhook-config output: %v\n%s", err, out)
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			hooks := api.MutatingWebhookConfigurations()
+			w.Mutating = append(w.Mutating, register(t, meta.Kind, doc, hooks.Create, hooks.Delete))
+		case "ValidatingWebhookConfiguration":
+			hooks := api.ValidatingWebhookConfigurations()
+			w.Validating = append(w.Validating, register(t, meta.Kind, doc, hooks.Create, hooks.Delete))
+		default:
+			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, out)
+		}
+	}
+	return w
+}
+
+// register decodes doc, strictly, into a T (a webhook configuration of the
+// given kind), creates it with create, deletes it with del as a cleanup of
+// t, and returns its name.
+func register[T any, PT interface {
+	*T
+	GetName() string
+}](t testing.TB, kind, doc string,
+	create func(context.Context, PT, metav1.CreateOptions) (PT, error),
+	del func(context.Context, string, metav1.DeleteOptions) error,
+) string {
+	t.Helper()
+	o := PT(new(T))
+	if err := yaml.UnmarshalStrict([]byte(doc), o); err != nil {
+		t.Fatalf("register %s: %v", kind, err)
+	}
+	if _, err := create(t.Context(), o, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("register %s: %v", kind, err)
+	}
+	name := o.GetName()
+	t.Cleanup(func() { _ = del(context.Background(), name, metav1.DeleteOptions{}) })
+	return name
+}
