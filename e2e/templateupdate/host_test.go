@@ -1,16 +1,9 @@
 package templateupdate
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,9 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
@@ -79,9 +70,8 @@ func startWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certDir := writeCerts(t, dir)
-	addr := freeAddr(t)
+	certDir, caFile := testenv.ServingCert(t)
+	addr := testenv.FreeAddr(t)
 	config := fmt.Sprintf("modules:\n"+
 		"- name: retention\n  path: %s\n  workers: 4\n%s"+
 		"- name: templateupdate\n  path: %s\n  workers: 4\n%s"+
@@ -92,91 +82,11 @@ func startWorld(t *testing.T) *world {
 		Args: []string{"--webhook-addr", addr, "--webhook-cert-dir", certDir},
 	})
 	h.WaitReady(t)
-	registerWebhooks(t, c, h.ConfigPath, addr, filepath.Join(dir, "ca.crt"))
+	if hooks := testenv.RegisterWebhooks(t, c, h.ConfigPath, addr, caFile); len(hooks.Mutating) != 1 {
+		t.Fatalf("webhook-config printed %d mutating configurations, want one, templateupdate's:\n%s", len(hooks.Mutating), hooks.Printed)
+	}
 	awaitWebhook(t, c, kl)
 	return &world{host: h, kl: kl}
-}
-
-// writeCerts writes a self-signed serving certificate for 127.0.0.1 to
-// dir/certs (tls.crt, tls.key) and the same as the CA, dir/ca.crt, and
-// returns dir/certs.
-func writeCerts(t *testing.T, dir string) string {
-	t.Helper()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"certs/tls.crt": certPEM, "certs/tls.key": keyPEM, "ca.crt": certPEM} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, "certs")
-}
-
-// registerWebhooks creates the webhook configurations kubeplug
-// webhook-config prints for the host's config.
-func registerWebhooks(t *testing.T, c kubernetes.Interface, config, addr, ca string) {
-	t.Helper()
-	bin, err := testenv.Kubeplug()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "webhook-config", "--config", config, "--cache-dir", "",
-		"--url", "https://"+addr, "--ca-bundle", ca).Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("kubeplug webhook-config: %v\n%s", err, stderr)
-	}
-	mutating := 0
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("webhook-config output: %v\n%s", err, out)
-		}
-		switch meta.Kind {
-		case "MutatingWebhookConfiguration":
-			var o admissionregistrationv1.MutatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
-			}
-			if err == nil {
-				// The host it points at stops with the test: a later
-				// run on this control plane registers its own.
-				t.Cleanup(func() {
-					_ = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
-				})
-			}
-			mutating++
-		case "ValidatingWebhookConfiguration":
-			var o admissionregistrationv1.ValidatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), &o, metav1.CreateOptions{})
-			}
-			if err == nil {
-				t.Cleanup(func() {
-					_ = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
-				})
-			}
-		default:
-			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, out)
-		}
-		if err != nil {
-			t.Fatalf("register %s: %v", meta.Kind, err)
-		}
-	}
-	if mutating != 1 {
-		t.Fatalf("webhook-config printed %d mutating configurations, want one, templateupdate's:\n%s", mutating, out)
-	}
 }
 
 // awaitWebhook waits until the API server calls the host's webhook and the
@@ -204,14 +114,4 @@ func awaitWebhook(t *testing.T, c kubernetes.Interface, kl *kubelet.Kubelet) {
 		q := got.Spec.Resources.Requests[corev1.ResourceStorage]
 		return q.Cmp(resource.MustParse("3Gi")) == 0 && ptr.Deref(got.Spec.StorageClassName, "") == fast, nil
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
