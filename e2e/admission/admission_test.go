@@ -3,26 +3,19 @@ package admission
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -85,21 +78,8 @@ func TestAdmission(t *testing.T) {
 	}
 
 	// A CA and a serving certificate for 127.0.0.1, made as the issue asks.
-	dir := t.TempDir()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certDir := filepath.Join(dir, "certs")
-	for name, b := range map[string][]byte{"certs/tls.crt": certPEM, "certs/tls.key": keyPEM, "ca.crt": certPEM} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	webhookAddr := freeAddr(t)
+	certDir, caFile := testenv.ServingCert(t)
+	webhookAddr := testenv.FreeAddr(t)
 
 	// The loop modules may run for 10 s: the webhook's 2 s timeout, less
 	// the host's margin, is what must end their calls.
@@ -129,20 +109,10 @@ func TestAdmission(t *testing.T) {
 	h.WaitReady(t)
 
 	// Register the webhooks with what kubeplug webhook-config prints.
-	cfgFile := filepath.Join(dir, "host.yaml")
-	if err := os.WriteFile(cfgFile, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+	if hooks := testenv.RegisterWebhooks(t, c, h.ConfigPath, webhookAddr, caFile); len(hooks.Mutating) != 1 || len(hooks.Validating) != 1 {
+		t.Fatalf("webhook-config printed %d mutating and %d validating configurations, want a mutating and a validating one:\n%s",
+			len(hooks.Mutating), len(hooks.Validating), hooks.Printed)
 	}
-	bin, err := testenv.Kubeplug()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "webhook-config", "--config", cfgFile, "--cache-dir", "",
-		"--url", "https://"+webhookAddr, "--ca-bundle", filepath.Join(dir, "ca.crt")).Output()
-	if err != nil {
-		t.Fatalf("kubeplug webhook-config: %v\n%s", err, exitStderr(err))
-	}
-	apply(t, c, string(out))
 
 	// The configuration takes effect when the API server's informers see
 	// it: create a denied marker until it is denied.
@@ -240,40 +210,6 @@ func TestAdmission(t *testing.T) {
 	})
 }
 
-// apply creates the webhook configurations of a YAML stream.
-func apply(t *testing.T, c kubernetes.Interface, stream string) {
-	t.Helper()
-	kinds := 0
-	for _, doc := range strings.Split(stream, "\n---\n") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("webhook-config output: %v\n%s", err, stream)
-		}
-		var err error
-		switch meta.Kind {
-		case "MutatingWebhookConfiguration":
-			var o admissionregistrationv1.MutatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), &o, metav1.CreateOptions{})
-			}
-		case "ValidatingWebhookConfiguration":
-			var o admissionregistrationv1.ValidatingWebhookConfiguration
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &o, metav1.CreateOptions{})
-			}
-		default:
-			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, stream)
-		}
-		if err != nil {
-			t.Fatalf("apply %s: %v", meta.Kind, err)
-		}
-		kinds++
-	}
-	if kinds != 2 {
-		t.Fatalf("webhook-config printed %d configurations, want a mutating and a validating one:\n%s", kinds, stream)
-	}
-}
-
 func set(name string, whenDeleted *string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	s := &appsv1.StatefulSet{
@@ -315,21 +251,4 @@ func claim(name string) *corev1.PersistentVolumeClaim {
 
 func configMap(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func exitStderr(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
 }
