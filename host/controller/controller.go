@@ -301,7 +301,8 @@ func (c *Controller) next(ctx, writes context.Context) bool {
 // Outcome is what one reconcile came to.
 type Outcome struct {
 	// Result is the metric label: success, requeue, conflict, refused or
-	// error.
+	// error; or stale, for a reconcile put off until the caches show the
+	// host's own last writes, which the reconcile series do not count.
 	Result string
 	// Report lists what became of each action; empty when the module was
 	// not called or failed.
@@ -339,7 +340,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 				m.Panics.WithLabelValues(c.name).Inc()
 			}
 		}
-		if m := c.deps.Metrics; m != nil {
+		if m := c.deps.Metrics; m != nil && out.Result != resultStale {
 			m.Reconciles.WithLabelValues(c.name, out.Result).Inc()
 			m.ReconcileSeconds.WithLabelValues(c.name).Observe(time.Since(start).Seconds())
 		}
@@ -368,7 +369,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	}
 	if ref, stale := c.writes.stale(key, req); stale {
 		c.log.Debug("input predates the host's own write; waiting for the cache", "key", key, "object", ref)
-		return Outcome{Result: "requeue", RequeueAfter: staleRetry}
+		if m := c.deps.Metrics; m != nil {
+			m.StaleInputs.WithLabelValues(c.name).Inc()
+		}
+		return Outcome{Result: resultStale, RequeueAfter: staleRetry}
 	}
 
 	compare := c.callShadows(ctx, req)

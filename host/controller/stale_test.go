@@ -4,11 +4,13 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/metrics"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
@@ -50,7 +52,8 @@ func TestReconcileWaitsForItsOwnWrites(t *testing.T) {
 			}}}, nil
 		},
 	}
-	ctrl := controller.New(controller.Module{Runtime: g, Name: "fake"}, controller.Deps{Lister: l, Cluster: c})
+	m := metrics.New()
+	ctrl := controller.New(controller.Module{Runtime: g, Name: "fake"}, controller.Deps{Lister: l, Cluster: c, Metrics: m})
 
 	out := ctrl.Reconcile(context.Background(), "default/web")
 	require.NoError(t, out.Err)
@@ -61,6 +64,8 @@ func TestReconcileWaitsForItsOwnWrites(t *testing.T) {
 	require.NoError(t, out.Err)
 	require.Len(t, seen, 1, "the module was called on an input older than the host's own write")
 	require.Positive(t, out.RequeueAfter, "a stale input is tried again")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.StaleInputs.WithLabelValues("fake")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Reconciles.WithLabelValues("fake", "success")), "a reconcile put off is not counted as one")
 
 	l.frozen = nil // the watch event arrived
 	out = ctrl.Reconcile(context.Background(), "default/web")

@@ -14,6 +14,11 @@ import (
 // cache would never show another.
 const StaleWait = 5 * time.Second
 
+// resultStale is the Outcome of a reconcile put off for a stale input: the
+// module was not called, and the reconcile series do not count it
+// (kubeplug_reconcile_stale_inputs_total does).
+const resultStale = "stale"
+
 // staleRetry is when a key whose input was stale is tried again; the
 // informer's event for the written object usually queues it sooner.
 const staleRetry = 100 * time.Millisecond

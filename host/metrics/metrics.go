@@ -41,6 +41,11 @@ type Metrics struct {
 	// Panics counts reconciles that panicked, by module: each was
 	// recovered, logged with its key, and retried with backoff.
 	Panics *prometheus.CounterVec
+	// StaleInputs counts reconciles put off, by module, because the input
+	// still showed an object as it was before the host's own last write
+	// to it (the caches had not caught up); they are not reconciles, and
+	// the other reconcile series do not count them.
+	StaleInputs *prometheus.CounterVec
 	// ModuleInfo is 1 for each loaded module, labelled with its manifest
 	// version, subject, mode, file digest and generation (1 for the module
 	// the host started with, one more for each swap).
@@ -113,6 +118,10 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "reconcile_panics_total",
 			Help: "Reconciles that panicked, by module; each was recovered and retried with backoff.",
 		}, []string{"module"}),
+		StaleInputs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reconcile_stale_inputs_total",
+			Help: "Reconciles put off because the caches did not yet show the host's own last write, by module.",
+		}, []string{"module"}),
 		ModuleInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "module_info",
 			Help: "1 for each loaded module, with its version, subject, mode, sha256 and generation.",
@@ -151,7 +160,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
-		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.ModuleInfo,
+		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
 		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
 	)
