@@ -128,6 +128,7 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 		}
 		rep.add(r)
 	}
+	rep.Written = b.states.written()
 	if e.Shadow {
 		return rep, nil
 	}
@@ -263,10 +264,14 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 		if err != nil {
 			return err
 		}
-		st.rv = rv
+		st.rv, st.written = rv, true
 		return nil
 	case writeDelete:
-		return e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv)
+		if err := e.Cluster.Delete(ctx, t.Kind, t.Namespace, t.Name, t.UID, st.rv); err != nil {
+			return err
+		}
+		st.written = true
+		return nil
 	case writeDeleteVolume:
 		// The driver takes no precondition, and a backing volume deleted
 		// wrongly is data lost: the host's rules are checked again on the

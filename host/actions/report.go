@@ -51,6 +51,10 @@ type Report struct {
 	Actions []ActionReport
 	// Counts counts Actions by outcome.
 	Counts map[Outcome]int
+	// Written lists the objects the Result's patches and deletes changed,
+	// each with the resourceVersion the input gave it: the version a cache
+	// that has not seen the writes yet still holds (see Stale).
+	Written map[abi.ObjectRef]string
 }
 
 func (r *Report) add(a ActionReport) {

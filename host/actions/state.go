@@ -8,7 +8,12 @@ import "github.com/kubeplug/kubeplug/abi"
 // conflict with the first, or compute its list from the old one and undo the
 // first (removeFinalizer a, then removeFinalizer b, would put a back).
 type objectState struct {
-	rv         string
+	rv string
+	// inputRV is the resourceVersion the input gave the object, and
+	// written is set once a patch or delete of it was made: Report.Written
+	// lists such objects with their inputRV.
+	inputRV    string
+	written    bool
 	ownerRefs  []abi.OwnerReference
 	finalizers []string
 	deleting   bool
@@ -35,6 +40,7 @@ type objectState struct {
 func newObjectState(t Target) *objectState {
 	st := &objectState{
 		rv:         t.ResourceVersion,
+		inputRV:    t.ResourceVersion,
 		ownerRefs:  t.OwnerReferences,
 		finalizers: t.Finalizers,
 		deleting:   t.Deleting,
@@ -64,4 +70,20 @@ func (s objectStates) of(t Target) *objectState {
 		s[ref] = st
 	}
 	return st
+}
+
+// written returns the objects a patch or delete of this Result changed, each
+// with the resourceVersion the input gave it; nil when none.
+func (s objectStates) written() map[abi.ObjectRef]string {
+	var out map[abi.ObjectRef]string
+	for ref, st := range s {
+		if !st.written || st.inputRV == "" {
+			continue
+		}
+		if out == nil {
+			out = make(map[abi.ObjectRef]string)
+		}
+		out[ref] = st.inputRV
+	}
+	return out
 }

@@ -399,7 +399,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		res = &abi.Result{}
 	}
 	rep, err := g.exec.Execute(ctx, g.manifest, req, res)
-	c.writes.record(key, req, rep)
+	c.writes.record(key, rep)
 	c.countActions(rep)
 	c.recordExecuted(ctx, rep)
 	out = Outcome{Report: rep, Result: "success", Actions: res.Actions}

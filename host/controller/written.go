@@ -41,8 +41,8 @@ type written struct {
 
 // record keeps what rep wrote for key; a reconcile that wrote nothing
 // forgets the key.
-func (w *writes) record(key string, req *abi.ReconcileRequest, rep actions.Report) {
-	objs := actions.Written(req, rep)
+func (w *writes) record(key string, rep actions.Report) {
+	objs := rep.Written
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(objs) == 0 {
