@@ -254,6 +254,14 @@ func checkClaimUpdateStatus(s *abi.VolumeClaimUpdateStatus) string {
 			return why
 		}
 	}
+	for _, p := range []struct {
+		name string
+		v    *int32
+	}{{"heldPartition", s.HeldPartition}, {"userPartition", s.UserPartition}} {
+		if p.v != nil && *p.v < 0 {
+			return fmt.Sprintf("claimUpdateStatus.%s %d is negative", p.name, *p.v)
+		}
+	}
 	for i, c := range s.Conditions {
 		if c.Type == "" {
 			return fmt.Sprintf("claimUpdateStatus.conditions[%d].type is empty", i)
