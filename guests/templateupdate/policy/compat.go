@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
 )
@@ -164,23 +166,14 @@ func superset(have, want map[string]string) bool {
 
 func sameSet(a, b []string) bool {
 	for _, x := range a {
-		if !contains(b, x) {
+		if !slices.Contains(b, x) {
 			return false
 		}
 	}
 	for _, x := range b {
-		if !contains(a, x) {
+		if !slices.Contains(a, x) {
 			return false
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
