@@ -102,13 +102,7 @@ func build(tb testing.TB, dir string, commands func(out string) [][]string) []by
 // engine with default limits, as the host does.
 func LoadAny(tb testing.TB, source string, wasm []byte) kpruntime.Loaded {
 	tb.Helper()
-	ctx := context.Background()
-	e, err := kpruntime.NewEngine(ctx, kpruntime.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { e.Close(ctx) })
-	m, err := e.LoadAny(ctx, source, wasm, kpruntime.DefaultLimits())
+	m, err := engine(tb).LoadAny(context.Background(), source, wasm, kpruntime.DefaultLimits())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,17 +113,23 @@ func LoadAny(tb testing.TB, source string, wasm []byte) kpruntime.Loaded {
 // (deadline on, as in production).
 func Load(tb testing.TB, dir string) *kpruntime.Module {
 	tb.Helper()
+	m, err := engine(tb).Load(context.Background(), dir+".wasm", Guest(tb, dir), kpruntime.DefaultLimits())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// engine returns a new engine, closed when tb ends.
+func engine(tb testing.TB) *kpruntime.Engine {
+	tb.Helper()
 	ctx := context.Background()
 	e, err := kpruntime.NewEngine(ctx, kpruntime.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close(ctx) })
-	m, err := e.Load(ctx, dir+".wasm", Guest(tb, dir), kpruntime.DefaultLimits())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return e
 }
 
 // NativeNsPerOp runs the module registered in this test binary natively
