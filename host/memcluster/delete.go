@@ -31,6 +31,9 @@ func (c *Cluster) Delete(ctx context.Context, kind, namespace, name, uid, resour
 	}
 	if len(finalizers(stored)) == 0 {
 		delete(c.objects, k)
+		// Field ownership ends with the object: one created again under
+		// its name may get its uid (Load derives uids from names).
+		delete(c.owners, str(metadata(stored), "uid"))
 		c.bump()
 		return nil
 	}
