@@ -30,11 +30,7 @@ func (c *Cluster) Delete(ctx context.Context, kind, namespace, name, uid, resour
 		return err
 	}
 	if len(finalizers(stored)) == 0 {
-		delete(c.objects, k)
-		// Field ownership ends with the object: one created again under
-		// its name may get its uid (Load derives uids from names).
-		delete(c.owners, str(metadata(stored), "uid"))
-		c.bump()
+		c.remove(k, stored)
 		return nil
 	}
 	if str(metadata(stored), "deletionTimestamp") != "" {

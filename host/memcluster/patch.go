@@ -98,8 +98,7 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return str(metadata(stored), "resourceVersion"), nil
 	}
 	if str(metadata(updated), "deletionTimestamp") != "" && len(finalizers(updated)) == 0 {
-		delete(c.objects, k)
-		return c.bump(), nil
+		return c.remove(k, updated), nil
 	}
 	return c.store(k, updated), nil
 }
