@@ -53,6 +53,12 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return "", err
 	}
 
+	// leaves are the fields a server-side apply of the object sets; nil
+	// for any other write.
+	var leaves map[fieldPath]bool
+	if pt == types.ApplyPatchType && !status {
+		leaves = appliedLeaves(patch)
+	}
 	updated := runtime.DeepCopyJSON(stored)
 	if status {
 		if s, ok := patch["status"]; ok {
@@ -60,8 +66,8 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		}
 	} else {
 		updated = mergePatch(updated, patch).(map[string]any)
-		if pt == types.ApplyPatchType {
-			c.ownersOf(stored).dropUnapplied(fieldManager, appliedLeaves(patch), updated)
+		if leaves != nil {
+			c.ownersOf(stored).dropUnapplied(fieldManager, leaves, updated)
 		}
 		if hasStatusSubresource(kind) {
 			setOrDelete(updated, "status", runtime.DeepCopyJSONValue(stored["status"]))
@@ -89,10 +95,10 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		metadata(updated)["generation"] = generation(stored) + 1
 	}
 
-	if pt == types.ApplyPatchType && !status {
-		c.ownersOf(stored).recordApply(fieldManager, appliedLeaves(patch), stored, updated)
-	} else {
-		c.ownersOf(stored).recordUpdate(stored, updated)
+	if leaves != nil {
+		c.ownersOf(stored).recordApply(fieldManager, leaves, stored, updated)
+	} else if o, ok := c.owners[str(metadata(stored), "uid")]; ok {
+		o.recordUpdate(stored, updated)
 	}
 	if reflect.DeepEqual(stored, updated) {
 		return str(metadata(stored), "resourceVersion"), nil
