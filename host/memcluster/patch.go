@@ -207,12 +207,17 @@ func validateSpec(k Key, stored, updated map[string]any) error {
 	case "PersistentVolumeClaim":
 		return validateClaimUpdate(k, stored, updated)
 	case "StatefulSet":
-	default:
-		return nil
+		return validateRollingUpdate(k, updated)
 	}
-	spec, _ := updated["spec"].(map[string]any)
-	strategy, _ := spec["updateStrategy"].(map[string]any)
-	ru, ok := strategy["rollingUpdate"].(map[string]any)
+	return nil
+}
+
+// validateRollingUpdate is kube-apiserver's check of a StatefulSet's
+// rollingUpdate: only under a RollingUpdate strategy, with a partition of at
+// least 0.
+func validateRollingUpdate(k Key, updated map[string]any) error {
+	strategy := mapAt(updated, "spec", "updateStrategy")
+	ru, ok := nested(strategy, "rollingUpdate")
 	if !ok {
 		return nil
 	}
