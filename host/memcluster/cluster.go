@@ -165,6 +165,15 @@ func (c *Cluster) store(k Key, obj map[string]any) string {
 	return rv
 }
 
+// remove deletes the object obj stored at k, and its field ownership with
+// it: one created again under its name may get its uid (Load derives uids
+// from names). It returns the new resourceVersion. The caller holds mu.
+func (c *Cluster) remove(k Key, obj map[string]any) string {
+	delete(c.objects, k)
+	delete(c.owners, str(metadata(obj), "uid"))
+	return c.bump()
+}
+
 // bump counts a write and returns the next resourceVersion. The caller holds
 // mu.
 func (c *Cluster) bump() string {

@@ -30,8 +30,7 @@ func (c *Cluster) Delete(ctx context.Context, kind, namespace, name, uid, resour
 		return err
 	}
 	if len(finalizers(stored)) == 0 {
-		delete(c.objects, k)
-		c.bump()
+		c.remove(k, stored)
 		return nil
 	}
 	if str(metadata(stored), "deletionTimestamp") != "" {

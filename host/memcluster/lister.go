@@ -72,17 +72,17 @@ func (c *Cluster) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, e
 // ListPods returns the pods of namespace (every namespace for ""), sorted
 // by namespace and name.
 func (c *Cluster) ListPods(namespace string) ([]*corev1.Pod, error) {
-	return listTyped[corev1.Pod](c, abi.KindPod, namespace)
+	return listTyped[corev1.Pod](c, abi.KindPod, namespace, nil)
 }
 
 // ListControlledPods returns the pods of namespace whose controller
-// reference has the UID controller, sorted by name.
+// reference has the UID controller, sorted by name. Only those are
+// converted, as the live cache's index reads only those.
 func (c *Cluster) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
-	pods, err := c.ListPods(namespace)
-	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool {
-		ref := metav1.GetControllerOfNoCopy(p)
-		return ref == nil || ref.UID != controller
-	}), err
+	return listTyped[corev1.Pod](c, abi.KindPod, namespace, func(obj map[string]any) bool {
+		ref := metav1.GetControllerOfNoCopy(&unstructured.Unstructured{Object: obj})
+		return ref != nil && ref.UID == controller
+	})
 }
 
 // GetClaim returns the named PersistentVolumeClaim.
@@ -94,16 +94,16 @@ func (c *Cluster) GetClaim(namespace, name string) (*corev1.PersistentVolumeClai
 // ListClaims returns the claims of namespace (every namespace for ""),
 // sorted by namespace and name.
 func (c *Cluster) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
-	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace)
+	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace, nil)
 }
 
 // ListClaimsNamedFor returns the claims of namespace whose names may be
-// claims of set (snapshot.SetNamesInClaimName), sorted by name.
+// claims of set (snapshot.SetNamesInClaimName), sorted by name. Only those
+// are converted.
 func (c *Cluster) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	claims, err := c.ListClaims(namespace)
-	return slices.DeleteFunc(claims, func(pvc *corev1.PersistentVolumeClaim) bool {
-		return !slices.Contains(snapshot.SetNamesInClaimName(pvc.Name), set)
-	}), err
+	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace, func(obj map[string]any) bool {
+		return slices.Contains(snapshot.SetNamesInClaimName(str(metadata(obj), "name")), set)
+	})
 }
 
 // GetVolume returns the named PersistentVolume.
@@ -142,10 +142,15 @@ func (c *Cluster) getTyped(kind, namespace, name string, into any) error {
 	return nil
 }
 
-func listTyped[T any](c *Cluster, kind, namespace string) ([]*T, error) {
+// listTyped converts the stored objects of kind in namespace ("" for all)
+// that keep (nil keeps all) accepts.
+func listTyped[T any](c *Cluster, kind, namespace string, keep func(map[string]any) bool) ([]*T, error) {
 	var out []*T
 	for _, obj := range c.List(kind) {
 		if namespace != "" && str(metadata(obj), "namespace") != namespace {
+			continue
+		}
+		if keep != nil && !keep(obj) {
 			continue
 		}
 		t := new(T)

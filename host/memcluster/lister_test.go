@@ -78,3 +78,34 @@ func TestLister(t *testing.T) {
 		require.True(t, apierrors.IsNotFound(err), "got %v", err)
 	})
 }
+
+// The two listings the statefulset builder reads keep what the live cache's
+// indexes keep: pods by their controller's uid, claims by the sets their
+// names could be claims of.
+func TestListerNarrowedListings(t *testing.T) {
+	pod := func(name string, owners ...any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "ownerReferences": owners}}
+	}
+	ref := func(uid string, controller bool) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": uid, "controller": controller}
+	}
+	c := newCluster(t,
+		pod("web-0", ref("u1", true)),
+		pod("web-1", ref("u1", false)),
+		pod("web-2", ref("u2", true)),
+		pod("stray"),
+		claim("data-web-0"), claim("data-a-web-1"), claim("data-web-x"), claim("web-0"),
+	)
+	pods, err := c.ListControlledPods("default", "u1")
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+	require.Equal(t, "web-0", pods[0].Name)
+
+	var names []string
+	claims, err := c.ListClaimsNamedFor("default", "web")
+	require.NoError(t, err)
+	for _, pvc := range claims {
+		names = append(names, pvc.Name)
+	}
+	require.Equal(t, []string{"data-a-web-1", "data-web-0"}, names)
+}

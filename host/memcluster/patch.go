@@ -53,6 +53,12 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		return "", err
 	}
 
+	// leaves are the fields a server-side apply of the object sets; nil
+	// for any other write.
+	var leaves map[fieldPath]bool
+	if pt == types.ApplyPatchType && !status {
+		leaves = appliedLeaves(patch)
+	}
 	updated := runtime.DeepCopyJSON(stored)
 	if status {
 		if s, ok := patch["status"]; ok {
@@ -60,8 +66,8 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		}
 	} else {
 		updated = mergePatch(updated, patch).(map[string]any)
-		if pt == types.ApplyPatchType {
-			c.ownersOf(stored).dropUnapplied(fieldManager, appliedLeaves(patch), updated)
+		if leaves != nil {
+			c.ownersOf(stored).dropUnapplied(fieldManager, leaves, updated)
 		}
 		if hasStatusSubresource(kind) {
 			setOrDelete(updated, "status", runtime.DeepCopyJSONValue(stored["status"]))
@@ -89,17 +95,16 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 		metadata(updated)["generation"] = generation(stored) + 1
 	}
 
-	if pt == types.ApplyPatchType && !status {
-		c.ownersOf(stored).recordApply(fieldManager, appliedLeaves(patch), stored, updated)
-	} else {
-		c.ownersOf(stored).recordUpdate(stored, updated)
+	if leaves != nil {
+		c.ownersOf(stored).recordApply(fieldManager, leaves, stored, updated)
+	} else if o, ok := c.owners[str(metadata(stored), "uid")]; ok {
+		o.recordUpdate(stored, updated)
 	}
 	if reflect.DeepEqual(stored, updated) {
 		return str(metadata(stored), "resourceVersion"), nil
 	}
 	if str(metadata(updated), "deletionTimestamp") != "" && len(finalizers(updated)) == 0 {
-		delete(c.objects, k)
-		return c.bump(), nil
+		return c.remove(k, updated), nil
 	}
 	return c.store(k, updated), nil
 }
@@ -202,12 +207,17 @@ func validateSpec(k Key, stored, updated map[string]any) error {
 	case "PersistentVolumeClaim":
 		return validateClaimUpdate(k, stored, updated)
 	case "StatefulSet":
-	default:
-		return nil
+		return validateRollingUpdate(k, updated)
 	}
-	spec, _ := updated["spec"].(map[string]any)
-	strategy, _ := spec["updateStrategy"].(map[string]any)
-	ru, ok := strategy["rollingUpdate"].(map[string]any)
+	return nil
+}
+
+// validateRollingUpdate is kube-apiserver's check of a StatefulSet's
+// rollingUpdate: only under a RollingUpdate strategy, with a partition of at
+// least 0.
+func validateRollingUpdate(k Key, updated map[string]any) error {
+	strategy := mapAt(updated, "spec", "updateStrategy")
+	ru, ok := nested(strategy, "rollingUpdate")
 	if !ok {
 		return nil
 	}

@@ -255,3 +255,39 @@ func TestApplyDropsOnlyWhatItOwnsAlone(t *testing.T) {
 	apply(`{}`)
 	require.Equal(t, map[string]any{"app": "web", "user": "y"}, labels())
 }
+
+// An object deleted and created again under its name (same uid: Load
+// derives one from the name when the object has none) starts with no apply
+// history: what the first one's applies owned is not the second one's,
+// whether the first went at once or when its last finalizer did.
+func TestApplyOwnershipEndsWithTheObject(t *testing.T) {
+	ctx := context.Background()
+	for _, finalizer := range []bool{false, true} {
+		t.Run("finalizer "+strconv.FormatBool(finalizer), func(t *testing.T) {
+			var extra []func(map[string]any)
+			if finalizer {
+				extra = append(extra, withMeta("finalizers", []any{"example.com/f"}))
+			}
+			c := newCluster(t, claim("a", extra...))
+			apply := func(labels string) {
+				t.Helper()
+				body := `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","namespace":"default","labels":` + labels + `}}`
+				_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.ApplyPatchType, []byte(body), "kubeplug")
+				require.NoError(t, err)
+			}
+			apply(`{"zone":"a"}`)
+			require.NoError(t, c.Delete(ctx, "PersistentVolumeClaim", "default", "a", "", ""))
+			if finalizer {
+				_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), "kubectl")
+				require.NoError(t, err)
+			}
+			_, ok := c.Get("PersistentVolumeClaim", "default", "a")
+			require.False(t, ok)
+			require.NoError(t, c.Load(claim("a", withMeta("labels", map[string]any{"zone": "a"}))))
+
+			apply(`{}`)
+			obj, _ := c.Get("PersistentVolumeClaim", "default", "a")
+			require.Equal(t, map[string]any{"zone": "a"}, meta(t, obj)["labels"], "the new claim's creator set zone; kubeplug never applied it to this claim")
+		})
+	}
+}

@@ -1,18 +1,19 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
 
 // claimUpdateObject mirrors the VolumeClaimUpdate CRD with Kubernetes types,
-// so that the converter parses quantities (string or number) and timestamps
+// so that decoding parses quantities (string or number) and timestamps
 // the way the API does, and the projection then renders them exactly like
 // those of built-in objects. A module comparing a template's "1024Mi" with a
 // claim's "1Gi" sees the same canonical string on both sides.
@@ -48,8 +49,17 @@ func ProjectClaimUpdate(u *unstructured.Unstructured) (*abi.VolumeClaimUpdate, e
 	if u == nil {
 		return nil, nil
 	}
+	// Decoded from JSON as the API server decodes (case-sensitive keys),
+	// not with runtime's converter, which narrows an integer silently: the
+	// API server does not enforce the CRD's int32 formats
+	// (kubernetes/kubernetes#136091), so status.heldPartition 4294967299
+	// would reach the module as 3.
 	var o claimUpdateObject
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
+	data, err := json.Marshal(u.Object)
+	if err == nil {
+		err = utiljson.Unmarshal(data, &o)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w %s/%s: %v", ErrBadClaimUpdate, u.GetNamespace(), u.GetName(), err)
 	}
 	out := new(abi.VolumeClaimUpdate)

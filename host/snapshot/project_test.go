@@ -470,3 +470,14 @@ func TestProjectNil(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, cu)
 }
+
+// The API server does not enforce the CRD's int32 formats: a partition out
+// of int32's range is refused, not narrowed into another partition.
+func TestProjectClaimUpdateOverflow(t *testing.T) {
+	for _, field := range []string{"heldPartition", "userPartition"} {
+		u := claimUpdateObject("default", "big", "web")
+		require.NoError(t, unstructured.SetNestedField(u.Object, int64(1<<32+3), "status", field))
+		_, err := snapshot.ProjectClaimUpdate(u)
+		require.ErrorIs(t, err, snapshot.ErrBadClaimUpdate, field)
+	}
+}

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/kubeplug/kubeplug/abi"
+import (
+	"maps"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
 
 // statusEqual compares two statuses field by field (no reflection in
 // guests): the module writes only when they differ.
@@ -14,7 +18,7 @@ func statusEqual(a, b *abi.VolumeClaimUpdateStatus) bool {
 		x, y := &a.VolumeClaimTemplates[i], &b.VolumeClaimTemplates[i]
 		if x.TemplateName != y.TemplateName || x.CompatibleReplicas != y.CompatibleReplicas ||
 			x.UpdatingReplicas != y.UpdatingReplicas || x.OverSizedReplicas != y.OverSizedReplicas ||
-			!mapEqual(x.TotalCapacity, y.TotalCapacity) {
+			!maps.Equal(x.TotalCapacity, y.TotalCapacity) {
 			return false
 		}
 	}
@@ -31,16 +35,4 @@ func int32PtrEqual(a, b *int32) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func mapEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

@@ -18,13 +18,24 @@ import (
 // partition is still the one the module holds, otherwise the set's (the
 // user changed it, or the hold never landed). ptr is the value to record:
 // nil when the user set none.
+// A negative partition in the input (garbage: the API server and the CRD
+// refuse one) counts as none, so that no walk goes below index 0.
 func userPartition(set *abi.StatefulSet, vcu *abi.VolumeClaimUpdate) (u int32, ptr *int32, holding bool) {
-	current := setPartition(set)
+	current := nonNegative(setPartition(set))
 	held := vcu.Status.HeldPartition
 	if held != nil && current != nil && *current == *held {
-		return deref(vcu.Status.UserPartition), vcu.Status.UserPartition, true
+		recorded := nonNegative(vcu.Status.UserPartition)
+		return deref(recorded), recorded, true
 	}
 	return deref(current), current, false
+}
+
+// nonNegative is p, or nil when p is negative.
+func nonNegative(p *int32) *int32 {
+	if p != nil && *p < 0 {
+		return nil
+	}
+	return p
 }
 
 func setPartition(set *abi.StatefulSet) *int32 {

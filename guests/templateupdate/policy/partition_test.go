@@ -130,3 +130,26 @@ func TestPartitionSteps(t *testing.T) {
 		c.steady(t, h)
 	})
 }
+
+// TestRecordedUserPartitionNegative: a VolumeClaimUpdate's status is input
+// too, and a negative userPartition there (a CRD from before it refused
+// one, or a hand edit) is garbage: the module treats it as no partition
+// rather than walking replicas below index 0.
+func TestRecordedUserPartitionNegative(t *testing.T) {
+	h := sdktest.New(t)
+	c := newCluster(3, "InPlace", "LockStep", "2Gi")
+	for _, x := range c.claims {
+		x.Spec.Resources.Requests["storage"] = "2Gi"
+	}
+	c.resize()
+	c.setPartition(3)
+	c.vcu.Status.HeldPartition = ptr(int32(3))
+	c.vcu.Status.UserPartition = ptr(int32(-2))
+	o := c.reconcile(t, h)
+	if len(o.partitions) != 1 || o.partitions[0] != 0 {
+		t.Fatalf("released to %v, want 0: %s", o.partitions, describe(o.actions))
+	}
+	if c.vcu.Status.HeldPartition != nil || c.vcu.Status.UserPartition != nil {
+		t.Errorf("status %+v", c.vcu.Status)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestStatusCounts(t *testing.T) {
 		TotalCapacity: map[string]string{"storage": "6Gi"}}
 	if len(got) != 1 || got[0].TemplateName != want.TemplateName || got[0].CompatibleReplicas != want.CompatibleReplicas ||
 		got[0].UpdatingReplicas != want.UpdatingReplicas || got[0].OverSizedReplicas != want.OverSizedReplicas ||
-		!mapEqual(got[0].TotalCapacity, want.TotalCapacity) {
+		!maps.Equal(got[0].TotalCapacity, want.TotalCapacity) {
 		t.Errorf("status %+v, want %+v", got, want)
 	}
 	if c.vcu.Status.ObservedGeneration != 1 {
