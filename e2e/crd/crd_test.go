@@ -235,6 +235,11 @@ func TestStatusSubresource(t *testing.T) {
 	if _, err := c.Patch(context.Background(), "data", types.MergePatchType, []byte(`{"status":{"heldPartition":-1}}`), metav1.PatchOptions{}, "status"); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.heldPartition") {
 		t.Errorf("negative heldPartition: got %v", err)
 	}
+	// So is one beyond int32: the API server does not hold integers to
+	// their format, only to minimum and maximum.
+	if _, err := c.Patch(context.Background(), "data", types.MergePatchType, []byte(`{"status":{"userPartition":4294967299}}`), metav1.PatchOptions{}, "status"); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.userPartition") {
+		t.Errorf("userPartition beyond int32: got %v", err)
+	}
 	// null removes the partition record, as the module's status writes do.
 	got, err = c.Patch(context.Background(), "data", types.MergePatchType, []byte(`{"status":{"heldPartition":null,"userPartition":null}}`), metav1.PatchOptions{}, "status")
 	if err != nil {
