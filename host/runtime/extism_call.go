@@ -106,7 +106,12 @@ func (inst *pluginInstance) call(parent context.Context, l Limits, export string
 	if err != nil {
 		if msg := inst.p.GetError(); msg != "" && msg == err.Error() {
 			// The plugin set an error (the PDK's error function) and
-			// returned: it failed, it did not trap.
+			// returned: it failed, it did not trap. The message is the
+			// plugin's output as much as a native module's
+			// Response.Message is, and held to the same checks.
+			if err := ownStrings(&msg); err != nil {
+				return nil, KindOutput, false, fmt.Errorf("output: error message: %w", err)
+			}
 			return nil, KindStatus, true, abi.StatusError(abi.StatusFailed, msg)
 		}
 		kind, err := inst.classify(err, l)
