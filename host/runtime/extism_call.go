@@ -144,43 +144,13 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 // request in, and hands the output to decode, which returns the answer's
 // status and message. It is the one way into a plugin's hooks: each hook is
 // an entry in extismHookExports and a typed method over invoke.
-func (p *Plugin) invoke(ctx context.Context, hook, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
-	if !p.hooks[hook] {
-		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, abi.ErrNoHook)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, err)
-	}
-	pl := p.pools[hook]
-	inst, err := pl.acquire(ctx)
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return fmt.Errorf("module %q %s %q: module %w", p.name, hook, key, ErrClosed)
-		}
-		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", p.name, hook, key, err)
-	}
-	if inst == nil {
-		var kind ErrorKind
-		inst, kind, err = p.newInstance(ctx)
-		if err != nil {
-			pl.release(nil, false)
-			return &CallError{Module: p.name, Hook: hook, Key: key, Kind: kind, Err: err}
-		}
-		pl.added()
-	}
-	kind, keep, err := p.roundTrip(ctx, inst, hook, in, decode)
-	pl.release(inst, keep)
-	if err != nil {
-		if p.interrupted.Load() {
-			return fmt.Errorf("module %q %s %q: module %w during the call: %v", p.name, hook, key, ErrClosed, err)
-		}
-		return &CallError{Module: p.name, Hook: hook, Key: key, Kind: kind, Err: err}
-	}
-	return nil
+func (p *Plugin) invoke(ctx context.Context, h hookID, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
+	return invokeOn(ctx, p.pools[h], p.name, hookTable[h].name, key, &p.interrupted, p.newInstance,
+		func(inst *pluginInstance) (ErrorKind, bool, error) { return p.roundTrip(ctx, inst, h, in, decode) })
 }
 
-func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, hook string, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
-	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hook], in)
+func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, h hookID, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
+	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hookTable[h].name], in)
 	if err != nil {
 		return kind, keep, err
 	}
@@ -243,7 +213,7 @@ func callHook[J any](ctx context.Context, p *Plugin, h hookID, key string,
 		return nil, &CallError{Module: p.name, Hook: spec.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	var resp *abi.Response
-	err = p.invoke(ctx, spec.name, key, in, func(out []byte) (abi.Status, string, error) {
+	err = p.invoke(ctx, h, key, in, func(out []byte) (abi.Status, string, error) {
 		var derr error
 		if p.encoding == EncodingMsgpack {
 			resp, derr = decodeOutput(out, p.limits)
@@ -362,4 +332,7 @@ func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 }
 
 // HasHook reports whether the plugin implements hook.
-func (p *Plugin) HasHook(hook string) bool { return p.hooks[hook] }
+func (p *Plugin) HasHook(hook string) bool {
+	h, ok := hookNamed(hook)
+	return ok && p.pools[h] != nil
+}
