@@ -75,6 +75,7 @@ func TestExtismStatusesAndOutputChecks(t *testing.T) {
 		{"trailing data", `{"status":0} {}`, runtime.KindOutput, "invalid character", false},
 		{"an admit answer", `{"status":0,"admit":{"allowed":true}}`, runtime.KindOutput, "no answer to the reconcile hook", false},
 		{"element flood", `{"status":0,"result":{"actions":[{"type":"event","event":{"message":[` + strings.Repeat("1,", 70_000) + `1]}}]}}`, runtime.KindOutput, "array elements and object members", false},
+		{"member flood", `{"status":0,"result":{"actions":[{"type":"event","event":{"x":{` + strings.Repeat(`"a":1,`, 70_000) + `"a":1}}}]}}`, runtime.KindOutput, "array elements and object members", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
