@@ -69,17 +69,17 @@ func (inst *pluginInstance) close() {
 }
 
 // logLine writes one of the plugin's log lines (the PDK's log functions)
-// within the call's log budget (log.go), and nothing once its deadline has
-// passed.
+// within the call's log budget as writeLog does (logBudget.spend), and
+// nothing once its deadline has passed. Unlike writeLog it passes the
+// bytes on as they are, not made valid UTF-8: the admit tests read the
+// request a plugin logs, MessagePack included, back from the log.
 func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
-	if inst.ctx.Err() != nil || !inst.ctx.log.record() {
+	if inst.ctx.Err() != nil {
 		return
 	}
-	b := inst.ctx.log.take([]byte(msg))
-	var attrs []slog.Attr
-	if len(b) > maxLogBytes {
-		b = b[:maxLogBytes]
-		attrs = append(attrs, slog.Bool("truncated", true))
+	n, truncated, ok := inst.ctx.log.spend(uint32(len(msg)))
+	if !ok {
+		return
 	}
 	l := slog.LevelInfo
 	switch level {
@@ -90,7 +90,11 @@ func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 	case extism.LogLevelError:
 		l = slog.LevelError
 	}
-	inst.plugin.logger().LogAttrs(context.Background(), l, string(b), attrs...)
+	if truncated {
+		inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n], slog.Bool("truncated", true))
+		return
+	}
+	inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n])
 }
 
 // call calls the Extism function export with input in and returns its

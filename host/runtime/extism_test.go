@@ -255,6 +255,9 @@ func TestExtismLogs(t *testing.T) {
 		{"one line", "hello from the plugin", 1, 1, 0},
 		{"long line truncated", strings.Repeat("z", 5000), 1, 1, 0},
 		{"flood", "again", 1000, 256, 1},
+		// Each record spends the 4 KiB it is cut to, as a native module's
+		// does: 16 fit the 64 KiB budget, and no empty record follows.
+		{"long lines spend what is logged", strings.Repeat("y", 8000), 20, 16, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
