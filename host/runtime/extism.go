@@ -95,10 +95,10 @@ type Plugin struct {
 	name     string
 
 	compiled *extism.CompiledPlugin
-	// pools holds a pool per hook the manifest declares, as Module's do.
-	pools map[string]*pool[*pluginInstance]
+	// pools holds a pool per hook the manifest declares (nil for the
+	// others), as Module's do.
+	pools [numHooks]*pool[*pluginInstance]
 	log   atomic.Pointer[slog.Logger]
-	hooks map[string]bool
 
 	closeOnce   sync.Once
 	closeErr    error
@@ -199,17 +199,16 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 		return err
 	}
 	p.manifest, p.encoding = man.Manifest, man.Encoding
-	p.hooks = map[string]bool{}
-	p.pools = map[string]*pool[*pluginInstance]{}
-	for _, h := range man.Hooks {
-		p.hooks[h] = true
+	for _, name := range man.Hooks {
+		h, _ := hookNamed(name) // checkHookFunctions refuses a hook not in the table
 		p.pools[h] = newPool[*pluginInstance](p.limits.Instances)
 	}
 	p.info.ABIVersion, _ = parseABIVersion(man.ABIVersion)
 	p.info.Name, p.info.Version, p.info.Encoding = man.Name, man.Version, man.Encoding
 	p.name = man.Name
 	p.setLogger(p.engine.logger.With("module", man.Name))
-	p.pools[man.Hooks[0]].seed(inst) // checkManifest refuses a manifest without hooks
+	first, _ := hookNamed(man.Hooks[0]) // checkManifest refuses a manifest without hooks
+	p.pools[first].seed(inst)
 	return nil
 }
 
@@ -343,7 +342,9 @@ func (p *Plugin) Limits() Limits { return p.limits }
 func (p *Plugin) Stats() Stats {
 	var s Stats
 	for _, pl := range p.pools {
-		s = s.plus(pl.stats())
+		if pl != nil {
+			s = s.plus(pl.stats())
+		}
 	}
 	return s
 }
@@ -355,7 +356,7 @@ func (p *Plugin) setLogger(l *slog.Logger) { p.log.Store(l) }
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		for _, pl := range p.pools {
-			if !pl.close(ctx) {
+			if pl != nil && !pl.close(ctx) {
 				p.interrupted.Store(true) // ends them at their next checkpoint
 			}
 		}

@@ -69,17 +69,17 @@ func (inst *pluginInstance) close() {
 }
 
 // logLine writes one of the plugin's log lines (the PDK's log functions)
-// within the call's log budget (log.go), and nothing once its deadline has
-// passed.
+// within the call's log budget as writeLog does (logBudget.spend), and
+// nothing once its deadline has passed. Unlike writeLog it passes the
+// bytes on as they are, not made valid UTF-8: the admit tests read the
+// request a plugin logs, MessagePack included, back from the log.
 func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
-	if inst.ctx.Err() != nil || !inst.ctx.log.record() {
+	if inst.ctx.Err() != nil {
 		return
 	}
-	b := inst.ctx.log.take([]byte(msg))
-	var attrs []slog.Attr
-	if len(b) > maxLogBytes {
-		b = b[:maxLogBytes]
-		attrs = append(attrs, slog.Bool("truncated", true))
+	n, truncated, ok := inst.ctx.log.spend(uint32(len(msg)))
+	if !ok {
+		return
 	}
 	l := slog.LevelInfo
 	switch level {
@@ -90,7 +90,11 @@ func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 	case extism.LogLevelError:
 		l = slog.LevelError
 	}
-	inst.plugin.logger().LogAttrs(context.Background(), l, string(b), attrs...)
+	if truncated {
+		inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n], slog.Bool("truncated", true))
+		return
+	}
+	inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n])
 }
 
 // call calls the Extism function export with input in and returns its
@@ -106,7 +110,12 @@ func (inst *pluginInstance) call(parent context.Context, l Limits, export string
 	if err != nil {
 		if msg := inst.p.GetError(); msg != "" && msg == err.Error() {
 			// The plugin set an error (the PDK's error function) and
-			// returned: it failed, it did not trap.
+			// returned: it failed, it did not trap. The message is the
+			// plugin's output as much as a native module's
+			// Response.Message is, and held to the same checks.
+			if err := ownStrings(&msg); err != nil {
+				return nil, KindOutput, false, fmt.Errorf("output: error message: %w", err)
+			}
 			return nil, KindStatus, true, abi.StatusError(abi.StatusFailed, msg)
 		}
 		kind, err := inst.classify(err, l)
@@ -139,43 +148,13 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 // request in, and hands the output to decode, which returns the answer's
 // status and message. It is the one way into a plugin's hooks: each hook is
 // an entry in extismHookExports and a typed method over invoke.
-func (p *Plugin) invoke(ctx context.Context, hook, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
-	if !p.hooks[hook] {
-		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, abi.ErrNoHook)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("module %q %s %q: %w", p.name, hook, key, err)
-	}
-	pl := p.pools[hook]
-	inst, err := pl.acquire(ctx)
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return fmt.Errorf("module %q %s %q: module %w", p.name, hook, key, ErrClosed)
-		}
-		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", p.name, hook, key, err)
-	}
-	if inst == nil {
-		var kind ErrorKind
-		inst, kind, err = p.newInstance(ctx)
-		if err != nil {
-			pl.release(nil, false)
-			return &CallError{Module: p.name, Hook: hook, Key: key, Kind: kind, Err: err}
-		}
-		pl.added()
-	}
-	kind, keep, err := p.roundTrip(ctx, inst, hook, in, decode)
-	pl.release(inst, keep)
-	if err != nil {
-		if p.interrupted.Load() {
-			return fmt.Errorf("module %q %s %q: module %w during the call: %v", p.name, hook, key, ErrClosed, err)
-		}
-		return &CallError{Module: p.name, Hook: hook, Key: key, Kind: kind, Err: err}
-	}
-	return nil
+func (p *Plugin) invoke(ctx context.Context, h hookID, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
+	return invokeOn(ctx, p.pools[h], p.name, hookTable[h].name, key, &p.interrupted, p.newInstance,
+		func(inst *pluginInstance) (ErrorKind, bool, error) { return p.roundTrip(ctx, inst, h, in, decode) })
 }
 
-func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, hook string, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
-	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hook], in)
+func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, h hookID, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
+	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hookTable[h].name], in)
 	if err != nil {
 		return kind, keep, err
 	}
@@ -238,7 +217,7 @@ func callHook[J any](ctx context.Context, p *Plugin, h hookID, key string,
 		return nil, &CallError{Module: p.name, Hook: spec.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	var resp *abi.Response
-	err = p.invoke(ctx, spec.name, key, in, func(out []byte) (abi.Status, string, error) {
+	err = p.invoke(ctx, h, key, in, func(out []byte) (abi.Status, string, error) {
 		var derr error
 		if p.encoding == EncodingMsgpack {
 			resp, derr = decodeOutput(out, p.limits)
@@ -357,4 +336,7 @@ func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 }
 
 // HasHook reports whether the plugin implements hook.
-func (p *Plugin) HasHook(hook string) bool { return p.hooks[hook] }
+func (p *Plugin) HasHook(hook string) bool {
+	h, ok := hookNamed(hook)
+	return ok && p.pools[h] != nil
+}

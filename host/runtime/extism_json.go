@@ -65,34 +65,23 @@ func checkJSONShape(out []byte, l Limits) error {
 		if n := len(stack); n > 0 {
 			f := &stack[n-1]
 			switch {
-			case !f.array && f.wantKey:
-				if isDelim { // '}': Token refuses anything else here
-					stack = stack[:n-1]
-					continue
-				}
-				f.key, _ = tok.(string)
-				f.wantKey = false
-				elements++
-				if elements > maxElements {
-					return fmt.Errorf("output holds more than %d array elements and object members, the limit (%d per action of limits.maxActions): fix the module, or raise limits.maxActions", maxElements, elementsPerAction)
-				}
-				continue
-			case f.array && isDelim && delim == ']':
+			case isDelim && (delim == '}' || delim == ']'): // Token matches them
 				stack = stack[:n-1]
 				continue
-			case f.array:
-				elements++
-				if f.actions {
-					actions++
+			case !f.array && !f.wantKey: // an object's value
+				f.wantKey = true
+			default: // an object's key, or an array's element
+				if !f.array {
+					f.key, _ = tok.(string)
+					f.wantKey = false
+				} else if f.actions {
+					if actions++; actions > l.MaxActions {
+						return fmt.Errorf("output holds more than %d actions, the limit: raise the module's limits.maxActions if it needs that many in one reconcile, or fix the module", l.MaxActions)
+					}
 				}
-				if actions > l.MaxActions {
-					return fmt.Errorf("output holds more than %d actions, the limit: raise the module's limits.maxActions if it needs that many in one reconcile, or fix the module", l.MaxActions)
-				}
-				if elements > maxElements {
+				if elements++; elements > maxElements {
 					return fmt.Errorf("output holds more than %d array elements and object members, the limit (%d per action of limits.maxActions): fix the module, or raise limits.maxActions", maxElements, elementsPerAction)
 				}
-			default: // an object's value
-				f.wantKey = true
 			}
 		}
 		if isDelim {

@@ -75,6 +75,7 @@ func TestExtismStatusesAndOutputChecks(t *testing.T) {
 		{"trailing data", `{"status":0} {}`, runtime.KindOutput, "invalid character", false},
 		{"an admit answer", `{"status":0,"admit":{"allowed":true}}`, runtime.KindOutput, "no answer to the reconcile hook", false},
 		{"element flood", `{"status":0,"result":{"actions":[{"type":"event","event":{"message":[` + strings.Repeat("1,", 70_000) + `1]}}]}}`, runtime.KindOutput, "array elements and object members", false},
+		{"member flood", `{"status":0,"result":{"actions":[{"type":"event","event":{"x":{` + strings.Repeat(`"a":1,`, 70_000) + `"a":1}}}]}}`, runtime.KindOutput, "array elements and object members", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,6 +255,9 @@ func TestExtismLogs(t *testing.T) {
 		{"one line", "hello from the plugin", 1, 1, 0},
 		{"long line truncated", strings.Repeat("z", 5000), 1, 1, 0},
 		{"flood", "again", 1000, 256, 1},
+		// Each record spends the 4 KiB it is cut to, as a native module's
+		// does: 16 fit the 64 KiB budget, and no empty record follows.
+		{"long lines spend what is logged", strings.Repeat("y", 8000), 20, 16, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

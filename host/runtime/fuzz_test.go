@@ -35,12 +35,7 @@ func FuzzDecodeOutput(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if resp.Result != nil && len(resp.Result.Actions) > limits.MaxActions {
-			t.Fatalf("accepted %d actions over the limit of %d", len(resp.Result.Actions), limits.MaxActions)
-		}
-		if err := runtime.OwnStringsForTest(resp); err != nil {
-			t.Fatalf("accepted a response whose strings fail the check: %v", err)
-		}
+		requireWithinLimits(t, resp, limits)
 	})
 }
 
@@ -65,11 +60,18 @@ func FuzzDecodeJSONOutput(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if resp.Result != nil && len(resp.Result.Actions) > limits.MaxActions {
-			t.Fatalf("accepted %d actions over the limit of %d", len(resp.Result.Actions), limits.MaxActions)
-		}
-		if err := runtime.OwnStringsForTest(resp); err != nil {
-			t.Fatalf("accepted a response whose strings fail the check: %v", err)
-		}
+		requireWithinLimits(t, resp, limits)
 	})
+}
+
+// requireWithinLimits fails a fuzz run whose decoder accepted resp with
+// more actions than limits allow or a string ownStrings refuses.
+func requireWithinLimits(t *testing.T, resp *abi.Response, limits runtime.Limits) {
+	t.Helper()
+	if resp.Result != nil && len(resp.Result.Actions) > limits.MaxActions {
+		t.Fatalf("accepted %d actions over the limit of %d", len(resp.Result.Actions), limits.MaxActions)
+	}
+	if err := runtime.OwnStringsForTest(resp); err != nil {
+		t.Fatalf("accepted a response whose strings fail the check: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -68,40 +69,59 @@ type message interface {
 //
 // key names the call in errors (a subject's key, an admission's object).
 func (m *Module) invoke(ctx context.Context, h hookID, key string, req message) (*abi.Response, error) {
-	spec := hookTable[h]
-	p := m.pools[h]
+	var resp *abi.Response
+	err := invokeOn(ctx, m.pools[h], m.name, hookTable[h].name, key, &m.interrupted, m.newInstance,
+		func(inst *instance) (kind ErrorKind, keep bool, err error) {
+			resp, kind, keep, err = inst.call(ctx, m.limits, h, req)
+			return kind, keep, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// invokeOn is the call path of both kinds of module (Module.invoke,
+// Plugin.invoke): it takes an idle instance of p (nil when the module lacks
+// the hook), or makes one with newInstance, runs call on it, and puts it
+// back unless call says it may not serve another call. interrupted is the
+// module's flag that Close gave up waiting for calls in flight.
+func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key string, interrupted *atomic.Bool,
+	newInstance func(context.Context) (T, ErrorKind, error), call func(T) (kind ErrorKind, keep bool, err error),
+) error {
 	if p == nil {
-		return nil, fmt.Errorf("module %q %s %q: %w", m.name, spec.name, key, abi.ErrNoHook)
+		return fmt.Errorf("module %q %s %q: %w", module, hook, key, abi.ErrNoHook)
 	}
 	if err := ctx.Err(); err != nil {
 		// Calling would only interrupt the guest at once and cost an instance.
-		return nil, fmt.Errorf("module %q %s %q: %w", m.name, spec.name, key, err)
+		return fmt.Errorf("module %q %s %q: %w", module, hook, key, err)
 	}
 	inst, err := p.acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
-			return nil, fmt.Errorf("module %q %s %q: module %w", m.name, spec.name, key, ErrClosed)
+			return fmt.Errorf("module %q %s %q: module %w", module, hook, key, ErrClosed)
 		}
-		return nil, fmt.Errorf("module %q %s %q: waiting for a free instance: %w", m.name, spec.name, key, err)
+		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", module, hook, key, err)
 	}
-	if inst == nil {
+	var none T
+	if inst == none {
 		var kind ErrorKind
-		inst, kind, err = m.newInstance(ctx)
+		inst, kind, err = newInstance(ctx)
 		if err != nil {
-			p.release(nil, false)
-			return nil, &CallError{Module: m.name, Hook: spec.name, Key: key, Kind: kind, Err: err}
+			p.release(none, false)
+			return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 		}
 		p.added()
 	}
-	resp, kind, keep, err := inst.call(ctx, m.limits, h, req)
+	kind, keep, err := call(inst)
 	p.release(inst, keep)
 	if err != nil {
-		if m.interrupted.Load() {
-			return nil, fmt.Errorf("module %q %s %q: module %w during the call: %v", m.name, spec.name, key, ErrClosed, err)
+		if interrupted.Load() {
+			return fmt.Errorf("module %q %s %q: module %w during the call: %v", module, hook, key, ErrClosed, err)
 		}
-		return nil, &CallError{Module: m.name, Hook: spec.name, Key: key, Kind: kind, Err: err}
+		return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 	}
-	return resp, nil
+	return nil
 }
 
 // Reconcile calls the module's reconcile hook with req (see invoke).
@@ -143,12 +163,18 @@ func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 // HasHook reports whether the module implements hook (abi.HookReconcile,
 // abi.HookAdmit).
 func (m *Module) HasHook(hook string) bool {
+	h, ok := hookNamed(hook)
+	return ok && m.pools[h] != nil
+}
+
+// hookNamed returns the hook of the table named name (in Manifest.Hooks).
+func hookNamed(name string) (hookID, bool) {
 	for h, spec := range hookTable {
-		if spec.name == hook {
-			return m.pools[h] != nil
+		if spec.name == name {
+			return hookID(h), true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // admitKey names an admission request in errors and logs, as a subject's

@@ -96,24 +96,10 @@ func (m *Module) writeLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if ctx.Err() != nil {
 		return
 	}
-	if budget.bytes == 0 || n == 0 {
-		budget.droppedRecords++
-		budget.droppedBytes += int(n)
+	n, truncated, ok := budget.spend(n)
+	if !ok {
 		return
 	}
-	if !budget.record() {
-		budget.droppedBytes += int(n)
-		return
-	}
-	truncated := n > maxLogBytes
-	if truncated {
-		n = maxLogBytes
-	}
-	if left := uint32(budget.bytes); left < n {
-		budget.droppedBytes += int(n - left)
-		n, truncated = left, true
-	}
-	budget.bytes -= int(n)
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
 		m.logger().LogAttrs(ctx, slog.LevelWarn, "guest passed a log message outside its memory",
@@ -127,6 +113,32 @@ func (m *Module) writeLog(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	m.logger().LogAttrs(ctx, guestLevel(level), msg)
+}
+
+// spend takes one log record of n bytes from the budget: it returns how
+// many of them may be logged (at most maxLogBytes, and no more than are
+// left), whether that cut the record, and false when the record is
+// dropped whole (counting what was dropped for report).
+func (b *logBudget) spend(n uint32) (uint32, bool, bool) {
+	if b.bytes == 0 || n == 0 {
+		b.droppedRecords++
+		b.droppedBytes += int(n)
+		return 0, false, false
+	}
+	if !b.record() {
+		b.droppedBytes += int(n)
+		return 0, false, false
+	}
+	truncated := n > maxLogBytes
+	if truncated {
+		n = maxLogBytes
+	}
+	if left := uint32(b.bytes); left < n {
+		b.droppedBytes += int(n - left)
+		n, truncated = left, true
+	}
+	b.bytes -= int(n)
+	return n, truncated, true
 }
 
 func guestLevel(level uint32) slog.Level {

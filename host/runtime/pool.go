@@ -12,10 +12,7 @@ import (
 //
 // T is the instance type, a pointer: a native module's *instance or an
 // Extism plugin's *pluginInstance; its zero value (nil) is "no instance".
-type pool[T interface {
-	comparable
-	close()
-}] struct {
+type pool[T poolable] struct {
 	slots chan struct{} // one token per call in flight
 
 	mu       sync.Mutex
@@ -27,10 +24,13 @@ type pool[T interface {
 	created, discarded atomic.Uint64
 }
 
-func newPool[T interface {
+// poolable is an instance type a pool holds.
+type poolable interface {
 	comparable
 	close()
-}](size int) *pool[T] {
+}
+
+func newPool[T poolable](size int) *pool[T] {
 	return &pool[T]{slots: make(chan struct{}, size), closedCh: make(chan struct{})}
 }
 

@@ -74,6 +74,18 @@ func Extism() []Module {
 			Wasm: extismShape{response: []byte(`{"status":0,"result":{"actions":[` + strings.Repeat("{},", 4999) + `{}]}}`)}.bytes(),
 		},
 		{
+			// Fails with an error message (the PDK's error_set) that is not
+			// UTF-8: refused as a Response.Message would be.
+			Class: "extism-error-garbage", Stage: StageCall, Want: "error message: invalid UTF-8",
+			Wasm: extismShape{errorMessage: []byte("\xff\xfe failed")}.bytes(),
+		},
+		{
+			// Fails with an error message of 100 KiB, past the bound on
+			// every string of an output.
+			Class: "extism-error-huge", Stage: StageCall, Want: "error message: a string of 102400 bytes, more than the limit",
+			Wasm: extismShape{errorMessage: []byte(strings.Repeat("x", 100<<10))}.bytes(),
+		},
+		{
 			Class: "extism-http", Stage: StageLoad, Want: "imports extism:host/env.http_request, which kubeplug does not provide",
 			Wasm: extismShape{imports: []wb.Import{{Module: extismEnv, Name: "http_request", Params: []byte{i64, i64}, Results: []byte{i64}}}, hook: wb.I32Const(0)}.bytes(),
 		},
@@ -137,6 +149,10 @@ type extismShape struct {
 	admit []byte
 	// admitLoops makes the admit hook loop forever instead.
 	admitLoops bool
+	// errorMessage, when set, makes reconcile set it as the call's error
+	// (the PDK's error_set) and return 1 (hook and response are then
+	// ignored).
+	errorMessage []byte
 }
 
 func (s extismShape) bytes() []byte {
@@ -184,6 +200,11 @@ func (s extismShape) bytes() []byte {
 		inputOffset = uint32(len(imports))
 		imports = append(imports, wb.Import{Module: extismEnv, Name: "input_offset", Results: []byte{i64}})
 	}
+	var errorSet uint32
+	if s.errorMessage != nil {
+		errorSet = uint32(len(imports))
+		imports = append(imports, wb.Import{Module: extismEnv, Name: "error_set", Params: []byte{i64}})
+	}
 	output := uint32(len(imports)) // the index of the output function below
 	kcopy := output + 1
 	data := []wb.Data{{Offset: 0, Bytes: man}}
@@ -206,6 +227,12 @@ func (s extismShape) bytes() []byte {
 			wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 0),
 			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
 			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
+	}
+	if s.errorMessage != nil { // error_set(kcopy(errorMessage)); return 1
+		end = extismResponseAt + uint32(len(s.errorMessage))
+		data = append(data, wb.Data{Offset: extismResponseAt, Bytes: s.errorMessage})
+		hook = wb.Cat(wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.errorMessage))), wb.Op(wb.OpCall, kcopy),
+			wb.Op(wb.OpCall, errorSet), wb.I32Const(1))
 	}
 	// admit: log_info(input_offset()), then output the answer placed after
 	// the response; or loop.
