@@ -441,10 +441,7 @@ func (r *Reloader) replaceShadow(l loaded, old *appliedEntry, gen uint64) error 
 // Warning event on the host's object.
 func (r *Reloader) refuse(module, reason string, err error) {
 	r.log.Error("reload refused", "module", module, "err", err)
-	msg := err.Error()
-	if len(msg) > actions.MaxEventMessage {
-		msg = msg[:actions.MaxEventMessage]
-	}
+	msg := metrics.Clip(err.Error(), actions.MaxEventMessage)
 	source := module
 	if source == "" {
 		source = "host"
