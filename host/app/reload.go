@@ -155,6 +155,11 @@ func (r *Reloader) load(c *config.Module) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
+	return r.loadSource(c, src)
+}
+
+// loadSource loads src, the module of c read already.
+func (r *Reloader) loadSource(c *config.Module, src *oci.Source) (loaded, error) {
 	mod, err := loadEntry(r.ctx, r.engine, c, src)
 	if err != nil {
 		return loaded{}, err
@@ -292,14 +297,17 @@ func (r *Reloader) Reload(reason string) {
 		c := &file.Modules[i]
 		want[c.Name] = true
 		old := r.applied[c.Name]
-		if old != nil && old.cfg.SameAs(c) {
-			// Reading the file is cheap beside loading it: only a file
-			// whose bytes changed is loaded again.
-			if src, err := r.readModule(c); err == nil && src.SHA256 == old.sum {
-				continue
-			}
+		// Reading the module is cheap beside loading it: only a module
+		// whose entry or bytes changed is loaded again, from the bytes
+		// read here (an image is not pulled twice).
+		src, err := r.readModule(c)
+		if err == nil && old != nil && old.cfg.SameAs(c) && src.SHA256 == old.sum {
+			continue
 		}
-		l, err := r.load(c)
+		var l loaded
+		if err == nil {
+			l, err = r.loadSource(c, src)
+		}
 		if err != nil {
 			r.m.ModuleSwaps.WithLabelValues(c.Name, "failed").Inc()
 			what := "not added"
