@@ -55,7 +55,7 @@ func (f *registryFlags) options(opts *globalOptions) (oci.Options, error) {
 // registryError classifies an error of the oci package: a reference or key
 // that cannot be used is the caller's input; the rest failed.
 func registryError(err error) error {
-	if errors.Is(err, oci.ErrKey) || strings.Contains(err.Error(), "is not an image reference") {
+	if errors.Is(err, oci.ErrKey) || errors.Is(err, oci.ErrReference) {
 		return inputError(err)
 	}
 	return failure(err)

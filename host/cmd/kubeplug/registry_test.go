@@ -151,5 +151,8 @@ func TestRegistryCommands(t *testing.T) {
 		_, errOut, code = run("pull", "--plain-http", host+"/policies/nope:1", "-o", filepath.Join(t.TempDir(), "x"))
 		require.Equal(t, exitFailure, code)
 		require.Contains(t, errOut, "not found in registry")
+		_, errOut, code = run("sign", "--plain-http", "--key", signKey, "Not A Ref")
+		require.Equal(t, exitInput, code, errOut)
+		require.Contains(t, errOut, "is not an image reference")
 	})
 }
