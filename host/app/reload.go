@@ -54,7 +54,7 @@ type Reloader struct {
 	fetch oci.FetchOptions
 	// images follows the tags of image entries with resolveEvery; nil when
 	// nothing follows them.
-	images *imageWatch
+	images *oci.Watcher
 	// webhook serves the admit hooks of the applied modules; nil when the
 	// host serves no webhook.
 	webhook *admission.Handler
@@ -246,7 +246,7 @@ func (r *Reloader) removeEntry(name string) {
 		r.retired = append(r.retired, old.mod.Runtime)
 	}
 	if r.images != nil {
-		r.images.w.Stop(name)
+		r.images.Stop(name)
 	}
 	delete(r.applied, name)
 }
@@ -255,7 +255,7 @@ func (r *Reloader) removeEntry(name string) {
 func (r *Reloader) record(l loaded, gen uint64) {
 	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.sum, gen: gen}
 	if r.images != nil && l.src != nil {
-		r.images.loaded(&l.cfg, l.src)
+		r.images.Watch(l.cfg, l.src.Digest) // from the digest it was pulled from
 	}
 	man := l.mod.Runtime.Manifest()
 	r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": l.cfg.Name})
