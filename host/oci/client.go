@@ -43,7 +43,7 @@ type Options struct {
 	// caches nothing.
 	CacheDir string
 	// Verifier, when set, requires a signature by its key: Pull checks it
-	// before it downloads the module.
+	// before it downloads the module, Describe before it reads the config.
 	Verifier *Verifier
 }
 
