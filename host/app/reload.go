@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
@@ -472,10 +473,26 @@ func (r *Reloader) warnRestartOnly(file *config.File) {
 	if !reflect.DeepEqual(file.CSIDrivers, old.CSIDrivers) {
 		fields = append(fields, "csiDrivers")
 	}
+	// The API client's rate and the informers' shard are set up once, at
+	// start (Run, cacheOptions).
+	if file.APIQPS != old.APIQPS {
+		fields = append(fields, "apiQPS")
+	}
+	if file.Shard.Namespace != old.Shard.Namespace || selectorString(file.Shard.LabelSelector) != selectorString(old.Shard.LabelSelector) {
+		fields = append(fields, "shard")
+	}
 	if len(fields) > 0 {
 		r.log.Warn("host configuration changes that take a restart were not applied; the modules were reloaded",
 			"fields", fields)
 	}
+}
+
+// selectorString is sel as a string, "" for none.
+func selectorString(sel labels.Selector) string {
+	if sel == nil {
+		return ""
+	}
+	return sel.String()
 }
 
 // watchedFiles are the files whose changes reload the host: the host
