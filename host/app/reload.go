@@ -79,11 +79,11 @@ type appliedEntry struct {
 	shadow *controller.Shadow
 }
 
-// loaded is a module loaded and checked against its entry, ready to run.
+// loaded is a module loaded and checked against its entry, ready to run;
+// src is what it was loaded from (its sha256 and, for an image, the digest).
 type loaded struct {
 	cfg config.Module
 	mod controller.Module
-	sum string
 	src *oci.Source
 }
 
@@ -165,7 +165,7 @@ func (r *Reloader) loadSource(c *config.Module, src *oci.Source) (loaded, error)
 	if err != nil {
 		return loaded{}, err
 	}
-	return loaded{cfg: *c, mod: mod, sum: src.SHA256, src: src}, nil
+	return loaded{cfg: *c, mod: mod, src: src}, nil
 }
 
 // start starts the controllers of the modules loaded at start.
@@ -254,22 +254,18 @@ func (r *Reloader) removeEntry(name string) {
 
 // record remembers l as applied and shows it in kubeplug_module_info.
 func (r *Reloader) record(l loaded, gen uint64) {
-	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.sum, gen: gen}
-	if r.images != nil && l.src != nil {
+	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.src.SHA256, gen: gen}
+	if r.images != nil {
 		r.images.Watch(l.cfg, l.src.Digest) // from the digest it was pulled from
 	}
 	man := l.mod.Runtime.Manifest()
 	r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": l.cfg.Name})
 	// The version is the module's to choose: as a label it must be valid
 	// UTF-8, or client_golang panics.
-	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.sum,
+	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.src.SHA256,
 		strconv.FormatUint(gen, 10)).Set(1)
-	source := l.cfg.Source()
-	if l.src != nil {
-		source = l.src.Name // an image by its digest
-	}
-	r.log.Info("loaded module", "module", l.cfg.Name, "source", source, "version", man.Version,
-		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.sum, "generation", gen)
+	r.log.Info("loaded module", "module", l.cfg.Name, "source", l.src.Name, "version", man.Version,
+		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.src.SHA256, "generation", gen)
 }
 
 // Reload reads the host configuration and the module files again and
