@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
@@ -54,7 +55,7 @@ type Reloader struct {
 	fetch oci.FetchOptions
 	// images follows the tags of image entries with resolveEvery; nil when
 	// nothing follows them.
-	images *imageWatch
+	images *oci.Watcher
 	// webhook serves the admit hooks of the applied modules; nil when the
 	// host serves no webhook.
 	webhook *admission.Handler
@@ -78,11 +79,11 @@ type appliedEntry struct {
 	shadow *controller.Shadow
 }
 
-// loaded is a module loaded and checked against its entry, ready to run.
+// loaded is a module loaded and checked against its entry, ready to run;
+// src is what it was loaded from (its sha256 and, for an image, the digest).
 type loaded struct {
 	cfg config.Module
 	mod controller.Module
-	sum string
 	src *oci.Source
 }
 
@@ -155,11 +156,16 @@ func (r *Reloader) load(c *config.Module) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
+	return r.loadSource(c, src)
+}
+
+// loadSource loads src, the module of c read already.
+func (r *Reloader) loadSource(c *config.Module, src *oci.Source) (loaded, error) {
 	mod, err := loadEntry(r.ctx, r.engine, c, src)
 	if err != nil {
 		return loaded{}, err
 	}
-	return loaded{cfg: *c, mod: mod, sum: src.SHA256, src: src}, nil
+	return loaded{cfg: *c, mod: mod, src: src}, nil
 }
 
 // start starts the controllers of the modules loaded at start.
@@ -241,29 +247,25 @@ func (r *Reloader) removeEntry(name string) {
 		r.retired = append(r.retired, old.mod.Runtime)
 	}
 	if r.images != nil {
-		r.images.w.Stop(name)
+		r.images.Stop(name)
 	}
 	delete(r.applied, name)
 }
 
 // record remembers l as applied and shows it in kubeplug_module_info.
 func (r *Reloader) record(l loaded, gen uint64) {
-	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.sum, gen: gen}
-	if r.images != nil && l.src != nil {
-		r.images.loaded(&l.cfg, l.src)
+	r.applied[l.cfg.Name] = &appliedEntry{cfg: l.cfg, mod: l.mod, sum: l.src.SHA256, gen: gen}
+	if r.images != nil {
+		r.images.Watch(l.cfg, l.src.Digest) // from the digest it was pulled from
 	}
 	man := l.mod.Runtime.Manifest()
 	r.m.ModuleInfo.DeletePartialMatch(prometheus.Labels{"module": l.cfg.Name})
 	// The version is the module's to choose: as a label it must be valid
 	// UTF-8, or client_golang panics.
-	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.sum,
+	r.m.ModuleInfo.WithLabelValues(l.cfg.Name, metrics.Label(man.Version), man.Subject, string(l.cfg.Mode), l.src.SHA256,
 		strconv.FormatUint(gen, 10)).Set(1)
-	source := l.cfg.Source()
-	if l.src != nil {
-		source = l.src.Name // an image by its digest
-	}
-	r.log.Info("loaded module", "module", l.cfg.Name, "source", source, "version", man.Version,
-		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.sum, "generation", gen)
+	r.log.Info("loaded module", "module", l.cfg.Name, "source", l.src.Name, "version", man.Version,
+		"subject", man.Subject, "mode", l.cfg.Mode, "sha256", l.src.SHA256, "generation", gen)
 }
 
 // Reload reads the host configuration and the module files again and
@@ -292,14 +294,17 @@ func (r *Reloader) Reload(reason string) {
 		c := &file.Modules[i]
 		want[c.Name] = true
 		old := r.applied[c.Name]
-		if old != nil && old.cfg.SameAs(c) {
-			// Reading the file is cheap beside loading it: only a file
-			// whose bytes changed is loaded again.
-			if src, err := r.readModule(c); err == nil && src.SHA256 == old.sum {
-				continue
-			}
+		// Reading the module is cheap beside loading it: only a module
+		// whose entry or bytes changed is loaded again, from the bytes
+		// read here (an image is not pulled twice).
+		src, err := r.readModule(c)
+		if err == nil && old != nil && old.cfg.SameAs(c) && src.SHA256 == old.sum {
+			continue
 		}
-		l, err := r.load(c)
+		var l loaded
+		if err == nil {
+			l, err = r.loadSource(c, src)
+		}
 		if err != nil {
 			r.m.ModuleSwaps.WithLabelValues(c.Name, "failed").Inc()
 			what := "not added"
@@ -441,10 +446,7 @@ func (r *Reloader) replaceShadow(l loaded, old *appliedEntry, gen uint64) error 
 // Warning event on the host's object.
 func (r *Reloader) refuse(module, reason string, err error) {
 	r.log.Error("reload refused", "module", module, "err", err)
-	msg := err.Error()
-	if len(msg) > actions.MaxEventMessage {
-		msg = msg[:actions.MaxEventMessage]
-	}
+	msg := metrics.Clip(err.Error(), actions.MaxEventMessage)
 	source := module
 	if source == "" {
 		source = "host"
@@ -467,10 +469,26 @@ func (r *Reloader) warnRestartOnly(file *config.File) {
 	if !reflect.DeepEqual(file.CSIDrivers, old.CSIDrivers) {
 		fields = append(fields, "csiDrivers")
 	}
+	// The API client's rate and the informers' shard are set up once, at
+	// start (Run, cacheOptions).
+	if file.APIQPS != old.APIQPS {
+		fields = append(fields, "apiQPS")
+	}
+	if file.Shard.Namespace != old.Shard.Namespace || selectorString(file.Shard.LabelSelector) != selectorString(old.Shard.LabelSelector) {
+		fields = append(fields, "shard")
+	}
 	if len(fields) > 0 {
 		r.log.Warn("host configuration changes that take a restart were not applied; the modules were reloaded",
 			"fields", fields)
 	}
+}
+
+// selectorString is sel as a string, "" for none.
+func selectorString(sel labels.Selector) string {
+	if sel == nil {
+		return ""
+	}
+	return sel.String()
 }
 
 // watchedFiles are the files whose changes reload the host: the host

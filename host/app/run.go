@@ -17,6 +17,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/csi"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -84,9 +85,9 @@ func Run(ctx context.Context, opts Options) error {
 		fetch: opts.fetchOptions(), applied: map[string]*appliedEntry{}}
 	// A tag that moves to a new digest is a reload: the entry's bytes
 	// changed, and the new module is swapped in as a changed file's is.
-	rl.images = newImageWatch(ctx, opts.fetchOptions(), log, func(name string) {
+	rl.images = oci.NewWatcher(ctx, opts.fetchOptions(), func(name string) {
 		go rl.Reload("the image tag of module " + name + " moved to a new digest")
-	})
+	}, log)
 	mods, err := rl.loadAll(file)
 	if err != nil {
 		return err

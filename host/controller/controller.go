@@ -364,7 +364,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	if err != nil {
 		return Outcome{Result: "error", Retry: true, Err: fmt.Errorf("build input: %w", err)}
 	}
-	if req == nil || !selected(g, req) {
+	if req == nil {
+		c.writes.forget(key)
+		return Outcome{Result: "success"}
+	}
+	if !selected(g, req) {
 		return Outcome{Result: "success"}
 	}
 	if ref, stale := c.writes.stale(key, req); stale {

@@ -60,9 +60,21 @@ func (w *writes) record(key string, rep actions.Report) {
 func (w *writes) stale(key string, req *abi.ReconcileRequest) (abi.ObjectRef, bool) {
 	w.mu.Lock()
 	last, ok := w.key[key]
+	if ok && time.Since(last.at) > StaleWait {
+		delete(w.key, key) // nothing left to wait for
+		ok = false
+	}
 	w.mu.Unlock()
-	if !ok || time.Since(last.at) > StaleWait {
+	if !ok {
 		return abi.ObjectRef{}, false
 	}
 	return actions.Stale(req, last.objects)
+}
+
+// forget drops key, whose subject is gone: its reconciles call no module,
+// so nothing else would ever remove it.
+func (w *writes) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.key, key)
 }

@@ -43,7 +43,7 @@ type Options struct {
 	// caches nothing.
 	CacheDir string
 	// Verifier, when set, requires a signature by its key: Pull checks it
-	// before it downloads the module.
+	// before it downloads the module, Describe before it reads the config.
 	Verifier *Verifier
 }
 
@@ -58,7 +58,7 @@ func (o *Options) maxSize() int64 {
 func (o *Options) repository(ref string) (*remote.Repository, registry.Reference, error) {
 	r, err := registry.ParseReference(ref)
 	if err != nil {
-		return nil, registry.Reference{}, fmt.Errorf("%q is not an image reference (%w); write it as registry.example.com/policies/retention:1.2.0, optionally with @sha256:DIGEST", ref, err)
+		return nil, registry.Reference{}, fmt.Errorf("%q is %w (%w); write it as registry.example.com/policies/retention:1.2.0, optionally with @sha256:DIGEST", ref, ErrReference, err)
 	}
 	repo, err := remote.NewRepository(r.Registry + "/" + r.Repository)
 	if err != nil {

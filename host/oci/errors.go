@@ -31,4 +31,8 @@ var (
 
 	// ErrKey: a key file cannot be used (not PEM, not a supported key).
 	ErrKey = errors.New("unusable key")
+
+	// ErrReference: a string given as an image reference does not parse
+	// as one.
+	ErrReference = errors.New("not an image reference")
 )

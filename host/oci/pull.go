@@ -62,11 +62,18 @@ func Pull(ctx context.Context, ref string, o Options) (*Artifact, error) {
 
 // Describe returns what the registry says of the module ref names without
 // downloading it: for kubeplug's layout, the published config (the
-// module's manifest among it).
+// module's manifest among it). When o.Verifier is set the signature is
+// checked first, as Pull checks it: what is described is what Pull would
+// accept.
 func Describe(ctx context.Context, ref string, o Options) (*Artifact, error) {
 	r, err := o.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if o.Verifier != nil {
+		if err := o.Verifier.verify(ctx, r.repo, r.desc); err != nil {
+			return nil, o.explain(ref, err)
+		}
 	}
 	a := r.artifact()
 	if !r.layout.HasManifest {

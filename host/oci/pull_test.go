@@ -149,6 +149,7 @@ func TestPullRefuses(t *testing.T) {
 	t.Run("not a reference", func(t *testing.T) {
 		_, err := oci.Pull(ctx, "Not A Ref", reg.options())
 		require.ErrorContains(t, err, "is not an image reference")
+		require.ErrorIs(t, err, oci.ErrReference)
 	})
 	t.Run("TLS to a plain HTTP registry", func(t *testing.T) {
 		o := reg.options()

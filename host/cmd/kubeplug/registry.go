@@ -55,7 +55,7 @@ func (f *registryFlags) options(opts *globalOptions) (oci.Options, error) {
 // registryError classifies an error of the oci package: a reference or key
 // that cannot be used is the caller's input; the rest failed.
 func registryError(err error) error {
-	if errors.Is(err, oci.ErrKey) || strings.Contains(err.Error(), "is not an image reference") {
+	if errors.Is(err, oci.ErrKey) || errors.Is(err, oci.ErrReference) {
 		return inputError(err)
 	}
 	return failure(err)
@@ -105,16 +105,17 @@ Sigstore bundle attached to it as an OCI referrer.`,
 					return inputErrorf("--sign-key: %w", err)
 				}
 			}
-			l, err := loadInputModule(cmd.Context(), opts, s, path, runtime.DefaultLimits())
+			// Read once: the bytes checked are the bytes pushed.
+			wasm, err := os.ReadFile(path)
+			if err != nil {
+				return inputErrorf("cannot read module: %w", err)
+			}
+			l, err := loadInput(cmd.Context(), opts, s, path, wasm, runtime.DefaultLimits())
 			if err != nil {
 				return err
 			}
 			defer l.close(cmd.Context())
 			cfg := oci.ModuleConfig{Manifest: l.module.Manifest(), ABIVersion: l.module.Info().ABIVersion.String()}
-			wasm, err := os.ReadFile(path)
-			if err != nil {
-				return inputErrorf("cannot read module: %w", err)
-			}
 			pinned, err := oci.Push(cmd.Context(), ref, wasm, cfg, o)
 			if err != nil {
 				return registryError(err)
