@@ -17,7 +17,8 @@
 //     reserved mapping grown in place (memory_linux.go), so that the host's
 //     memory stays within Limits.HostMemoryBound;
 //   - WASI preview 1 with no arguments, no environment, no preopened
-//     directories and the host's deterministic clocks and randomness;
+//     directories, a real monotonic clock, and the host's deterministic
+//     wall clock and randomness (clock.go);
 //     stdout and stderr go to the Logger, one record per non-empty line,
 //     within a per-call log budget (log.go);
 //   - imports from wasi_snapshot_preview1 and kubeplug only;

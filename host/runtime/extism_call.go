@@ -42,9 +42,9 @@ func (p *Plugin) newInstance(parent context.Context) (*pluginInstance, ErrorKind
 	inst.mems = mems
 	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, alloc), p.limits.Deadline)
 	// No arguments, no environment, no directories, stdout and stderr
-	// discarded, wazero's deterministic clocks, and the native modules'
-	// randomness, which fails once the deadline has passed (rand.go).
-	cfg := wazero.NewModuleConfig().WithRandSource(newRandSource(inst.ctx))
+	// discarded, the native modules' clocks (clock.go) and randomness, which
+	// fails once the deadline has passed (rand.go).
+	cfg := withClocks(wazero.NewModuleConfig()).WithRandSource(newRandSource(inst.ctx))
 	pi, err := p.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: cfg})
 	if inst.ctx.finish() {
 		if pi != nil {
