@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse \
 	host:./casetest:FuzzParse
 
-.PHONY: bench-scale all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: cluster bench-scale all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -150,9 +150,15 @@ check-generate:
 		echo "abi/zz_generated_msgp.go is stale: run 'make generate'"; rm -f $$tmp; exit 1; fi; rm -f $$tmp
 
 # The main job: the host and its modules on an embedded control plane,
-# narrated. See e2e/demo.
+# narrated. See e2e/demo. KEEP=1 leaves the control plane and the host
+# running after the last scene, for kubectl, until Ctrl-C.
 demo: build guests
-	cd e2e && $(GO) run ./cmd/demo -kubeplug $(KUBEPLUG) -guests $(GUESTDIR)
+	cd e2e && $(GO) run ./cmd/demo -kubeplug $(KUBEPLUG) -guests $(GUESTDIR) $(if $(filter-out 0,$(KEEP)),-keep)
+
+# The embedded control plane alone, kept running until Ctrl-C, with a
+# kubeconfig in build/cluster/kubeconfig.
+cluster: build
+	cd e2e && $(GO) run ./cmd/cluster -kubeconfig $(BUILD)/cluster/kubeconfig
 
 fmt:
 	gofmt -l -w abi sdk host guests examples e2e 2>/dev/null || true

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +35,9 @@ type Options struct {
 	Out io.Writer
 	// HostLog, when set, receives the host's own log.
 	HostLog io.Writer
+	// Keep leaves the control plane and the host running after the last
+	// scene, until ctx is cancelled, for a look with kubectl.
+	Keep bool
 }
 
 // scene is one part of the story; it runs when the modules it needs exist.
@@ -48,6 +50,7 @@ type scene struct {
 // scenes are played in order.
 var scenes = []scene{
 	{title: "A vendor module warns about claims that are kept forever", modules: []string{"warnretain"}, run: warnRetained},
+	{title: "An admission module refuses a StatefulSet that would keep its claims forever, and labels claims", modules: []string{"storagepolicy"}, run: admitStorage},
 	{title: "KEP-1847 story 1: keep volumes while the application lives, reclaim them when it is deleted", modules: []string{"retention"}, run: retentionStory1},
 	{title: "KEP-1847 story 2: reclaim volumes on scale-down, keep them when the set is deleted", modules: []string{"retention"}, run: retentionStory2},
 	{title: "KEP-1847 story 3: reclaim volumes on scale-down and deletion, keep them across pod restarts", modules: []string{"retention"}, run: retentionStory3},
@@ -70,6 +73,8 @@ type demo struct {
 	// kubeconfig is the control plane's, for the kubeplug commands the
 	// scenes run beside the host (record).
 	kubeconfig string
+	// webhooks are the webhook configurations registered for the host.
+	webhooks []string
 }
 
 // Run plays the demo and stops everything it started. A host that does not
@@ -110,7 +115,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	n.step("starting kubeplug run with modules: %s", strings.Join(mods, ", "))
+	n.step("starting kubeplug run with modules %s and this host.yaml:", strings.Join(mods, ", "))
+	n.say("%s", strings.TrimRight(cfg, "\n"))
 	host, err := startHost(ctx, o, cp.Kubeconfig, cfg)
 	if err != nil {
 		return err
@@ -123,13 +129,20 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := host.waitReady(ctx); err != nil {
 		return err
 	}
-	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics)", host.addr)
+	n.step("host ready: caches synced, modules loaded (metrics on http://%s/metrics, admission webhooks on https://%s)", host.addr, host.webhookAddr)
+	hooks, unregister, err := testenv.Register(ctx, cp.Client(), o.Kubeplug, host.config, host.webhookAddr, host.caFile)
+	defer unregister()
+	if err != nil {
+		return err
+	}
+	webhooks := append(hooks.Mutating, hooks.Validating...)
+	n.step("registered the modules' admit hooks with kube-apiserver (kubeplug webhook-config): %s", strings.Join(webhooks, ", "))
 
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
 		return err
 	}
-	d := &demo{Options: o, n: n, client: cp.Client(), dyn: dyn, driver: driver, host: host, kubeconfig: cp.Kubeconfig}
+	d := &demo{Options: o, n: n, client: cp.Client(), dyn: dyn, driver: driver, host: host, kubeconfig: cp.Kubeconfig, webhooks: webhooks}
 	played := 0
 	for _, s := range scenes {
 		if missing := missingModules(s.modules, mods); len(missing) > 0 {
@@ -143,14 +156,49 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 		played++
 	}
+	if o.Keep {
+		return keep(ctx, d, played)
+	}
 	fmt.Fprintf(o.Out, "\n%d scenes played in %.0fs; stopping the host and the control plane.\n", played, time.Since(n.start).Seconds())
+	return nil
+}
+
+// keep leaves everything running until ctx ends (Ctrl-C), with the
+// kubeconfig copied where the user can find it.
+func keep(ctx context.Context, d *demo, played int) error {
+	dir := filepath.Join(d.Root, "build", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	b, err := os.ReadFile(d.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(d.Root, kubeconfig)
+	if err != nil {
+		rel = kubeconfig
+	}
+	fmt.Fprintf(d.Out, "\n%d scenes played in %.0fs. The control plane and the host keep running (KEEP=1):\n\n", played, time.Since(d.n.start).Seconds())
+	fmt.Fprintf(d.Out, "  export KUBECONFIG=$PWD/%s\n", rel)
+	fmt.Fprintf(d.Out, "  kubectl get statefulsets,pvc,pv -A\n")
+	fmt.Fprintf(d.Out, "  kubectl get vcu -A\n")
+	fmt.Fprintf(d.Out, "  kubectl get events -A --field-selector source=kubeplug\n")
+	fmt.Fprintf(d.Out, "  kubectl get mutatingwebhookconfigurations,validatingwebhookconfigurations\n")
+	fmt.Fprintf(d.Out, "  curl -s http://%s/metrics | grep ^kubeplug_\n", d.host.addr)
+	fmt.Fprintf(d.Out, "\nThe host's configuration is %s. Press Ctrl-C to stop everything.\n", d.host.config)
+	<-ctx.Done()
+	fmt.Fprintln(d.Out, "\nstopping the host and the control plane.")
 	return nil
 }
 
 // available lists the modules built in dir that the demo knows how to run.
 func available(dir string) []string {
 	var out []string
-	for _, m := range []string{"warnretain", "retention", "reclaim", "retentionlite", "templateupdate"} {
+	for _, m := range []string{"warnretain", "storagepolicy", "retention", "reclaim", "retentionlite", "templateupdate"} {
 		if _, err := os.Stat(filepath.Join(dir, m+".wasm")); err == nil {
 			out = append(out, m)
 		}
@@ -178,6 +226,8 @@ var allow = map[string]string{
 	"reclaim": "{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}",
 	"warnretain": "{action: event, resources: [statefulsets]}",
+	// An admit hook: it may patch a claim's labels, and nothing else.
+	"storagepolicy": "{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}",
 	"templateupdate": "{action: applyClaim, resources: [persistentvolumeclaims]}, {action: setPartition, resources: [statefulsets]}, " +
 		"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
 		"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +
@@ -229,9 +279,14 @@ func startDriver() (*csitest.Driver, string, func(), error) {
 type hostProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	dir  string
-	done chan struct{}
-	log  *testenv.SyncBuffer
+	// webhookAddr is where it serves admission webhooks, with the
+	// certificate that caFile holds.
+	webhookAddr, caFile string
+	// config is its host.yaml.
+	config string
+	dir    string
+	done   chan struct{}
+	log    *testenv.SyncBuffer
 }
 
 func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostProcess, error) {
@@ -243,15 +298,21 @@ func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostPro
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	certDir, caFile, err := testenv.WriteServingCert(dir)
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
-	h := &hostProcess{addr: addr, dir: dir, done: make(chan struct{}), log: &testenv.SyncBuffer{}}
+	addr, err := testenv.LoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	webhookAddr, err := testenv.LoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	h := &hostProcess{addr: addr, webhookAddr: webhookAddr, caFile: caFile, config: cfgPath, dir: dir, done: make(chan struct{}), log: &testenv.SyncBuffer{}}
 	h.cmd = exec.Command(o.Kubeplug, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--log-level", "info")
+		"--metrics-addr", addr, "--webhook-addr", webhookAddr, "--webhook-cert-dir", certDir, "--log-level", "info")
 	var w io.Writer = h.log
 	if o.HostLog != nil {
 		w = io.MultiWriter(h.log, o.HostLog)

@@ -19,7 +19,7 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var guests string
-	for _, g := range []string{"examples/warnretain", "guests/retention", "guests/reclaim", "examples/retentionlite", "guests/templateupdate"} {
+	for _, g := range []string{"examples/warnretain", "examples/storagepolicy", "guests/retention", "guests/reclaim", "examples/retentionlite", "guests/templateupdate"} {
 		p, err := testenv.Guest(g)
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ func main() {
 	flag.StringVar(&o.Kubeplug, "kubeplug", filepath.Join(root, "build", "kubeplug"), "kubeplug binary")
 	flag.StringVar(&o.Guests, "guests", filepath.Join(root, "build", "guests"), "directory of built modules")
 	verbose := flag.Bool("host-log", false, "show the host's own log on standard error")
+	flag.BoolVar(&o.Keep, "keep", false, "leave the control plane and the host running after the last scene, until Ctrl-C")
 	flag.Parse()
 	if *verbose {
 		o.HostLog = os.Stderr

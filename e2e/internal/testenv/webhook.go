@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -23,14 +24,23 @@ import (
 // --ca-bundle.
 func ServingCert(t testing.TB) (certDir, caFile string) {
 	t.Helper()
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	certDir, caFile, err := WriteServingCert(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	return certDir, caFile
+}
+
+// WriteServingCert is ServingCert for a program that is not a test: it
+// writes into dir, which must exist.
+func WriteServingCert(dir string) (certDir, caFile string, err error) {
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return "", "", err
+	}
 	certDir, caFile = filepath.Join(dir, "certs"), filepath.Join(dir, "ca.crt")
 	if err := os.Mkdir(certDir, 0o700); err != nil {
-		t.Fatal(err)
+		return "", "", err
 	}
 	for file, b := range map[string][]byte{
 		filepath.Join(certDir, "tls.crt"): certPEM,
@@ -38,10 +48,10 @@ func ServingCert(t testing.TB) (certDir, caFile string) {
 		caFile:                            certPEM,
 	} {
 		if err := os.WriteFile(file, b, 0o600); err != nil {
-			t.Fatal(err)
+			return "", "", err
 		}
 	}
-	return certDir, caFile
+	return certDir, caFile, nil
 }
 
 // FreeAddr returns a loopback address, 127.0.0.1:port, on which nothing
@@ -55,6 +65,9 @@ func FreeAddr(t testing.TB) string {
 	}
 	return addr
 }
+
+// LoopbackAddr is FreeAddr for a program that is not a test.
+func LoopbackAddr() (string, error) { return freeAddr() }
 
 // Webhooks are the webhook configurations RegisterWebhooks created.
 type Webhooks struct {
@@ -82,6 +95,24 @@ func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, ca
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, unregister, err := Register(t.Context(), c, bin, configPath, addr, caFile)
+	t.Cleanup(unregister)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Register is RegisterWebhooks for a program that is not a test (the demo,
+// make cluster): bin is the kubeplug binary, and unregister deletes what it
+// created, also when it fails half-way.
+func Register(ctx context.Context, c kubernetes.Interface, bin, configPath, addr, caFile string) (w Webhooks, unregister func(), err error) {
+	var undo []func()
+	unregister = func() {
+		for _, u := range undo {
+			u()
+		}
+	}
 	out, err := exec.Command(bin, "webhook-config", "--config", configPath, "--cache-dir", "",
 		"--url", "https://"+addr, "--ca-bundle", caFile).Output()
 	if err != nil {
@@ -89,9 +120,9 @@ func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, ca
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
-		t.Fatalf("kubeplug webhook-config: %v\n%s", err, stderr)
+		return w, unregister, fmt.Errorf("kubeplug webhook-config: %w\n%s", err, stderr)
 	}
-	w := Webhooks{Printed: string(out)}
+	w.Printed = string(out)
 	api := c.AdmissionregistrationV1()
 	for _, doc := range strings.Split(w.Printed, "\n---\n") {
 		if strings.TrimSpace(doc) == "" {
@@ -99,41 +130,44 @@ func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, ca
 		}
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("webhook-config output: %v\n%s", err, out)
+			return w, unregister, fmt.Errorf("webhook-config output: %w\n%s", err, out)
 		}
+		var name string
 		switch meta.Kind {
 		case "MutatingWebhookConfiguration":
 			hooks := api.MutatingWebhookConfigurations()
-			w.Mutating = append(w.Mutating, register(t, meta.Kind, doc, hooks.Create, hooks.Delete))
+			name, err = register(ctx, meta.Kind, doc, hooks.Create)
+			w.Mutating = append(w.Mutating, name)
+			undo = append(undo, func() { _ = hooks.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		case "ValidatingWebhookConfiguration":
 			hooks := api.ValidatingWebhookConfigurations()
-			w.Validating = append(w.Validating, register(t, meta.Kind, doc, hooks.Create, hooks.Delete))
+			name, err = register(ctx, meta.Kind, doc, hooks.Create)
+			w.Validating = append(w.Validating, name)
+			undo = append(undo, func() { _ = hooks.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		default:
-			t.Fatalf("webhook-config printed a %q:\n%s", meta.Kind, out)
+			return w, unregister, fmt.Errorf("webhook-config printed a %q:\n%s", meta.Kind, out)
+		}
+		if err != nil {
+			return w, unregister, err
 		}
 	}
-	return w
+	return w, unregister, nil
 }
 
 // register decodes doc, strictly, into a T (a webhook configuration of the
-// given kind), creates it with create, deletes it with del as a cleanup of
-// t, and returns its name.
+// given kind), creates it with create, and returns its name.
 func register[T any, PT interface {
 	*T
 	GetName() string
-}](t testing.TB, kind, doc string,
+}](ctx context.Context, kind, doc string,
 	create func(context.Context, PT, metav1.CreateOptions) (PT, error),
-	del func(context.Context, string, metav1.DeleteOptions) error,
-) string {
-	t.Helper()
+) (string, error) {
 	o := PT(new(T))
 	if err := yaml.UnmarshalStrict([]byte(doc), o); err != nil {
-		t.Fatalf("register %s: %v", kind, err)
+		return "", fmt.Errorf("register %s: %w", kind, err)
 	}
-	if _, err := create(t.Context(), o, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("register %s: %v", kind, err)
+	if _, err := create(ctx, o, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("register %s: %w", kind, err)
 	}
-	name := o.GetName()
-	t.Cleanup(func() { _ = del(context.Background(), name, metav1.DeleteOptions{}) })
-	return name
+	return o.GetName(), nil
 }
