@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/actions"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/rbac"
+	"github.com/kubeplug/kubeplug/host/webhookcert"
 )
 
 // call is one API request the host made, as RBAC sees it.
@@ -304,5 +307,35 @@ func TestHostCallsAreCovered(t *testing.T) {
 	requireCovered(t, r, cs)
 	for _, want := range []string{"leases", "events", "namespaces"} {
 		require.True(t, slices.ContainsFunc(cs, func(c call) bool { return c.resource == want }), "no call on %s: %v", want, cs)
+	}
+}
+
+// The webhook certificate's calls: the Secret read, created, then (on a
+// second replica's sync) read again; the webhook configurations read and
+// patched; all by the names Derive is given.
+func TestWebhookCertCallsAreCovered(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kubeplug", ResourceVersion: "1"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.admit.kubeplug.dev"}}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kubeplug", ResourceVersion: "1"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.admit.kubeplug.dev"}}})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := &webhookcert.Manager{Client: client, Namespace: "kp", Name: "webhook-cert", WebhookConfig: "kubeplug",
+		Issuer: &webhookcert.Issuer{DNSNames: webhookcert.ServiceDNSNames("kp", "webhook"), Lifetimes: webhookcert.DefaultLifetimes(),
+			Now: func() time.Time { return now }}}
+	_, err := m.Sync(ctx)
+	require.NoError(t, err)
+	// A year on the serving certificate is renewed: an update.
+	now = now.Add(300 * 24 * time.Hour)
+	_, err = m.Sync(ctx)
+	require.NoError(t, err)
+
+	r := derive(t, rbac.Host{PodNamespace: "kp", WebhookCertSecret: &rbac.Ref{Namespace: "kp", Name: "webhook-cert"},
+		WebhookConfigs: rbac.WebhookConfigs{Mutating: "kubeplug", Validating: "kubeplug"}})
+	cs := calls(client.Actions())
+	requireCovered(t, r, cs)
+	for _, want := range []string{"create", "update", "patch"} {
+		require.True(t, slices.ContainsFunc(cs, func(c call) bool { return c.verb == want }), "no %s among %v", want, cs)
 	}
 }
