@@ -57,16 +57,8 @@ func TestAdmission(t *testing.T) {
 	rc.WarningHandler = w
 	c := kubernetes.NewForConfigOrDie(rc)
 
-	strict, open := testenv.Namespace(t, c), testenv.Namespace(t, c)
+	strict, open := strictNamespace(t, c), testenv.Namespace(t, c)
 	loopFail, loopIgnore := testenv.Namespace(t, c), testenv.Namespace(t, c)
-	nsObj, err := c.CoreV1().Namespaces().Get(ctx, strict, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsObj.Labels["storage-policy"] = "strict"
-	if _, err := c.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	policyWasm, err := testenv.Guest("examples/storagepolicy")
 	if err != nil {
@@ -208,6 +200,22 @@ func TestAdmission(t *testing.T) {
 			t.Fatalf("create with the host down and failurePolicy Ignore: %v, want it allowed", err)
 		}
 	})
+}
+
+// strictNamespace returns a new namespace labelled storage-policy=strict,
+// where storagepolicy denies StatefulSets that keep their claims forever.
+func strictNamespace(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	ns := testenv.Namespace(t, c)
+	nsObj, err := c.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["storage-policy"] = "strict"
+	if _, err := c.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 func set(name string, whenDeleted *string) *appsv1.StatefulSet {

@@ -15,5 +15,10 @@ import (
 var cp *controlplane.ControlPlane
 
 // TestMain starts kube-apiserver and etcd but no controllers: the claims
-// the test needs it creates itself.
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &cp, testenv.MainOptions{})) }
+// the test needs it creates itself. Webhooks registered by Service are
+// called where resolveService says.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, &cp, testenv.MainOptions{
+		ControlPlane: controlplane.Options{ServiceResolver: resolveService},
+	}))
+}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
+	kubeapiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	kcm "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
@@ -53,6 +54,20 @@ type Options struct {
 	// ComponentLogs keeps the components' own (klog) logs on standard
 	// error; by default they are discarded.
 	ComponentLogs bool
+	// ServiceResolver, when set, tells kube-apiserver where a Service is
+	// (namespace, name, port -> https://HOST:PORT) when it calls a webhook
+	// registered by service: no kube-proxy or cluster DNS runs here. The
+	// API server still verifies the webhook's certificate for the
+	// Service's name, NAME.NAMESPACE.svc. It is kube-apiserver's hook for
+	// tests, process-wide: one control plane per process may set it.
+	ServiceResolver func(namespace, name string, port int32) (*url.URL, error)
+}
+
+// serviceResolver adapts a func to kube-apiserver's webhook.ServiceResolver.
+type serviceResolver func(namespace, name string, port int32) (*url.URL, error)
+
+func (f serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	return f(namespace, name, port)
 }
 
 // ControlPlane is a running control plane.
@@ -116,6 +131,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	cp.stops = append(cp.stops, stopEtcd)
 	logf("etcd serving at %s", etcdURL)
 
+	if opts.ServiceResolver != nil {
+		cp.stops = append(cp.stops, kubeapiserver.SetServiceResolverForTests(serviceResolver(opts.ServiceResolver)))
+	}
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
 	tb := newTB("kube-apiserver", logf)

@@ -6,15 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,17 +51,6 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
 		t.Fatal(err)
 	}
-	expiry := int64(3600)
-	tok, err := c.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := url.Parse(cp.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	secrets := map[string]string{"user": "deleter"}
 	d := serveDriver(t, func(mem *csitest.Driver) { mem.Secrets = secrets })
 	var modules strings.Builder
@@ -80,23 +65,11 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 		Name: "in-cluster",
 		Config: fmt.Sprintf("modules:\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
 			modules.String(), driverName, d.socket),
-		Args: []string{"--leader-elect"},
-		InCluster: &testenv.InCluster{
-			Host: server.Hostname(), Port: server.Port(),
-			Token: tok.Status.Token, CA: cp.ServingCA, Namespace: saNamespace,
-		},
+		Args:      []string{"--leader-elect"},
+		InCluster: inCluster(t, saNamespace, saName),
 	})
 	h.WaitReady(t)
-	testenv.Eventually(t, wait, "the host to hold the Lease "+saNamespace+"/kubeplug", func() (bool, error) {
-		l, err := c.CoordinationV1().Leases(saNamespace).Get(ctx, "kubeplug", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
-	})
+	awaitLease(t, saNamespace)
 
 	// retention: a set whose claims go with it; warnretain: a set whose
 	// claims are kept forever.
@@ -110,40 +83,16 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	}
 
 	// reclaim: a volume released with a provisioner secret to read.
-	p := provision(t, d, secretClass)
-	d.expectDeletes(p.handle, secrets).Times(1)
-	if _, err := c.CoreV1().Secrets(p.ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.pv + "-deleter"}, StringData: secrets,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p.awaitFinalizer(t)
-	p.deleteClaim(t)
+	p := releaseWithSecret(t, d, secrets)
 
 	for ord := range int32(2) {
 		if err := web.AwaitOwners(ctx, ord); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, wait, "warnretain's Warning on "+ns+"/kept", func() (bool, error) {
-		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kept,reason=ClaimsRetainedForever"})
-		return err == nil && len(evs.Items) > 0, err
-	})
+	awaitRetainedWarning(t, ns, "kept")
 	p.awaitNothingLeft(t, d)
-
-	m, err := h.Scrape()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := m.Sum("kubeplug_api_requests_total"); n == 0 {
-		t.Fatal("the host counted no API requests: the check below would prove nothing")
-	}
-	if n := m.Sum("kubeplug_api_requests_total", "code", "403"); n != 0 {
-		t.Errorf("the API server forbade %v of the host's requests: deploy/rbac.yaml lacks a rule", n)
-	}
-	if strings.Contains(strings.ToLower(h.Log()), "forbidden") {
-		t.Errorf("the host's log reports a forbidden request: deploy/rbac.yaml lacks a rule\n%s", h.Log())
-	}
+	noForbidden(t, h, "deploy/rbac.yaml lacks a rule")
 }
 
 // apply creates the objects of the YAML manifest file path, whatever their

@@ -118,7 +118,16 @@ func apiTimeout(r *http.Request) time.Duration {
 type Server struct {
 	srv   *http.Server
 	ln    net.Listener
-	certs *CertWatcher
+	certs CertSource
+}
+
+// CertSource gives the webhook server its serving certificate for each
+// handshake: a CertWatcher of a directory, or a certificate the host
+// manages itself (host/webhookcert).
+type CertSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Close stops whatever keeps the certificate current.
+	Close()
 }
 
 // Listen listens on addr with the serving certificate of certDir
@@ -130,6 +139,15 @@ func Listen(addr, certDir string, h http.Handler, log *slog.Logger) (*Server, er
 	certs, err := NewCertWatcher(certDir, log)
 	if err != nil {
 		return nil, err
+	}
+	return ListenTLS(addr, certs, h, log)
+}
+
+// ListenTLS listens on addr with the serving certificate of certs, which
+// the server closes when it shuts down.
+func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeplug/kubeplug/host/oci"
+	"github.com/kubeplug/kubeplug/host/webhookcert"
 )
 
 // Options are what `kubeplug run` takes.
@@ -36,6 +37,9 @@ type Options struct {
 	// replica whatever the leader election, with the serving certificate
 	// of WebhookCertDir (tls.crt, tls.key), reloaded when it changes.
 	WebhookAddr, WebhookCertDir string
+	// WebhookCert, when set, has the host make, keep and rotate the
+	// webhook's certificate itself instead of reading WebhookCertDir.
+	WebhookCert *WebhookCert
 	// Profiles serves Go's runtime profiles under /debug/pprof/ on
 	// MetricsAddr.
 	Profiles bool
@@ -50,6 +54,23 @@ type Options struct {
 	// OnListen, when set, is told the metrics server's address once it
 	// listens (useful with port 0).
 	OnListen func(addr string)
+}
+
+// WebhookCert is where the host keeps the webhook certificate it manages
+// (see host/webhookcert).
+type WebhookCert struct {
+	// SecretNamespace and SecretName name the kubernetes.io/tls Secret
+	// the replicas share the CA and serving certificate in.
+	SecretNamespace, SecretName string
+	// ServiceNamespace and ServiceName name the webhook's Service: the
+	// serving certificate is for its DNS names.
+	ServiceNamespace, ServiceName string
+	// ConfigName names the webhook configurations whose caBundle the
+	// host keeps current (kubeplug webhook-config --name).
+	ConfigName string
+	// Lifetimes of the CA and the serving certificate; zero fields take
+	// webhookcert.DefaultLifetimes.
+	Lifetimes webhookcert.Lifetimes
 }
 
 // LeaderElection configures the Lease that makes several hosts safe.

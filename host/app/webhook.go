@@ -17,6 +17,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/metrics"
 	"github.com/kubeplug/kubeplug/host/snapshot"
+	"github.com/kubeplug/kubeplug/host/webhookcert"
 )
 
 // reconciles reports whether mod has a reconcile hook, and so a controller.
@@ -53,8 +54,9 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	if opts.WebhookAddr == "" {
 		return func() {}, nil
 	}
-	if opts.WebhookCertDir == "" {
-		return nil, fmt.Errorf("%w: --webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key", ErrConfig)
+	certs, err := webhookCerts(ctx, opts, client, log)
+	if err != nil {
+		return nil, err
 	}
 	factory := informers.NewSharedInformerFactory(client, file.Resync)
 	namespaces := factory.Core().V1().Namespaces()
@@ -87,7 +89,7 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	h := admission.NewHandler(r, admitters(file, mods))
 	rl.webhook = h
 	rl.mu.Unlock()
-	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, h, log)
+	srv, err := admission.ListenTLS(opts.WebhookAddr, certs, h, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -111,4 +113,48 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 		close(stopCh)
 		factory.Shutdown()
 	}, nil
+}
+
+// webhookCerts returns where the webhook server's certificate comes from:
+// the Secret the host manages (its first sync done, so that the server
+// starts with a certificate), or the files of --webhook-cert-dir.
+func webhookCerts(ctx context.Context, opts Options, client kubernetes.Interface, log *slog.Logger) (admission.CertSource, error) {
+	wc := opts.WebhookCert
+	switch {
+	case wc != nil && opts.WebhookCertDir != "":
+		return nil, fmt.Errorf("%w: give --webhook-cert-dir or --webhook-cert-secret, not both", ErrConfig)
+	case wc != nil:
+		l := webhookcert.DefaultLifetimes()
+		if wc.Lifetimes.CA != 0 {
+			l.CA = wc.Lifetimes.CA
+		}
+		if wc.Lifetimes.Serving != 0 {
+			l.Serving = wc.Lifetimes.Serving
+		}
+		if wc.Lifetimes.Propagation != 0 {
+			l.Propagation = wc.Lifetimes.Propagation
+		}
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		m := &webhookcert.Manager{
+			Client: client, Namespace: wc.SecretNamespace, Name: wc.SecretName, WebhookConfig: wc.ConfigName, Log: log,
+			Issuer: &webhookcert.Issuer{DNSNames: webhookcert.ServiceDNSNames(wc.ServiceNamespace, wc.ServiceName), Lifetimes: l},
+		}
+		if err := m.Start(ctx); err != nil {
+			return nil, err
+		}
+		return m, nil
+	case opts.WebhookCertDir != "":
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		c, err := admission.NewCertWatcher(opts.WebhookCertDir, log)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: --webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key, "+
+		"or --webhook-cert-secret and --webhook-service for a certificate the host makes and rotates itself", ErrConfig)
 }

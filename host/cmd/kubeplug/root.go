@@ -108,6 +108,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newRunCommand(opts, s),
 		newHarnessCommand(opts, s),
 		newWebhookConfigCommand(opts, s),
+		newRBACCommand(opts, s),
 		newPushCommand(opts, s),
 		newPullCommand(opts, s),
 		newSignCommand(opts, s),

@@ -16,6 +16,7 @@ import (
 func newRunCommand(opts *globalOptions, s streams) *cobra.Command {
 	var (
 		o  app.Options
+		wc webhookCertFlags
 		le struct {
 			enabled                                   bool
 			namespace, name, identity                 string
@@ -73,6 +74,9 @@ its allow: list grants included).`,
 					LeaseDuration: le.leaseDuration, RenewDeadline: le.renewDeadline, RetryPeriod: le.retryPeriod,
 				}
 			}
+			if o.WebhookCert, err = wc.options(); err != nil {
+				return err
+			}
 			o.Reload = reloadSignals(cmd.Context())
 			err = app.Run(cmd.Context(), o)
 			switch {
@@ -90,6 +94,7 @@ its allow: list grants included).`,
 	f.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "address for /metrics, /healthz and /readyz; empty disables them")
 	f.StringVar(&o.WebhookAddr, "webhook-addr", "", "address to serve the modules' admit hooks on as admission webhooks (https://ADDR/admit/<module>); empty serves none")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate, tls.crt and tls.key; reloaded when they change")
+	wc.add(f)
 	f.BoolVar(&o.Profiles, "profiles", false, "also serve Go's runtime profiles at /debug/pprof/ on --metrics-addr")
 	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
 	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")
