@@ -251,7 +251,7 @@ func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostPro
 	l.Close()
 	h := &hostProcess{addr: addr, dir: dir, done: make(chan struct{}), log: &testenv.SyncBuffer{}}
 	h.cmd = exec.Command(o.Kubeplug, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--log-level", "info")
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--log-level", "info")
 	var w io.Writer = h.log
 	if o.HostLog != nil {
 		w = io.MultiWriter(h.log, o.HostLog)
