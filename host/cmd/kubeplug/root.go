@@ -118,6 +118,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newSignCommand(opts, s),
 		newRecordCommand(opts, s),
 		newVersionCommand(s),
+		newNewCommand(s),
 	)
 	return root
 }
