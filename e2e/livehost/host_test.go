@@ -233,6 +233,13 @@ func TestLeaderElection(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "a" {
 		t.Errorf("lease held by %v, want a", lease.Spec.HolderIdentity)
 	}
+	// The leader's health includes its renewals (client-go's check), and
+	// both replicas are healthy while the leader renews.
+	for _, h := range []*testenv.Host{a, b} {
+		if code, body, err := testenv.Get(h.ProbeAddr, "/healthz"); err != nil || code != http.StatusOK {
+			t.Errorf("%s /healthz on the probe port: %d %q %v, want 200", h.Name, code, body, err)
+		}
+	}
 
 	if err := a.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("a did not exit cleanly on SIGTERM: %v\n%s", err, a.Log())

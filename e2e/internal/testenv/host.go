@@ -115,6 +115,9 @@ func (o HostOptions) command(bin, dir string, args []string) (*exec.Cmd, error) 
 		"KUBERNETES_SERVICE_HOST="+ic.Host,
 		"KUBERNETES_SERVICE_PORT="+ic.Port,
 		"POD_NAMESPACE="+ic.Namespace,
+		// Nothing of the test runner's own kubeconfig: the host finds the
+		// cluster as a pod does.
+		"KUBECONFIG=",
 	)
 	return cmd, nil
 }
