@@ -7,6 +7,19 @@ package abi
 // policies need, under Kubernetes' JSON field names. Timestamps are RFC 3339
 // strings, quantities are Kubernetes quantity strings ("10Gi"), and an empty
 // string or zero means the field is unset.
+//
+// Defaults: where the API server defaults a field that the host projects and
+// policies commonly read, the host fills the default in itself, so a module
+// sees the same value whether or not the object went through the API server
+// (objects of a `kubeplug test` case file often did not). Each such field
+// says so below; they are StatefulSetSpec.Replicas (1),
+// StatefulSetUpdateStrategy.Type (RollingUpdate),
+// StatefulSetSpec.PersistentVolumeClaimRetentionPolicy (never nil, Retain on
+// each unset field), PersistentVolumeSpec.PersistentVolumeReclaimPolicy
+// (Retain), and StorageClass's ReclaimPolicy (Delete) and VolumeBindingMode
+// (Immediate). Other fields reach the module as the object has them: a
+// case file that leaves out podManagementPolicy gives "". The SDK's test
+// builders (sdk/sdktest) apply the same defaults.
 
 // ObjectMeta is the projection of metav1.ObjectMeta.
 type ObjectMeta struct {
@@ -58,6 +71,8 @@ type StatefulSet struct {
 
 // StatefulSetSpec is the projection of appsv1.StatefulSetSpec. Replicas is
 // always set: the host applies the API default (1) when it is nil.
+// PersistentVolumeClaimRetentionPolicy is never nil: a set without one gets
+// Retain on both fields, the API default.
 type StatefulSetSpec struct {
 	Replicas                             int32                                   `json:"replicas"`
 	Ordinals                             *StatefulSetOrdinals                    `json:"ordinals,omitempty"`
@@ -75,7 +90,8 @@ type StatefulSetOrdinals struct {
 	Start int32 `json:"start"`
 }
 
-// StatefulSetUpdateStrategy is appsv1.StatefulSetUpdateStrategy.
+// StatefulSetUpdateStrategy is appsv1.StatefulSetUpdateStrategy. Type is
+// never empty: the host fills the API default, "RollingUpdate".
 type StatefulSetUpdateStrategy struct {
 	Type          string                            `json:"type,omitempty"`
 	RollingUpdate *RollingUpdateStatefulSetStrategy `json:"rollingUpdate,omitempty"`
@@ -89,7 +105,8 @@ type RollingUpdateStatefulSetStrategy struct {
 }
 
 // StatefulSetPersistentVolumeClaimPolicy is KEP-1847's retention policy. Each
-// field is "Retain" or "Delete"; the host fills the API default "Retain".
+// field is "Retain" or "Delete"; the host fills the API default "Retain" in
+// a field that is unset, and sends a set without a policy as Retain/Retain.
 type StatefulSetPersistentVolumeClaimPolicy struct {
 	WhenDeleted string `json:"whenDeleted,omitempty"`
 	WhenScaled  string `json:"whenScaled,omitempty"`
@@ -172,6 +189,8 @@ type PersistentVolume struct {
 // PersistentVolumeSpec is the projection of corev1.PersistentVolumeSpec.
 // Source names the volume source that is set, by its JSON field name ("csi",
 // "hostPath", "nfs", "awsElasticBlockStore", ...); CSI is filled for "csi".
+// PersistentVolumeReclaimPolicy is never empty: the host fills the API
+// default, "Retain".
 type PersistentVolumeSpec struct {
 	Capacity                      map[string]string `json:"capacity,omitempty"`
 	AccessModes                   []string          `json:"accessModes,omitempty"`
@@ -219,6 +238,8 @@ type PersistentVolumeStatus struct {
 }
 
 // StorageClass is the projection of storage.k8s.io/v1 StorageClass.
+// ReclaimPolicy and VolumeBindingMode are never empty: the host fills the
+// API defaults, "Delete" and "Immediate".
 type StorageClass struct {
 	Metadata             ObjectMeta        `json:"metadata"`
 	Provisioner          string            `json:"provisioner"`

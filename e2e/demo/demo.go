@@ -312,7 +312,7 @@ func startHost(ctx context.Context, o Options, kubeconfig, cfg string) (*hostPro
 	}
 	h := &hostProcess{addr: addr, webhookAddr: webhookAddr, caFile: caFile, config: cfgPath, dir: dir, done: make(chan struct{}), log: &testenv.SyncBuffer{}}
 	h.cmd = exec.Command(o.Kubeplug, "run", "--config", cfgPath, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--webhook-addr", webhookAddr, "--webhook-cert-dir", certDir, "--log-level", "info")
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--webhook-addr", webhookAddr, "--webhook-cert-dir", certDir, "--log-level", "info")
 	var w io.Writer = h.log
 	if o.HostLog != nil {
 		w = io.MultiWriter(h.log, o.HostLog)

@@ -233,6 +233,13 @@ func TestLeaderElection(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "a" {
 		t.Errorf("lease held by %v, want a", lease.Spec.HolderIdentity)
 	}
+	// The leader's health includes its renewals (client-go's check), and
+	// both replicas are healthy while the leader renews.
+	for _, h := range []*testenv.Host{a, b} {
+		if code, body, err := testenv.Get(h.ProbeAddr, "/healthz"); err != nil || code != http.StatusOK {
+			t.Errorf("%s /healthz on the probe port: %d %q %v, want 200", h.Name, code, body, err)
+		}
+	}
 
 	if err := a.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 		t.Fatalf("a did not exit cleanly on SIGTERM: %v\n%s", err, a.Log())
@@ -254,7 +261,8 @@ func TestLeaderElection(t *testing.T) {
 
 // TestMetricsAndReadiness: /readyz is 503 while the caches cannot sync (the
 // API server held back by a gate), 200 after; /healthz is 200 throughout;
-// /metrics carries every series the host promises.
+// both answer alike on the metrics port and on the probe port, which serves
+// nothing else; /metrics carries every series the host promises.
 func TestMetricsAndReadiness(t *testing.T) {
 	ns := namespace(t)
 	gate := testenv.NewGate(t, cp.Config.Host)
@@ -270,11 +278,22 @@ func TestMetricsAndReadiness(t *testing.T) {
 		code, body, err := h.Get("/readyz")
 		return err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "caches syncing"), nil
 	})
-	if code, _, err := h.Get("/healthz"); err != nil || code != http.StatusOK {
-		t.Errorf("/healthz: %d %v while syncing, want 200", code, err)
+	for _, addr := range []string{h.Addr, h.ProbeAddr} {
+		if code, _, err := testenv.Get(addr, "/healthz"); err != nil || code != http.StatusOK {
+			t.Errorf("/healthz on %s: %d %v while syncing, want 200", addr, code, err)
+		}
+	}
+	if code, body, err := testenv.Get(h.ProbeAddr, "/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "caches syncing") {
+		t.Errorf("/readyz on the probe port: %d %q %v while syncing, want 503 saying why", code, body, err)
+	}
+	if code, _, err := testenv.Get(h.ProbeAddr, "/metrics"); err != nil || code != http.StatusNotFound {
+		t.Errorf("/metrics on the probe port: %d %v, want 404: the probe port serves the probes alone", code, err)
 	}
 	gate.Open()
 	h.WaitReady(t)
+	if code, _, err := testenv.Get(h.ProbeAddr, "/readyz"); err != nil || code != http.StatusOK {
+		t.Errorf("/readyz on the probe port: %d %v once ready, want 200", code, err)
+	}
 	createSet(t, ns, "web", 1)
 	testenv.Eventually(t, wait, "an executed action", func() (bool, error) {
 		m, err := h.Scrape()

@@ -23,7 +23,10 @@ import (
 // only on losing the Lease, and cancels the reconciles in flight.
 func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, run func(ctx, writes context.Context), log *slog.Logger) error {
 	if le.Identity == "" {
-		host, _ := os.Hostname()
+		host := os.Getenv("POD_NAME")
+		if host == "" {
+			host, _ = os.Hostname()
+		}
 		le.Identity = host + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	lock := &resourcelock.LeaseLock{
@@ -45,6 +48,7 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 		RenewDeadline:   le.renewDeadline(),
 		RetryPeriod:     orDefault(le.RetryPeriod, 2*time.Second),
 		ReleaseOnCancel: true,
+		WatchDog:        le.watchDog,
 		Name:            le.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {

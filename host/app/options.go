@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/webhookcert"
 )
@@ -16,10 +17,13 @@ import (
 type Options struct {
 	// ConfigPath is the host configuration file (host.yaml).
 	ConfigPath string
-	// Kubeconfig is a kubeconfig file; empty uses the in-cluster
-	// configuration (the pod's service account). Ignored when RESTConfig
-	// is set.
+	// Kubeconfig is a kubeconfig file; empty looks where kubectl and
+	// controller-runtime look ($KUBECONFIG, the in-cluster configuration,
+	// ~/.kube/config: kube.RESTConfig). Ignored when RESTConfig is set.
 	Kubeconfig string
+	// Context is the kubeconfig context to use; empty uses its
+	// current-context.
+	Context string
 	// RESTConfig, when set, is used instead of Kubeconfig.
 	RESTConfig *rest.Config
 	// CacheDir keeps compiled modules between runs; empty keeps them in
@@ -30,8 +34,14 @@ type Options struct {
 	// empty keeps none.
 	ImageCacheDir string
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
-	// empty serves nothing.
+	// empty or "0" serves nothing.
 	MetricsAddr string
+	// ProbeAddr is where /healthz and /readyz alone are served, for the
+	// kubelet's probes; empty or "0" serves nothing. /healthz fails when
+	// the leader election is stuck renewing the Lease, or the reload loop
+	// has ended or is wedged in one reload (see probes.go); /readyz until
+	// the modules are loaded, the caches synced and the webhook serving.
+	ProbeAddr string
 	// WebhookAddr, when set, serves the admit hooks of the modules as
 	// admission webhooks at https://WebhookAddr/admit/<module>, on every
 	// replica whatever the leader election, with the serving certificate
@@ -77,11 +87,16 @@ type WebhookCert struct {
 type LeaderElection struct {
 	// Namespace and Name name the Lease.
 	Namespace, Name string
-	// Identity names this host in the Lease; default hostname_random.
+	// Identity names this host in the Lease; default $POD_NAME (else the
+	// hostname) and a random suffix.
 	Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's
 	// leader-election timings; zero takes 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// watchDog, when set, is told of the elector so that /healthz fails
+	// while this host leads without renewing the Lease.
+	watchDog *leaderelection.HealthzAdaptor
 }
 
 // callTimeout returns the bound of each API request a reconcile makes. Under
@@ -108,15 +123,7 @@ func (o *Options) restConfig() (*rest.Config, error) {
 	if o.RESTConfig != nil {
 		return rest.CopyConfig(o.RESTConfig), nil
 	}
-	// An empty kubeconfig path falls back to the in-cluster configuration.
-	c, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	if err != nil {
-		if o.Kubeconfig == "" {
-			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
-		}
-		return nil, fmt.Errorf("kubeconfig %s: %w", o.Kubeconfig, err)
-	}
-	return c, nil
+	return kube.RESTConfig(o.Kubeconfig, o.Context)
 }
 
 // fetchOptions are the host's settings for reading module entries.

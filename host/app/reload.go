@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,6 +63,9 @@ type Reloader struct {
 	// retired are admit-only modules swapped out or removed, closed once
 	// the webhook no longer serves them (publish).
 	retired []controller.Guest
+
+	// health is the reload loop's heartbeat, for /healthz.
+	health reloadHealth
 
 	mu      sync.Mutex // one reload at a time
 	file    *config.File
@@ -276,6 +280,7 @@ func (r *Reloader) record(l loaded, gen uint64) {
 func (r *Reloader) Reload(reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.health.begin(time.Now())()
 	r.log.Info("reloading", "reason", reason)
 	file, err := config.Load(r.path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
@@ -48,12 +49,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	m := metrics.New()
 	ready := metrics.NewReadiness("loading modules")
+	health := &metrics.Health{}
 
 	// The health endpoints come up first, so that a slow start shows as
 	// "not ready" rather than as a connection refused.
 	var srv *metrics.Server
-	if opts.MetricsAddr != "" {
-		srv, err = metrics.Listen(opts.MetricsAddr, m, ready)
+	if !disabled(opts.MetricsAddr) {
+		srv, err = metrics.Listen(opts.MetricsAddr, m, health, ready)
 		if err != nil {
 			return err
 		}
@@ -75,6 +77,11 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		log.Info("serving metrics and health", "addr", srv.Addr())
 	}
+	stopProbes, err := serveProbes(ctx, opts.ProbeAddr, health, ready, log)
+	if err != nil {
+		return err
+	}
+	defer stopProbes()
 
 	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.CacheDir, Logger: log})
 	if err != nil {
@@ -83,6 +90,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer engine.Close(context.WithoutCancel(ctx))
 	rl := &Reloader{path: file.Path, engine: engine, m: m, log: log, host: hostObject(), ctx: ctx,
 		fetch: opts.fetchOptions(), applied: map[string]*appliedEntry{}}
+	health.Add("reload", healthCheck(func(now time.Time) error { return rl.health.check(now, ReloadWedgedAfter) }))
 	// A tag that moves to a new digest is a reload: the entry's bytes
 	// changed, and the new module is swapped in as a changed file's is.
 	rl.images = oci.NewWatcher(ctx, opts.fetchOptions(), func(name string) {
@@ -187,7 +195,10 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("stopped: reconciles in flight finished")
 		return nil
 	}
-	return lead(ctx, client, *opts.LeaderElection, run, log)
+	le := *opts.LeaderElection
+	le.watchDog = leaderelection.NewLeaderHealthzAdaptor(LeaderHealthTimeout)
+	health.Add("leader-election", le.watchDog.Check)
+	return lead(ctx, client, le, run, log)
 }
 
 // cacheOptions says what the host's cache watches: its shard of the

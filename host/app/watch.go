@@ -25,6 +25,9 @@ const ReloadDebounce = 250 * time.Millisecond
 // volumes update files, the last through a `..data` symlink swapped in the
 // same directory) is a new inode that a watch on the old one would miss.
 func (r *Reloader) watch(ctx context.Context, signals <-chan struct{}) error {
+	// Ending while the host runs fails /healthz: the host would no longer
+	// follow its configuration, and a restart makes a new watch.
+	defer func() { r.health.ended.Store(ctx.Err() == nil) }()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err

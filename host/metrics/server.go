@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,23 +40,77 @@ func (r *Readiness) Reason() string {
 	return r.reason
 }
 
-// Server serves /metrics, /healthz and /readyz.
+// Health is what /healthz reports: healthy while every check passes. A check
+// has the shape of controller-runtime's healthz.Checker and of client-go's
+// leaderelection.HealthzAdaptor.Check, so either plugs in as it is.
+type Health struct {
+	mu     sync.Mutex
+	checks []namedCheck
+}
+
+type namedCheck struct {
+	name  string
+	check func(*http.Request) error
+}
+
+// Add adds a check named name; /healthz fails while it returns an error.
+func (h *Health) Add(name string, check func(*http.Request) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checks = append(h.checks, namedCheck{name, check})
+}
+
+// Check runs every check and returns the failures, each named, or nil.
+func (h *Health) Check(r *http.Request) error {
+	h.mu.Lock()
+	checks := slices.Clone(h.checks)
+	h.mu.Unlock()
+	var errs []error
+	for _, c := range checks {
+		if err := c.check(r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Server serves /metrics, /healthz and /readyz, or only the last two.
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
 	mux *http.ServeMux
 }
 
-// Listen binds addr (host:port; port 0 picks one) and returns a server
-// ready to Serve.
-func Listen(addr string, m *Metrics, ready *Readiness) (*Server, error) {
+// Listen binds addr (host:port; port 0 picks one) and returns a server of
+// /metrics, /healthz and /readyz ready to Serve.
+func Listen(addr string, m *Metrics, health *Health, ready *Readiness) (*Server, error) {
+	s, err := listen("metrics", addr, health, ready)
+	if err != nil {
+		return nil, err
+	}
+	s.mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	return s, nil
+}
+
+// ListenProbes binds addr and returns a server of /healthz and /readyz
+// alone, for the kubelet's liveness and readiness probes: a port of their
+// own, so that a probe never competes with a scrape and the metrics port can
+// be closed to everything but the monitoring.
+func ListenProbes(addr string, health *Health, ready *Readiness) (*Server, error) {
+	return listen("health probes", addr, health, ready)
+}
+
+func listen(what, addr string, health *Health, ready *Readiness) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := health.Check(r); err != nil {
+			http.Error(w, "unhealthy: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

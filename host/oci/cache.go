@@ -47,11 +47,11 @@ func (c cache) put(d digest.Digest, b []byte) error {
 	}
 	final := c.path(d)
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return fmt.Errorf("cache blob %s: %w", d, err)
+		return c.unwritable(d, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(final), ".tmp-*")
 	if err != nil {
-		return fmt.Errorf("cache blob %s: %w", d, err)
+		return c.unwritable(d, err)
 	}
 	_, werr := tmp.Write(b)
 	serr := tmp.Sync()
@@ -65,4 +65,10 @@ func (c cache) put(d digest.Digest, b []byte) error {
 		return fmt.Errorf("cache blob %s: %w", d, err)
 	}
 	return nil
+}
+
+// unwritable says that the cache directory cannot take blob d, and what to do.
+func (c cache) unwritable(d digest.Digest, err error) error {
+	return fmt.Errorf("keep blob %s in the image cache %s: %w: give kubeplug's --image-cache-dir a writable directory, "+
+		"or an empty one to keep no pulled module on disk", d, c.dir, err)
 }

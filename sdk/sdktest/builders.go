@@ -16,7 +16,10 @@ import (
 const DefaultNamespace = "default"
 
 // Builders make objects as the host would project them from a healthy
-// cluster, with UIDs "<name>-uid" and resourceVersion "1".
+// cluster, with UIDs "<name>-uid" and resourceVersion "1": with the fields
+// the API server defaults set as it sets them, and whatever options leave
+// unset filled in with the defaults the host's snapshot applies (see
+// defaults.go).
 
 func meta(name, namespace string) abi.ObjectMeta {
 	return abi.ObjectMeta{Name: name, Namespace: namespace, UID: name + "-uid", ResourceVersion: "1", Generation: 1}
@@ -34,7 +37,8 @@ func defaultTemplate() abi.PersistentVolumeClaim {
 }
 
 // StatefulSet returns a StatefulSet named name with replicas ready replicas,
-// one claim template "data" (1Gi, ReadWriteOnce) and no retention policy.
+// one claim template "data" (1Gi, ReadWriteOnce) and the default retention
+// policy, Retain on both fields, as the host sends a set that has none.
 //
 //	set := sdktest.StatefulSet("web", 3, sdktest.Retention("Delete", "Delete"))
 func StatefulSet(name string, replicas int32, opts ...Option) *abi.StatefulSet {
@@ -56,6 +60,7 @@ func StatefulSet(name string, replicas int32, opts ...Option) *abi.StatefulSet {
 		},
 	}
 	apply(&object{meta: &set.Metadata, set: set, kind: abi.KindStatefulSet}, opts)
+	defaultStatefulSet(set)
 	return set
 }
 
@@ -123,6 +128,7 @@ func StorageClass(name, provisioner string, opts ...Option) *abi.StorageClass {
 		VolumeBindingMode: "Immediate",
 	}
 	apply(&object{meta: &sc.Metadata, kind: abi.KindStorageClass}, opts)
+	defaultStorageClass(sc)
 	return sc
 }
 
@@ -142,6 +148,7 @@ func PersistentVolume(name string, opts ...Option) *abi.PersistentVolume {
 		Status: abi.PersistentVolumeStatus{Phase: "Available"},
 	}
 	apply(&object{meta: &pv.Metadata, pv: pv, kind: abi.KindPersistentVolume}, opts)
+	defaultVolume(pv)
 	return pv
 }
 
@@ -180,7 +187,9 @@ type Drivers []string
 // The subject is persistentvolume when a PersistentVolume is given
 // (a claim is then its bound claim), statefulset otherwise; the key is the
 // subject's "namespace/name" unless Key says otherwise. Claims are sorted by
-// name, as the host sends them. Objects are copied.
+// name, as the host sends them. Objects are copied, and their unset
+// defaulted fields filled in as the host's snapshot fills them (a
+// StatefulSet without a retention policy gets Retain/Retain).
 //
 //	req := sdktest.Request(now, set, sdktest.Pod(set, 0), sdktest.Claim("data", set, 0), sdktest.Config(`{"x":1}`))
 func Request(now time.Time, args ...any) *abi.ReconcileRequest {
@@ -235,6 +244,7 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 
 	if len(pvs) > 0 {
 		pv := *pvs[0]
+		defaultVolume(&pv)
 		req.Subject, req.Key = abi.SubjectPersistentVolume, pv.Metadata.Name
 		s := &abi.PersistentVolumeSubject{Volume: &pv, Drivers: drivers}
 		if len(claims) > 1 || len(classes) > 1 || len(pods) > 0 || len(updates) > 0 {
@@ -246,6 +256,7 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 		}
 		if len(classes) == 1 {
 			c := *classes[0]
+			defaultStorageClass(&c)
 			s.StorageClass = &c
 		}
 		req.PersistentVolume = s
@@ -254,6 +265,7 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 		s := &abi.StatefulSetSubject{}
 		if len(sets) == 1 {
 			set := *sets[0]
+			defaultStatefulSet(&set)
 			s.Set = &set
 			req.Key = set.Metadata.Namespace + "/" + set.Metadata.Name
 		}
@@ -268,6 +280,7 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 		})
 		for _, c := range classes {
 			s.StorageClasses = append(s.StorageClasses, *c)
+			defaultStorageClass(&s.StorageClasses[len(s.StorageClasses)-1])
 		}
 		if len(updates) == 1 {
 			u := *updates[0]

@@ -57,8 +57,8 @@ func Deleting(at time.Time) Option {
 	return func(o *object) { o.meta.DeletionTimestamp = at.UTC().Format(time.RFC3339) }
 }
 
-// Retention sets a StatefulSet's persistentVolumeClaimRetentionPolicy;
-// "" leaves a field unset.
+// Retention sets a StatefulSet's persistentVolumeClaimRetentionPolicy; a
+// field given as "" is the API default, Retain, as the host fills it in.
 //
 //	sdktest.StatefulSet("web", 3, sdktest.Retention("Delete", "Retain"))
 func Retention(whenDeleted, whenScaled string) Option {
@@ -170,7 +170,8 @@ func CSI(driver, handle string) Option {
 	}
 }
 
-// ReclaimPolicy sets a PersistentVolume's persistentVolumeReclaimPolicy.
+// ReclaimPolicy sets a PersistentVolume's persistentVolumeReclaimPolicy; ""
+// is the API default, Retain, as the host fills it in.
 func ReclaimPolicy(policy string) Option {
 	return func(o *object) {
 		if o.pv == nil {

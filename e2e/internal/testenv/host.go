@@ -22,6 +22,9 @@ import (
 type Host struct {
 	// Addr is the metrics and health address (127.0.0.1:port).
 	Addr string
+	// ProbeAddr is the address of the health probes alone
+	// (--health-probe-bind-address).
+	ProbeAddr string
 	// Name tells hosts apart in logs.
 	Name string
 	// ConfigPath is the host configuration file, which a test may rewrite
@@ -112,6 +115,9 @@ func (o HostOptions) command(bin, dir string, args []string) (*exec.Cmd, error) 
 		"KUBERNETES_SERVICE_HOST="+ic.Host,
 		"KUBERNETES_SERVICE_PORT="+ic.Port,
 		"POD_NAMESPACE="+ic.Namespace,
+		// Nothing of the test runner's own kubeconfig: the host finds the
+		// cluster as a pod does.
+		"KUBECONFIG=",
 	)
 	return cmd, nil
 }
@@ -142,9 +148,13 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"run", "--config", cfg,
-		"--metrics-addr", addr, "--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
-	h := &Host{Addr: addr, Name: o.Name, ConfigPath: cfg, log: &SyncBuffer{}, done: make(chan struct{})}
+	probeAddr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"run", "--config", cfg, "--metrics-bind-address", addr, "--health-probe-bind-address", probeAddr,
+		"--cache-dir", o.CacheDir, "--log-level", "info"}, o.Args...)
+	h := &Host{Addr: addr, ProbeAddr: probeAddr, Name: o.Name, ConfigPath: cfg, log: &SyncBuffer{}, done: make(chan struct{})}
 	if h.cmd, err = o.command(bin, dir, args); err != nil {
 		t.Fatal(err)
 	}

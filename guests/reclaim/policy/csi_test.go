@@ -44,7 +44,7 @@ func TestProtectionFinalizer(t *testing.T) {
 		{"C4 never bound carries neither finalizer", unbound(static(csiPV(withBoth))), false, []string{"remove external", "remove in-tree"}},
 		{"C4 Retain carries neither finalizer", csiPV(sdktest.ReclaimPolicy("Retain"), withBoth), true, []string{"remove external", "remove in-tree"}},
 		{"C4 a bound Delete volume keeps a foreign in-tree finalizer", csiPV(sdktest.Finalizers(FinalizerInTree)), true, []string{"add external"}},
-		{"unset reclaim policy is left alone", csiPV(sdktest.ReclaimPolicy(""), withExternal), true, nil},
+		{"unset reclaim policy is the API default, Retain, as the host sends it", csiPV(sdktest.ReclaimPolicy(""), withExternal), true, []string{"remove external"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,15 @@ import (
 // by every test of the package.
 var testDir string
 
+// envAsKubeplug makes the test binary the kubeplug command itself, for the
+// tests that need a kubeplug binary to run (KUBEPLUG_BIN of sdktest, the
+// Makefile of a module kubeplug new made): they point at os.Args[0].
+const envAsKubeplug = "KUBEPLUG_CMD_TEST_AS_KUBEPLUG"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(envAsKubeplug) != "" {
+		os.Exit(execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "kubeplug-cmd-test-")
 	if err != nil {
 		panic(err)

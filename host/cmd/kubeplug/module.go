@@ -37,7 +37,11 @@ func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path
 
 // loadWasm is loadModule for bytes read already, which path names.
 func loadWasm(ctx context.Context, opts *globalOptions, log *slog.Logger, path string, wasm []byte, limits runtime.Limits) (*loadedModule, error) {
-	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.cacheDir, Logger: log})
+	dir, err := opts.cacheDir.writableDir()
+	if err != nil {
+		return nil, err
+	}
+	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: dir, Logger: log})
 	if err != nil {
 		return nil, inputErrorf("%w: or pass --cache-dir=\"\" to keep compiled modules in memory", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -21,10 +20,10 @@ import (
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
-func newRecordCommand(s streams) *cobra.Command {
-	var kubeconfig, subject, output, name string
+func newRecordCommand(opts *globalOptions, s streams) *cobra.Command {
+	var kubeconfig, kubecontext, subject, output, name string
 	cmd := &cobra.Command{
-		Use:   "record --kubeconfig FILE --subject statefulset/NS/NAME|persistentvolume/NAME [-o FILE]",
+		Use:   "record [--kubeconfig FILE] [--context NAME] --subject statefulset/NS/NAME|persistentvolume/NAME [-o FILE]",
 		Short: "Write a test case holding what a module sees of one object on a live cluster",
 		Long: `Record reads the cluster as the host does (the same informer caches and the same
 snapshot builder) and writes a kubeplug test case holding exactly the objects the
@@ -33,8 +32,9 @@ claims, their StorageClasses and its VolumeClaimUpdate; or a PersistentVolume
 with its bound claim and its StorageClass. Managed fields, resourceVersions,
 kubectl's last-applied annotation and the status fields no module is given are
 left out. The case has no expect: yet: add what the module should do, and run
-it with kubeplug test.`,
-		Example: `  kubeplug record --kubeconfig ~/.kube/config --subject statefulset/default/web -o web.yaml
+it with kubeplug test. It finds the cluster as kubeplug run does (--kubeconfig,
+$KUBECONFIG, in-cluster, ~/.kube/config; --context).`,
+		Example: `  kubeplug record --context kind-dev --subject statefulset/default/web -o web.yaml
   kubeplug record --subject persistentvolume/pvc-1234 > pv.yaml`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,7 +42,11 @@ it with kubeplug test.`,
 			if err != nil {
 				return err
 			}
-			doc, err := record(cmd.Context(), kubeconfig, kind, key, name)
+			// client-go's log goes where the host's does.
+			if _, err := opts.clientLogger(s.err); err != nil {
+				return err
+			}
+			doc, err := record(cmd.Context(), kubeconfig, kubecontext, kind, key, name)
 			if err != nil {
 				return err
 			}
@@ -57,7 +61,7 @@ it with kubeplug test.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster configuration")
+	addClusterFlags(f, &kubeconfig, &kubecontext)
 	f.StringVar(&subject, "subject", "", "the subject to record: statefulset/NAMESPACE/NAME or persistentvolume/NAME (required)")
 	f.StringVarP(&output, "output", "o", "", "file to write the case to; default standard output")
 	f.StringVar(&name, "name", "", "the case's name; default \"recorded <subject>\"")
@@ -79,10 +83,10 @@ func parseSubject(s string) (kind, key string, err error) {
 
 // record builds the input of the reconcile of key as the host would and
 // returns the case file of the objects it came from.
-func record(ctx context.Context, kubeconfig, kind, key, name string) ([]byte, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func record(ctx context.Context, kubeconfig, kubecontext, kind, key, name string) ([]byte, error) {
+	rc, err := kube.RESTConfig(kubeconfig, kubecontext)
 	if err != nil {
-		return nil, inputErrorf("kubeconfig: %w", err)
+		return nil, inputError(err)
 	}
 	rc.UserAgent = "kubeplug-record"
 	client, err := kubernetes.NewForConfig(rc)

@@ -96,6 +96,13 @@ func TestRegistryCommands(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, wasm, got)
 	})
+	t.Run("an unwritable image cache fails the pull, naming the flag", func(t *testing.T) {
+		dir := blocked(t)
+		_, errOut, code := kubeplug(t, "", "--image-cache-dir", dir, "pull", "--plain-http", ref, "-o", filepath.Join(t.TempDir(), "m.wasm"))
+		require.NotEqual(t, exitOK, code)
+		require.Contains(t, errOut, "in the image cache "+dir)
+		require.Contains(t, errOut, "give kubeplug's --image-cache-dir a writable directory")
+	})
 	t.Run("an unsigned module, then signed", func(t *testing.T) {
 		unsigned := host + "/policies/unsigned:1.0.0"
 		_, errOut, code := run("push", "--plain-http", module, unsigned)

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeplug/kubeplug/host/oci"
 )
@@ -22,45 +21,46 @@ type streams struct {
 
 // globalOptions are the flags every command takes.
 type globalOptions struct {
-	cacheDir      string
-	imageCacheDir string
+	cacheDir      cacheFlag
+	imageCacheDir cacheFlag
 	logLevel      string
-}
-
-// defaultImageCacheDir is where modules pulled from registries are kept,
-// by digest: beside the compiled modules, under kubeplug/oci.
-func defaultImageCacheDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "kubeplug", "oci")
+	logFormat     string
 }
 
 // fetchOptions are the settings every command reads module entries with.
 func (o *globalOptions) fetchOptions() oci.FetchOptions {
-	return oci.FetchOptions{CacheDir: o.imageCacheDir}
+	return oci.FetchOptions{CacheDir: o.imageCacheDir.dir()}
 }
 
-// defaultCacheDir is where compiled modules are cached between runs: the
-// user's cache directory ($XDG_CACHE_HOME, or ~/.cache on Linux) under
-// kubeplug/wazero; empty, which keeps them in memory, when there is none.
-func defaultCacheDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "kubeplug", "wazero")
-}
-
-// logger returns the logger commands hand to the host packages: text on
-// the error stream, at the chosen level.
+// logger returns the logger commands hand to the host packages: text or
+// JSON on the error stream, at the chosen level.
 func (o *globalOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return nil, inputErrorf("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
+	ho := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, inputErrorf("--log-format %q: want text or json", o.logFormat)
+}
+
+// clientLogger is logger for the commands that talk to a cluster: it also
+// routes client-go's log (klog) into the same handler, so that its lines are
+// as structured as the host's own and obey --log-level. klog is global to
+// the process: the last command to call this wins, which in the kubeplug
+// binary is the one command it runs.
+func (o *globalOptions) clientLogger(w io.Writer) (*slog.Logger, error) {
+	log, err := o.logger(w)
+	if err != nil {
+		return nil, err
+	}
+	klog.SetSlogLogger(log)
+	return log, nil
 }
 
 // newRootCommand builds the kubeplug command with every subcommand.
@@ -96,11 +96,16 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return inputErrorf("%v: run '%s --help' for usage", err, cmd.CommandPath())
 	})
-	root.PersistentFlags().StringVar(&opts.cacheDir, "cache-dir", defaultCacheDir(),
-		"directory for compiled modules, kept between runs; empty keeps them in memory only")
-	root.PersistentFlags().StringVar(&opts.imageCacheDir, "image-cache-dir", defaultImageCacheDir(),
-		"directory for modules pulled from registries, kept by digest; empty keeps none")
+	opts.cacheDir = newCacheFlag("cache-dir", "wazero")
+	opts.imageCacheDir = newCacheFlag("image-cache-dir", "oci")
+	root.PersistentFlags().Var(&opts.cacheDir, "cache-dir",
+		"directory for compiled modules, kept between runs; empty keeps them in memory only "+
+			"(default: $XDG_CACHE_HOME/kubeplug/wazero or ~/.cache/kubeplug/wazero when writable, else $TMPDIR/kubeplug-$UID/wazero, else memory)")
+	root.PersistentFlags().Var(&opts.imageCacheDir, "image-cache-dir",
+		"directory for modules pulled from registries, kept by digest; empty keeps none "+
+			"(default: as --cache-dir, under kubeplug/oci)")
 	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&opts.logFormat, "log-format", "text", "log format on standard error: text or json (log/slog's handlers; client-go's log goes through the same)")
 
 	root.AddCommand(
 		newInspectCommand(opts, s),
@@ -112,8 +117,9 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newPushCommand(opts, s),
 		newPullCommand(opts, s),
 		newSignCommand(opts, s),
-		newRecordCommand(s),
+		newRecordCommand(opts, s),
 		newVersionCommand(s),
+		newNewCommand(s),
 	)
 	return root
 }

@@ -34,7 +34,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 			require.NoError(t, os.WriteFile(cfg, []byte(tt.config), 0o644))
 			// An unreachable API server: the configuration is refused
 			// before the host would try it.
-			_, stderr, code := kubeplug(t, "", "run", "--config", cfg, "--kubeconfig", "/nonexistent", "--metrics-addr", "")
+			_, stderr, code := kubeplug(t, "", "run", "--config", cfg, "--kubeconfig", "/nonexistent", "--metrics-bind-address", "", "--health-probe-bind-address", "0")
 			require.Equal(t, exitInput, code, stderr)
 			for _, w := range tt.want {
 				require.Contains(t, stderr, w)

@@ -86,7 +86,7 @@ current-context: c
 		{"a bad file", "modules:\n- path: " + module + "\n  allow: [{action: event}]\n", "modules[0].allow[0]: resources is missing"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, code := kubeplug(t, "", "run", "--config", writeConfig(t, tt.config), "--kubeconfig", kubeconfig, "--metrics-addr", "")
+			_, errOut, code := kubeplug(t, "", "run", "--config", writeConfig(t, tt.config), "--kubeconfig", kubeconfig, "--metrics-bind-address", "", "--health-probe-bind-address", "0")
 			require.Equal(t, exitInput, code, errOut)
 			require.Contains(t, errOut, tt.want)
 		})
@@ -98,7 +98,7 @@ current-context: c
 // is about to lose the Lease is sure to end; refused before connecting.
 func TestRunRefusesUnsafeLeaseTimings(t *testing.T) {
 	cfg := writeConfig(t, "modules:\n- path: "+warnretain(t)+"\n"+warnretainAllow)
-	_, errOut, code := kubeplug(t, "", "run", "--config", cfg, "--kubeconfig", "/nonexistent", "--metrics-addr", "",
+	_, errOut, code := kubeplug(t, "", "run", "--config", cfg, "--kubeconfig", "/nonexistent", "--metrics-bind-address", "", "--health-probe-bind-address", "0",
 		"--leader-elect", "--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "10s")
 	require.Equal(t, exitInput, code, errOut)
 	require.Contains(t, errOut, "renew deadline (10s) must be shorter than its lease duration (10s)")
