@@ -74,6 +74,26 @@ func TestInspectEscapesModuleStrings(t *testing.T) {
 	require.Equal(t, evilManifest.Description, d.Manifest.Description)
 }
 
+// TestTestEscapesModuleStrings: kubeplug test's FAIL lines and -v rounds
+// quote what a module returned (its targets' names, the host's errors
+// about them), escaped for the terminal.
+func TestTestEscapesModuleStrings(t *testing.T) {
+	evil := abi.ObjectRef{Kind: abi.KindStatefulSet, Namespace: "default", Name: "web\x1b[2K\rPASS everything\u202e"}
+	resp := &abi.Response{Status: abi.StatusOK, Result: &abi.Result{Actions: []abi.Action{
+		{Type: abi.ActionEvent, Target: evil, Event: &abi.Event{Type: abi.EventWarning, Reason: "R", Message: "m"}},
+	}}}
+	module := filepath.Join(t.TempDir(), "evil.wasm")
+	require.NoError(t, os.WriteFile(module, hostile.Answering(evilManifest, resp), 0o644))
+
+	out, errOut, code := kubeplug(t, "", "test", "-v", "--module", module, "testdata/failing.yaml")
+	require.Equal(t, exitFailure, code, "stdout: %s\nstderr: %s", out, errOut)
+	for _, c := range []string{"\x1b", "\r", "\u202e"} {
+		require.NotContains(t, out, c, "kubeplug test printed %q raw:\n%s", c, out)
+	}
+	require.Contains(t, out, `noActions: the module returned actions: round 1 default/web: event StatefulSet default/web\x1b[2K\x0dPASS everything\u202e`)
+	require.Contains(t, out, `    round 1 default/web: event StatefulSet default/web\x1b[2K\x0dPASS everything\u202e: refused`)
+}
+
 // TestTestRefusesHostileInputs: kubeplug test, given a case file that is
 // a merge-key bomb, a module path that is a FIFO or /dev/zero, or a
 // host.yaml that is a FIFO or a bomb, exits with an input error at once

@@ -248,6 +248,13 @@ func WithManifest(man abi.Manifest) []byte {
 	return shape{manifest: &man, hook: []byte{wb.OpUnreachable}}.bytes()
 }
 
+// Answering returns a module whose manifest is man and whose reconcile
+// hook always returns resp: for tests of what the host shows of a
+// module's answer.
+func Answering(man abi.Manifest, resp *abi.Response) []byte {
+	return shape{manifest: &man, response: encode(resp)}.bytes()
+}
+
 func (s shape) bytes() []byte {
 	m := s.manifest
 	if m == nil {
