@@ -86,12 +86,34 @@ func (r *Reloader) watch(ctx context.Context, signals <-chan struct{}) error {
 			}
 			r.log.Warn("watching module files", "err", err)
 		case <-timer.C:
-			r.Reload("changed: " + strings.Join(changed, ", "))
+			if !reload(ctx, r, "changed: "+strings.Join(changed, ", ")) {
+				return nil
+			}
 			changed = changed[:0]
 			rewatch()
 		case <-signals:
-			r.Reload("SIGHUP")
+			if !reload(ctx, r, "SIGHUP") {
+				return nil
+			}
 			rewatch()
 		}
+	}
+}
+
+// reload runs r.Reload(reason) and returns true when it ends, or false as
+// soon as ctx ends: a reload that is still reading or compiling then must
+// not keep the host from stopping (it ends with the host's context, which
+// its pulls and loads take, or with the process).
+func reload(ctx context.Context, r *Reloader, reason string) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Reload(reason)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

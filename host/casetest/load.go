@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // LoadPaths reads and parses the case files at paths. A file is read
@@ -29,7 +31,7 @@ func LoadPaths(paths []string) ([]File, error) {
 	}
 	out := make([]File, 0, len(files))
 	for _, path := range files {
-		data, err := os.ReadFile(path)
+		data, err := input.ReadFile(path, input.MaxCaseBytes, "case file")
 		if err != nil {
 			return nil, &InputError{File: path, Msg: readError(err)}
 		}

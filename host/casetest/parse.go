@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/internal/input"
 	"github.com/kubeplug/kubeplug/host/memcluster"
 )
 
@@ -32,6 +33,10 @@ var (
 // Parse parses the case file data, read from path. Errors are *InputError.
 func Parse(path string, data []byte) (File, error) {
 	p := parser{file: path}
+	if len(data) > input.MaxCaseBytes {
+		return File{}, inputErrorf(path, 0, "has %s, more than the %s a case file may have; split its cases over several files",
+			input.Bytes(int64(len(data))), input.Bytes(input.MaxCaseBytes))
+	}
 	f := File{Path: path}
 	names := map[string]int{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -44,6 +49,9 @@ func Parse(path string, data []byte) (File, error) {
 		if err != nil {
 			return File{}, p.yamlError(err)
 		}
+		if ex := input.CheckTree(&doc, budget); ex != nil {
+			return File{}, p.overBudget(ex)
+		}
 		root := documentRoot(&doc)
 		if root == nil {
 			continue
@@ -53,7 +61,7 @@ func Parse(path string, data []byte) (File, error) {
 			return File{}, err
 		}
 		if first, dup := names[c.Name]; dup {
-			return File{}, inputErrorf(path, c.Line, "case name %q is used twice (first at line %d): give each case its own name", c.Name, first)
+			return File{}, inputErrorf(path, c.Line, "case name %s is used twice (first at line %d): give each case its own name", input.Quote(c.Name), first)
 		}
 		names[c.Name] = c.Line
 		f.Cases = append(f.Cases, c)
@@ -62,6 +70,29 @@ func Parse(path string, data []byte) (File, error) {
 		return File{}, inputErrorf(path, 0, "no cases: the file has no YAML document")
 	}
 	return f, nil
+}
+
+// budget bounds one case once its aliases and merge keys are expanded (see
+// input.Budget): far above a recorded StatefulSet of a thousand pods, far
+// below what would exhaust the machine.
+var budget = input.Budget{Nodes: 1_000_000, Depth: 128, ScalarBytes: 1 << 20, Entries: 100_000}
+
+// overBudget is the error of a case over budget.
+func (p *parser) overBudget(ex *input.Exceeded) error {
+	at := ex.Path
+	if at == "" {
+		at = "the case"
+	}
+	switch ex.Limit {
+	case input.LimitNodes:
+		return p.errorf(ex.Node, "%s expands to more than %d values through aliases and merge keys: write the case out, or reuse less of it", at, ex.Max)
+	case input.LimitDepth:
+		return p.errorf(ex.Node, "%s is nested more than %d levels deep: does an alias refer to the node that contains it?", at, ex.Max)
+	case input.LimitScalar:
+		return p.errorf(ex.Node, "%s: a value of %s, more than the %s one may have: %s", at,
+			input.Bytes(int64(len(ex.Node.Value))), input.Bytes(int64(ex.Max)), input.Quote(ex.Node.Value))
+	}
+	return p.errorf(ex.Node, "%s has more than %d entries", at, ex.Max)
 }
 
 // documentRoot returns the content of a document, nil for an empty one.
@@ -138,7 +169,7 @@ func (p *parser) parseCase(n *yaml.Node) (Case, error) {
 			return Case{}, err
 		}
 		if c.Now, err = time.Parse(time.RFC3339Nano, s); err != nil {
-			return Case{}, p.errorf(v, "now: %q is not an RFC 3339 time like 2026-01-01T00:00:00Z", s)
+			return Case{}, p.errorf(v, "now: %s is not an RFC 3339 time like 2026-01-01T00:00:00Z", input.Quote(s))
 		}
 	}
 	if v, ok := fields["config"]; ok {
@@ -205,7 +236,7 @@ func (p *parser) admit(n *yaml.Node) (*AdmitRequest, error) {
 		return nil, err
 	}
 	if !slices.Contains([]string{abi.OperationCreate, abi.OperationUpdate, abi.OperationDelete, abi.OperationConnect}, a.Operation) {
-		return nil, p.errorf(v, "operation %q is not CREATE, UPDATE, DELETE or CONNECT", a.Operation)
+		return nil, p.errorf(v, "operation %s is not CREATE, UPDATE, DELETE or CONNECT", input.Quote(a.Operation))
 	}
 	for _, f := range []struct {
 		name string
@@ -336,13 +367,13 @@ func (p *parser) object(n *yaml.Node, list string) (map[string]any, ObjectKey, e
 func (p *parser) checkKind(at *yaml.Node, k ObjectKey, optionalVersion bool) error {
 	info, ok := abi.Kinds[k.Kind]
 	if !ok {
-		return p.errorf(at, "unknown kind %q: known kinds are %s", k.Kind, knownKinds())
+		return p.errorf(at, "unknown kind %s: known kinds are %s", input.Quote(k.Kind), knownKinds())
 	}
 	if k.APIVersion == "" && optionalVersion {
 		return nil
 	}
 	if k.APIVersion != info.APIVersion {
-		return p.errorf(at, "%s has apiVersion %s, not %q", k.Kind, info.APIVersion, k.APIVersion)
+		return p.errorf(at, "%s has apiVersion %s, not %s", k.Kind, info.APIVersion, input.Quote(k.APIVersion))
 	}
 	return nil
 }
@@ -357,7 +388,7 @@ func (p *parser) namespace(at *yaml.Node, k ObjectKey) (string, error) {
 		return k.Namespace, nil
 	}
 	if k.Namespace != "" {
-		return "", p.errorf(at, "%s %s is cluster-scoped: remove its namespace %q", k.Kind, k.Name, k.Namespace)
+		return "", p.errorf(at, "%s %s is cluster-scoped: remove its namespace %s", k.Kind, input.Excerpt(k.Name, input.MaxExcerpt), input.Quote(k.Namespace))
 	}
 	return "", nil
 }
@@ -528,10 +559,10 @@ func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]*
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !slices.Contains(known, k.Value) {
-			return nil, p.errorf(k, "unknown field %q in %s: known fields are %s", k.Value, what, strings.Join(known, ", "))
+			return nil, p.errorf(k, "unknown field %s in %s: known fields are %s", input.Quote(k.Value), what, strings.Join(known, ", "))
 		}
 		if _, dup := out[k.Value]; dup {
-			return nil, p.errorf(k, "field %q appears twice in %s", k.Value, what)
+			return nil, p.errorf(k, "field %s appears twice in %s", input.Quote(k.Value), what)
 		}
 		out[k.Value] = resolve(v)
 	}

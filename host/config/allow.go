@@ -10,6 +10,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kubeplug/kubeplug/abi"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // Grant returns the capabilities the module whose manifest is man may use:
@@ -199,7 +201,7 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 		return c, false
 	}
 	if !slices.Contains(abi.CapabilityNames, s) {
-		p.addf(v, join(field, "action"), "%q is not an action%s; use one of %s", s, didYouMean(s, abi.CapabilityNames), strings.Join(abi.CapabilityNames, ", "))
+		p.addf(v, join(field, "action"), "%s is not an action%s; use one of %s", input.Quote(s), didYouMean(s, abi.CapabilityNames), strings.Join(abi.CapabilityNames, ", "))
 		return c, false
 	}
 	c.Action = s
@@ -229,7 +231,7 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 			continue
 		}
 		if r != "*" && !slices.Contains(known, r) {
-			p.addf(e, f, "%q is not a resource%s; use one of %s, or \"*\" for all", r, didYouMean(r, known), strings.Join(known, ", "))
+			p.addf(e, f, "%s is not a resource%s; use one of %s, or \"*\" for all", input.Quote(r), didYouMean(r, known), strings.Join(known, ", "))
 			continue
 		}
 		if !slices.Contains(c.Resources, r) {
@@ -257,7 +259,7 @@ func (p *parser) patchPaths(n *yaml.Node, field, action string) []string {
 			continue
 		}
 		if s != "*" && (!strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/")) {
-			p.addf(e, f, "%q is not a JSON Pointer; use e.g. /metadata/labels (starting with /, not ending with one), or \"*\" for any", s)
+			p.addf(e, f, "%s is not a JSON Pointer; use e.g. /metadata/labels (starting with /, not ending with one), or \"*\" for any", input.Quote(s))
 			continue
 		}
 		out = append(out, s)

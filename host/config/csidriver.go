@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // CSIDriver is a CSI driver the host may delete backing volumes through.
@@ -61,8 +63,8 @@ func (p *parser) csiDriver(n *yaml.Node, field string) (d CSIDriver, nameAt *yam
 		if csiName.MatchString(s) {
 			d.Name = s
 		} else {
-			p.addf(v, join(field, "name"), "%q is not a CSI driver name (at most 63 letters, digits, '-' and '.', "+
-				"starting and ending with a letter or digit); use the name PersistentVolumes show in spec.csi.driver", s)
+			p.addf(v, join(field, "name"), "%s is not a CSI driver name (at most 63 letters, digits, '-' and '.', "+
+				"starting and ending with a letter or digit); use the name PersistentVolumes show in spec.csi.driver", input.Quote(s))
 		}
 	}
 	if v, ok := vals["endpoint"]; !ok {
@@ -86,13 +88,13 @@ func (p *parser) endpoint(n *yaml.Node, field, s string) string {
 	case isURL && filepath.IsAbs(path):
 		return filepath.Clean(path)
 	case isURL:
-		p.addf(n, field, "%q has no absolute socket path; write three slashes, e.g. unix:///run/csi/hostpath.sock", s)
+		p.addf(n, field, "%s has no absolute socket path; write three slashes, e.g. unix:///run/csi/hostpath.sock", input.Quote(s))
 	case strings.Contains(s, "://"):
-		p.addf(n, field, "%q is not a unix socket; the host reaches CSI drivers only through unix sockets, e.g. unix:///run/csi/hostpath.sock", s)
+		p.addf(n, field, "%s is not a unix socket; the host reaches CSI drivers only through unix sockets, e.g. unix:///run/csi/hostpath.sock", input.Quote(s))
 	case filepath.IsAbs(s):
 		return filepath.Clean(s)
 	default:
-		p.addf(n, field, "%q is neither a unix:// URL nor an absolute socket path; use e.g. unix:///run/csi/hostpath.sock", s)
+		p.addf(n, field, "%s is neither a unix:// URL nor an absolute socket path; use e.g. unix:///run/csi/hostpath.sock", input.Quote(s))
 	}
 	return ""
 }

@@ -14,6 +14,7 @@
 //
 // This package reads files but opens nothing else: it imports the standard
 // library, gopkg.in/yaml.v3, k8s.io/apimachinery's labels, resource and
-// validation packages, abi (for subject names) and host/runtime (for Limits).
+// validation packages, abi (for subject names), host/runtime (for Limits) and
+// host/internal/input (bounded reads of files and YAML).
 // It must not import client-go or any other host package.
 package config

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // Defaults of fields a configuration may leave out.
@@ -65,12 +66,27 @@ type File struct {
 
 // Load reads and validates the host configuration at path. See Parse.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxConfigBytes, "host configuration")
 	if err != nil {
 		return nil, fmt.Errorf("read host configuration: %w", err)
 	}
 	return Parse(data, path)
 }
+
+// budget bounds a host configuration once its aliases and merge keys are
+// expanded (see input.Budget): the whole file to maxConfigNodes values, a
+// guest configuration's own bound, and its nesting to maxNesting.
+var budget = input.Budget{Nodes: maxConfigNodes, Depth: maxNesting, ScalarBytes: maxScalarBytes, Entries: maxEntries}
+
+// Bounds of one value and one list or mapping of a host configuration.
+const (
+	// maxScalarBytes is the 64 KiB a module's own strings may have.
+	maxScalarBytes = 64 << 10
+	// maxEntries is far above any list a host needs (namespaces,
+	// modules, capabilities) and keeps a guest configuration's lists to
+	// what a reconcile input can carry.
+	maxEntries = 10_000
+)
 
 // Parse validates a host configuration read from path. Relative module paths
 // are resolved against path's directory (the working directory when path is
@@ -105,6 +121,11 @@ var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
 	f := &File{Resync: DefaultResync, ReconcileTimeout: DefaultReconcileTimeout, APIQPS: DefaultAPIQPS}
+	if len(data) > input.MaxConfigBytes {
+		p.addf(nil, "", "has %s, more than the %s a host configuration may have; check that this is the right file, and move large guest configurations out of it",
+			input.Bytes(int64(len(data))), input.Bytes(input.MaxConfigBytes))
+		return f
+	}
 	root, ok := p.document(data)
 	if !ok {
 		return f
@@ -179,7 +200,26 @@ func (p *parser) document(data []byte) (*yaml.Node, bool) {
 	if len(doc.Content) == 0 {
 		return nil, true
 	}
+	if ex := input.CheckTree(&doc, budget); ex != nil {
+		p.overBudget(ex)
+		return nil, false
+	}
 	return deref(doc.Content[0]), true
+}
+
+// overBudget records a document over budget, before any of it is read.
+func (p *parser) overBudget(ex *input.Exceeded) {
+	switch ex.Limit {
+	case input.LimitNodes:
+		p.addf(ex.Node, ex.Path, "expands to more than %d values through aliases and merge keys; write the configuration out, or reuse less of it", ex.Max)
+	case input.LimitDepth:
+		p.addf(ex.Node, ex.Path, "nested more than %d levels deep; does an alias refer to the node that contains it?", ex.Max)
+	case input.LimitScalar:
+		p.addf(ex.Node, ex.Path, "a value of %s, more than the %s one may have: %s",
+			input.Bytes(int64(len(ex.Node.Value))), input.Bytes(int64(ex.Max)), input.Quote(ex.Node.Value))
+	case input.LimitEntries:
+		p.addf(ex.Node, ex.Path, "has more than %d entries; a host configuration needs far fewer (leave namespaces out to watch them all)", ex.Max)
+	}
 }
 
 var (

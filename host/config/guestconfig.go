@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // maxConfigNodes bounds the nodes one module's configuration may expand to
@@ -84,7 +86,7 @@ func (p *parser) jsonScalar(n *yaml.Node, field string) (any, bool) {
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		p.addf(n, field, "%q cannot be read: %v", n.Value, err)
+		p.addf(n, field, "%s cannot be read: %v", input.Quote(n.Value), err)
 		return nil, false
 	}
 	switch x := v.(type) {

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 	"oras.land/oras-go/v2/registry"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 var signatureFields = []string{"publicKey"}
@@ -39,10 +40,10 @@ func (p *parser) imageSource(vals map[string]*yaml.Node, field string, m *Module
 	ref, err := registry.ParseReference(s)
 	switch {
 	case err != nil:
-		p.addf(v, join(field, "image"), "%q is not an image reference (%v); write it as registry.example.com/policies/retention:1.2.0, optionally with @sha256:DIGEST", s, err)
+		p.addf(v, join(field, "image"), "%s is not an image reference (%v); write it as registry.example.com/policies/retention:1.2.0, optionally with @sha256:DIGEST", input.Quote(s), err)
 		return "", nil
 	case ref.Reference == "":
-		p.addf(v, join(field, "image"), "%q names no tag or digest; add one, e.g. %s:1.2.0 (a digest, @sha256:..., pins the module)", s, s)
+		p.addf(v, join(field, "image"), "%s names no tag or digest; add one, e.g. %s:1.2.0 (a digest, @sha256:..., pins the module)", input.Quote(s), s)
 		return "", nil
 	}
 	m.Image = s
@@ -96,7 +97,7 @@ func (p *parser) signature(n *yaml.Node, field string) string {
 	if path == "" {
 		return ""
 	}
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, input.MaxSmallBytes, "public key")
 	if err != nil {
 		p.addf(k, join(field, "publicKey"), "cannot read the public key: %v", err)
 		return ""
@@ -146,7 +147,7 @@ func (p *parser) requireSignature(n *yaml.Node) {
 // get secret -o yaml prints it), whose .dockerconfigjson is the same. It
 // returns the docker config's JSON.
 func ReadDockerConfig(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, input.MaxSmallBytes, "docker config or pull secret")
 	if err != nil {
 		return nil, fmt.Errorf("read registry credentials: %w", err)
 	}

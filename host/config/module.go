@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/internal/input"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -153,7 +153,7 @@ func (m *Module) Read() ([]byte, error) {
 	if m.Path == "" {
 		return nil, fmt.Errorf("read module %q: it comes from image %s, not a file", m.Name, m.Image)
 	}
-	wasm, err := os.ReadFile(m.Path)
+	wasm, err := input.ReadFile(m.Path, input.MaxModuleBytes, "module file")
 	if err != nil {
 		return nil, fmt.Errorf("read module %q: %w", m.Name, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeplug/kubeplug/abi"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 var (
@@ -123,7 +125,7 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 		nameAt = v
 		if s, ok := p.scalar(v, join(field, "name"), "retention"); ok {
 			if !isLabel(s) {
-				p.addf(v, join(field, "name"), "%q is not a valid name (%s); use e.g. %s", s, labelRule, labelLike(s))
+				p.addf(v, join(field, "name"), "%s is not a valid name (%s); use e.g. %s", input.Quote(s), labelRule, labelLike(s))
 			} else {
 				m.Name = s
 			}
@@ -131,8 +133,8 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	} else if given != "" {
 		s := strings.TrimSuffix(filepath.Base(given), ".wasm")
 		if !isLabel(s) {
-			p.addf(nameAt, join(field, "name"), "the file name gives the name %q, which is not valid (%s); set one, e.g. name: %s",
-				s, labelRule, labelLike(s))
+			p.addf(nameAt, join(field, "name"), "the file name gives the name %s, which is not valid (%s); set one, e.g. name: %s",
+				input.Quote(s), labelRule, labelLike(s))
 		} else {
 			m.Name = s
 		}
@@ -146,7 +148,7 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 			if slices.Contains(abi.Subjects, s) {
 				m.Subject = s
 			} else {
-				p.addf(v, join(field, "subject"), "%q is not a subject; use %s", s, strings.Join(abi.Subjects, " or "))
+				p.addf(v, join(field, "subject"), "%s is not a subject; use %s", input.Quote(s), strings.Join(abi.Subjects, " or "))
 			}
 		}
 	}
@@ -171,7 +173,7 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 			case ModeEnforce, ModeShadow:
 				m.Mode = Mode(s)
 			default:
-				p.addf(v, join(field, "mode"), "%q is not a mode; use enforce (carry out the module's actions) or shadow (record them only)", s)
+				p.addf(v, join(field, "mode"), "%s is not a mode; use enforce (carry out the module's actions) or shadow (record them only)", input.Quote(s))
 			}
 		}
 	}
@@ -192,7 +194,7 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	if v, ok := vals["compareWith"]; ok {
 		if s, ok := p.scalar(v, join(field, "compareWith"), "retention"); ok {
 			if !isLabel(s) {
-				p.addf(v, join(field, "compareWith"), "%q is not a module name (%s)", s, labelRule)
+				p.addf(v, join(field, "compareWith"), "%s is not a module name (%s)", input.Quote(s), labelRule)
 			} else {
 				m.CompareWith = s
 			}
@@ -242,6 +244,8 @@ func (p *parser) checkFile(n *yaml.Node, field, given string, k fileKind) (strin
 		p.addf(n, field, "cannot use %s: %v", k.what, err)
 	case info.IsDir():
 		p.addf(n, field, "%s is a directory; name %s", path, k.dir)
+	case !info.Mode().IsRegular():
+		p.addf(n, field, "%s is %s, which the host does not read; name %s", path, input.Kind(info.Mode()), k.dir)
 	default:
 		return path, true
 	}
@@ -259,7 +263,7 @@ func (p *parser) digest(n *yaml.Node, field string) string {
 		if strings.HasPrefix(s, "sha256:") {
 			hint = "drop the sha256: prefix"
 		}
-		p.addf(n, field, "%q is not a sha256 digest; %s", s, hint)
+		p.addf(n, field, "%s is not a sha256 digest; %s", input.Quote(s), hint)
 		return ""
 	}
 	return strings.ToLower(s)
@@ -273,7 +277,7 @@ func (p *parser) selector(n *yaml.Node, field string) labels.Selector {
 	}
 	sel, err := labels.Parse(s)
 	if err != nil {
-		p.addf(n, field, "%q is not a label selector (%v); use e.g. \"app=web,tier in (db,cache)\"", s, err)
+		p.addf(n, field, "%s is not a label selector (%v); use e.g. \"app=web,tier in (db,cache)\"", input.Quote(s), err)
 		return nil
 	}
 	return sel
@@ -286,6 +290,7 @@ func (p *parser) namespaces(n *yaml.Node, field string) []string {
 		return nil
 	}
 	var out []string
+	seen := make(map[string]bool, len(ns)) // a million names are checked in one pass
 	for i, e := range ns {
 		f := index(field, i)
 		s, ok := p.scalar(e, f, "default")
@@ -294,10 +299,11 @@ func (p *parser) namespaces(n *yaml.Node, field string) []string {
 		}
 		switch {
 		case !isLabel(s):
-			p.addf(e, f, "%q is not a namespace name (%s)", s, labelRule)
-		case slices.Contains(out, s):
-			p.addf(e, f, "%q is listed twice; keep one", s)
+			p.addf(e, f, "%s is not a namespace name (%s)", input.Quote(s), labelRule)
+		case seen[s]:
+			p.addf(e, f, "%s is listed twice; keep one", input.Quote(s))
 		default:
+			seen[s] = true
 			out = append(out, s)
 		}
 	}

@@ -8,12 +8,17 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // maxNesting bounds how deep anchors, merges and the guest configuration may
 // nest. It is far above any real file and stops an alias that refers to
 // itself (`&a [*a]`) from recursing forever.
 const maxNesting = 64
+
+// maxField bounds the field paths messages quote.
+const maxField = 200
 
 // parser walks a configuration's YAML nodes into a File. It records every
 // problem it meets and carries on, so that one run reports them all.
@@ -37,6 +42,9 @@ func (p *parser) addf(n *yaml.Node, field, format string, args ...any) {
 	line := 1
 	if n != nil && n.Line > 0 {
 		line = n.Line
+	}
+	if len(field) > maxField { // a key of 64 KiB says nothing more than its start
+		field = input.Excerpt(field, maxField)
 	}
 	p.problems = append(p.problems, &problem{file: p.file, line: line, field: field, msg: fmt.Sprintf(format, args...)})
 }
@@ -224,13 +232,13 @@ func describe(n *yaml.Node) string {
 		case "!!null":
 			return "nothing"
 		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
+			return "the string " + input.Quote(n.Value)
 		case "!!bool":
 			return "the boolean " + n.Value
 		case "!!int", "!!float":
-			return "the number " + n.Value
+			return "the number " + input.Excerpt(n.Value, input.MaxExcerpt)
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return input.Quote(n.Value)
 	}
 	return "an empty document"
 }

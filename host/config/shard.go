@@ -3,6 +3,8 @@ package config
 import (
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // Shard is the part of a cluster one host watches, when several hosts split
@@ -40,7 +42,7 @@ func (p *parser) shard(n *yaml.Node, field string) Shard {
 	if v, ok := vals["namespace"]; ok {
 		if ns, ok := p.scalar(v, join(field, "namespace"), "team-a"); ok {
 			if !isLabel(ns) {
-				p.addf(v, join(field, "namespace"), "%q is not a namespace name (%s)", ns, labelRule)
+				p.addf(v, join(field, "namespace"), "%s is not a namespace name (%s)", input.Quote(ns), labelRule)
 			} else {
 				s.Namespace = ns
 			}

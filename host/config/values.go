@@ -5,6 +5,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // duration returns a Go duration (500ms, 2s, 10m) that is positive, or also
@@ -17,7 +19,7 @@ func (p *parser) duration(n *yaml.Node, field string, zeroOK bool, example strin
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		p.addf(n, field, "%q is not a duration; use e.g. %s (units: ms, s, m, h)", s, example)
+		p.addf(n, field, "%s is not a duration; use e.g. %s (units: ms, s, m, h)", input.Quote(s), example)
 		return 0, false
 	case d < 0 && zeroOK:
 		p.addf(n, field, "%s is negative; use e.g. %s", s, example)
@@ -38,7 +40,7 @@ func (p *parser) byteSize(n *yaml.Node, field string, most int64, example string
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		p.addf(n, field, "%q is not a quantity; use e.g. %s", s, example)
+		p.addf(n, field, "%s is not a quantity; use e.g. %s", input.Quote(s), example)
 		return 0, false
 	}
 	limit := resource.NewQuantity(most, resource.BinarySI)

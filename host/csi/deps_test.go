@@ -17,6 +17,7 @@ func TestDependencies(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		switch {
 		case dep == pkg, dep == "github.com/kubeplug/kubeplug/host/config", dep == "github.com/kubeplug/kubeplug/host/runtime",
+			dep == "github.com/kubeplug/kubeplug/host/internal/input",                     // config's bounded reads
 			strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/runtime/internal/"): // part of runtime
 		case strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/"),
 			strings.HasPrefix(dep, "k8s.io/client-go"),

@@ -17,7 +17,8 @@ func TestDependencies(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		switch {
 		case dep == pkg, dep == "github.com/kubeplug/kubeplug/host/config",
-			dep == "github.com/kubeplug/kubeplug/host/runtime", // config's Limits
+			dep == "github.com/kubeplug/kubeplug/host/runtime",        // config's Limits
+			dep == "github.com/kubeplug/kubeplug/host/internal/input", // bounded reads of keys
 			strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/runtime/internal/"):
 		case strings.HasPrefix(dep, "github.com/kubeplug/kubeplug/host/"),
 			strings.HasPrefix(dep, "k8s.io/client-go"):

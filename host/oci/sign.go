@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -27,6 +26,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // The format of a signature, as cosign (v2.4+ with --new-bundle-format,
@@ -53,7 +54,7 @@ type Signer struct {
 // LoadSigner reads an unencrypted PEM private key (PKCS#8, as `openssl
 // genpkey` writes it, or SEC 1): ECDSA P-256, P-384 or P-521.
 func LoadSigner(path string) (*Signer, error) {
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, input.MaxSmallBytes, "signing key")
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
@@ -181,7 +182,7 @@ type Verifier struct {
 
 // LoadVerifier reads a PEM public key (PKIX, as cosign.pub holds it).
 func LoadVerifier(path string) (*Verifier, error) {
-	b, err := os.ReadFile(path)
+	b, err := input.ReadFile(path, input.MaxSmallBytes, "public key")
 	if err != nil {
 		return nil, fmt.Errorf("public key: %w", err)
 	}

@@ -149,12 +149,12 @@ func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Li
 	m.setLogger(e.logger.With("module", source))
 	if err := m.load(ctx, wasm); err != nil {
 		if m.runtime != nil {
-			_ = m.runtime.Close(context.WithoutCancel(ctx))
+			_ = m.release(context.WithoutCancel(ctx))
 		}
 		return nil, err
 	}
 
-	if err := e.register(ctx, source, m, m.runtime.Close); err != nil {
+	if err := e.register(ctx, source, m, m.release); err != nil {
 		return nil, err
 	}
 	return m, nil

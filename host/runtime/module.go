@@ -192,10 +192,24 @@ func (m *Module) Close(ctx context.Context) error {
 				m.interrupted.Store(true)
 			}
 		}
-		if err := m.runtime.Close(context.WithoutCancel(ctx)); err != nil {
+		if err := m.release(context.WithoutCancel(ctx)); err != nil {
 			m.closeErr = fmt.Errorf("close module %q: %w", m.name, err)
 		}
 		m.engine.forget(m)
 	})
 	return m.closeErr
+}
+
+// release closes the module's runtime and then its compiled code. The
+// compilation cache is the engine's, shared by every module, and wazero
+// keeps a module's machine code in it, whatever becomes of the runtime,
+// until the compiled module itself is closed: without this, every module
+// swapped out or refused after compiling stayed in memory until the host
+// stopped (several times its size in code).
+func (m *Module) release(ctx context.Context) error {
+	err := m.runtime.Close(ctx)
+	if m.compiled != nil {
+		_ = m.compiled.Close(ctx)
+	}
+	return err
 }

@@ -256,7 +256,7 @@ func (d description) writeText(w io.Writer) error {
 		fmt.Fprintf(w, "\n%s (%d):\n", group.title, len(group.fs))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, f := range group.fs {
-			fmt.Fprintf(tw, "  %s\t%s\n", f.qualifiedName(), f.signature())
+			fmt.Fprintf(tw, "  %s\t%s\n", termSafe(f.qualifiedName()), f.signature())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -267,10 +267,11 @@ func (d description) writeText(w io.Writer) error {
 }
 
 // fieldWriter returns a function that writes "Label: value" lines to tw,
-// a value of several lines indented under its first.
+// a value of several lines indented under its first. Values are escaped
+// for the terminal (termSafe): most come from the module.
 func fieldWriter(tw io.Writer) func(label, value string) {
 	return func(label, value string) {
-		lines := strings.Split(value, "\n")
+		lines := strings.Split(termLines(value), "\n")
 		fmt.Fprintf(tw, "%s:\t%s\n", label, lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(tw, "\t%s\n", l)
@@ -308,7 +309,7 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 // writeAllow prints the allow: block to paste into host.yaml.
 func writeAllow(w io.Writer, allow string) {
 	fmt.Fprintf(w, "\nTo allow what the manifest asks, add under the module's entry in host.yaml:\n")
-	for _, l := range strings.SplitAfter(strings.TrimSuffix(allow, "\n"), "\n") {
+	for _, l := range strings.SplitAfter(termLines(strings.TrimSuffix(allow, "\n")), "\n") {
 		fmt.Fprintf(w, "  %s", l)
 	}
 	fmt.Fprintln(w)

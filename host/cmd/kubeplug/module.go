@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
+	"github.com/kubeplug/kubeplug/host/internal/input"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -28,7 +28,7 @@ func (l *loadedModule) close(ctx context.Context) {
 // read is an input error; a load failure is returned as the runtime reports
 // it, for the caller to classify with describeLoadError.
 func loadModule(ctx context.Context, opts *globalOptions, log *slog.Logger, path string, limits runtime.Limits) (*loadedModule, error) {
-	wasm, err := os.ReadFile(path)
+	wasm, err := input.ReadFile(path, input.MaxModuleBytes, "module file")
 	if err != nil {
 		return nil, inputErrorf("cannot read module: %w", err)
 	}

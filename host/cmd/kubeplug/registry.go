@@ -11,6 +11,7 @@ import (
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/internal/input"
 	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
@@ -106,7 +107,7 @@ Sigstore bundle attached to it as an OCI referrer.`,
 				}
 			}
 			// Read once: the bytes checked are the bytes pushed.
-			wasm, err := os.ReadFile(path)
+			wasm, err := input.ReadFile(path, input.MaxModuleBytes, "module file")
 			if err != nil {
 				return inputErrorf("cannot read module: %w", err)
 			}

@@ -113,7 +113,9 @@ host configuration or a module it does not allow).`,
 						fmt.Fprintf(s.out, "PASS %s: %s\n", f.Path, c.Name)
 					} else {
 						failed++
-						fmt.Fprintf(s.out, "FAIL %s: %s: %s\n", f.Path, c.Name, o.Failure)
+						// The failure quotes what the module returned: escaped for
+						// the terminal, as inspect's output is.
+						fmt.Fprintf(s.out, "FAIL %s: %s: %s\n", f.Path, c.Name, termLines(o.Failure))
 					}
 					if verbose {
 						writeRounds(s.out, o)
@@ -171,7 +173,7 @@ func writeRounds(w io.Writer, o casetest.Outcome) {
 						line += ": " + ar.Err.Error()
 					}
 				}
-				fmt.Fprintln(w, line)
+				fmt.Fprintln(w, termLines(line)) // the module's targets and errors
 			}
 		}
 		if !acted {

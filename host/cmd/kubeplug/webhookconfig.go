@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/kubeplug/kubeplug/host/admission"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/webhookcert"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 func newWebhookConfigCommand(opts *globalOptions, s streams) *cobra.Command {
@@ -159,7 +160,7 @@ func webhookEndpoint(service, baseURL, caFile string) (admission.Endpoint, error
 		ep.URL = baseURL
 	}
 	if caFile != "" {
-		b, err := os.ReadFile(caFile)
+		b, err := input.ReadFile(caFile, input.MaxSmallBytes, "CA bundle")
 		if err != nil {
 			return ep, inputErrorf("--ca-bundle: %w", err)
 		}

@@ -237,16 +237,36 @@ type shape struct {
 	response []byte
 	// version, when set, replaces the manifest's version.
 	version string
+	// manifest, when set, replaces the whole manifest.
+	manifest *abi.Manifest
+}
+
+// WithManifest returns a module whose manifest is man and whose hook traps:
+// for tests of what the host shows of a manifest it did not check the
+// strings of (kubeplug inspect prints a module's description).
+func WithManifest(man abi.Manifest) []byte {
+	return shape{manifest: &man, hook: []byte{wb.OpUnreachable}}.bytes()
+}
+
+// Answering returns a module whose manifest is man and whose reconcile
+// hook always returns resp: for tests of what the host shows of a
+// module's answer.
+func Answering(man abi.Manifest, resp *abi.Response) []byte {
+	return shape{manifest: &man, response: encode(resp)}.bytes()
 }
 
 func (s shape) bytes() []byte {
-	man, err := (&abi.Manifest{
-		Name:       "hostile",
-		Version:    cmp.Or(s.version, "0.0.1"),
-		ABIVersion: abi.Current.String(),
-		Subject:    abi.SubjectStatefulSet,
-		Hooks:      []string{abi.HookReconcile},
-	}).MarshalMsg(nil)
+	m := s.manifest
+	if m == nil {
+		m = &abi.Manifest{
+			Name:       "hostile",
+			Version:    cmp.Or(s.version, "0.0.1"),
+			ABIVersion: abi.Current.String(),
+			Subject:    abi.SubjectStatefulSet,
+			Hooks:      []string{abi.HookReconcile},
+		}
+	}
+	man, err := m.MarshalMsg(nil)
 	if err != nil {
 		panic(err) // a fixed value: cannot fail
 	}
