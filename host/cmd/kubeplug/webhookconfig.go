@@ -10,9 +10,8 @@ import (
 
 	"github.com/kubeplug/kubeplug/host/admission"
 	"github.com/kubeplug/kubeplug/host/config"
-	"github.com/kubeplug/kubeplug/host/webhookcert"
-
 	"github.com/kubeplug/kubeplug/host/internal/input"
+	"github.com/kubeplug/kubeplug/host/webhookcert"
 )
 
 func newWebhookConfigCommand(opts *globalOptions, s streams) *cobra.Command {
