@@ -87,7 +87,7 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	h := admission.NewHandler(r, admitters(file, mods))
 	rl.webhook = h
 	rl.mu.Unlock()
-	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, h, log)
+	srv, err := admission.Listen(opts.WebhookAddr, opts.WebhookCertDir, h, log, admission.DefaultServerLimits())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
