@@ -38,6 +38,7 @@ var guests = []guest{
 	{"delete-bound-volume", StageAction, "only a released volume is deleted"},
 	{"named-secret", StageAction, "names a Secret"},
 	{"finalizer-flood", StageCall, "output holds 9000 actions, more than the limit of"},
+	{"patch-copy-bomb", StageCall, "exceeds the work limit of"},
 }
 
 // Guests builds the corpus's Go guests with the Go toolchain goBin (stock Go,
