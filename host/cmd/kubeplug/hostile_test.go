@@ -100,7 +100,9 @@ func TestHostileCorpus(t *testing.T) {
 	defer cancel()
 	guests, err := hostile.Guests(ctx, "go", dir)
 	require.NoError(t, err)
-	mods := append(append(hostile.Raw(), hostile.Extism()...), guests...)
+	admit, err := hostile.AdmitGuests(ctx, "go", dir)
+	require.NoError(t, err)
+	mods := append(append(append(hostile.Raw(), hostile.Extism()...), guests...), admit...)
 	cacheDir := filepath.Join(dir, "cache")
 
 	for _, m := range mods {
