@@ -130,13 +130,14 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 }
 
 // apiTimeout is the webhook timeout the API server appends to the URL as
-// ?timeout=<duration>, zero when absent or unreadable.
+// ?timeout=<duration>, zero when absent or unreadable, and at most the
+// largest the API server accepts.
 func apiTimeout(r *http.Request) time.Duration {
 	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
 	if err != nil || d <= 0 {
 		return 0
 	}
-	return d
+	return min(d, maxWebhookTimeout)
 }
 
 // Server is the webhook's HTTPS server.
