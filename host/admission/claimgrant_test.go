@@ -71,7 +71,7 @@ func TestClaimUpdateGrantCoversTheTemplatePaths(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := &fakeAdmitter{mutates: true, answer: &abi.AdmitResponse{Allowed: true, Patch: tt.patch}}
+			fake := &fakeAdmitter{mutates: true, rules: claimRules, answer: &abi.AdmitResponse{Allowed: true, Patch: tt.patch}}
 			m := &admission.Module{Name: "templateupdate", Admitter: fake, Granted: claimUpdateGrant}
 			req := claimCreate()
 			req.Name = "data-web-3"
@@ -99,7 +99,7 @@ func TestLabelsGrantRefusesOtherClaimPaths(t *testing.T) {
 		{Op: "move", From: "/spec/storageClassName", Path: "/metadata/labels/class"},
 	} {
 		t.Run(p.Op+" "+p.Path, func(t *testing.T) {
-			fake := &fakeAdmitter{mutates: true, answer: &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{p}}}
+			fake := &fakeAdmitter{mutates: true, rules: claimRules, answer: &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{p}}}
 			m := &admission.Module{Name: "labels", Admitter: fake, Granted: labelsGrant}
 			req := claimCreate()
 			req.Object = runtime.RawExtension{Raw: []byte(templateClaimJSON)}

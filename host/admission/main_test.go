@@ -85,9 +85,15 @@ type tlsServer struct {
 
 func serve(t testing.TB, h http.Handler) *tlsServer {
 	t.Helper()
+	return serveWithin(t, h, admission.DefaultServerLimits())
+}
+
+// serveWithin is serve with the server's limits given.
+func serveWithin(t testing.TB, h http.Handler, limits admission.ServerLimits) *tlsServer {
+	t.Helper()
 	dir := t.TempDir()
 	writeCert(t, dir)
-	srv, err := admission.Listen("127.0.0.1:0", dir, h, slog.New(slog.DiscardHandler))
+	srv, err := admission.Listen("127.0.0.1:0", dir, h, slog.New(slog.DiscardHandler), limits)
 	require.NoError(t, err)
 	go func() { _ = srv.Serve() }()
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })

@@ -60,12 +60,18 @@ func (m *Module) timeout() time.Duration {
 	return m.Timeout
 }
 
-// callBudget is how long a call may take when the API server gives up after
-// apiTimeout: the answer has to travel back and be read, so the call ends a
-// margin earlier, a fifth of the timeout but at most a second.
+// callBudget is how long a review may take when the API server gives up
+// after apiTimeout: the answer has to be encoded, travel back and be read
+// before then, and on a loaded node each of these waits for a CPU. The
+// review ends a margin earlier: a quarter of the timeout, at least half a
+// second and at most two (0.5 s of 1 s and 2 s, 2 s of 10 s; RATIONALE.md
+// says how it was measured).
 func callBudget(apiTimeout time.Duration) time.Duration {
-	margin := min(apiTimeout/5, time.Second)
-	return apiTimeout - margin
+	margin := min(max(apiTimeout/4, answerMargin), 4*answerMargin)
+	return max(apiTimeout-margin, 0)
 }
+
+// answerMargin is the least time kept for the answer to reach the API server.
+const answerMargin = 500 * time.Millisecond
 
 func (m *Module) String() string { return fmt.Sprintf("module %q", m.Name) }

@@ -2,8 +2,11 @@ package admission
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,13 +22,20 @@ type jsonOp struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// applyPatch checks the module's patch against what it may touch, applies
-// it to the request's object, and returns the patch as JSON for the API
-// server and the patched object. The API server would apply a patch that
-// does not apply by failing the request with an error of its own; applying
-// it here first turns that into the module's failure policy, with the
-// module named. The library is the one the API server applies webhook
-// patches with (json-patch v4), so that what applies here applies there.
+// applyPatch checks the module's patch against what it may touch and against
+// the patch budget (limits.go), applies it to the request's object, and
+// returns the patch as JSON for the API server and the patched object. The
+// API server would apply a patch that does not apply by failing the request
+// with an error of its own; applying it here first turns that into the
+// module's failure policy, with the module named. The library is the one
+// the API server applies webhook patches with (json-patch v4), so that what
+// applies here applies there.
+//
+// The budget is checked before the patch is applied (its operations, its
+// bytes, and the work it may cause: operations times the largest document
+// it can build), while it is applied (the bytes its copy operations copy,
+// json-patch's own AccumulatedCopySizeLimit) and after (the patched
+// object's size).
 func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOperation) (patch, patched []byte, err error) {
 	if man := m.Admitter.Manifest(); man.Admission == nil || !man.Admission.Mutates {
 		return nil, nil, fmt.Errorf("the module patched the object but its manifest does not say admission.mutates: it is registered as a validating webhook, whose patches the API server refuses")
@@ -33,8 +43,12 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 	if len(req.Object.Raw) == 0 {
 		return nil, nil, fmt.Errorf("the module patched a %s request, which has no object to patch", req.Operation)
 	}
+	if len(ops) > MaxPatchOperations {
+		return nil, nil, fmt.Errorf("%s's patch holds %d operations, more than the limit of %d (kube-apiserver's own for a JSON patch)", m, len(ops), MaxPatchOperations)
+	}
 	resource := req.Resource.Resource
 	out := make([]jsonOp, len(ops))
+	copies := false
 	for i, op := range ops {
 		if err := m.mayTouch(resource, op); err != nil {
 			return nil, nil, fmt.Errorf("patch[%d]: %w", i, err)
@@ -46,20 +60,66 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 			}
 			out[i].Value = op.Value
 		}
+		copies = copies || op.Op == abi.PatchCopy
 	}
 	patch, err = json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode patch: %w", err)
 	}
+	if len(patch) > MaxPatchBytes {
+		return nil, nil, fmt.Errorf("%s's patch encodes to %d bytes, more than the limit of %d", m, len(patch), MaxPatchBytes)
+	}
+	// No operation makes the document larger than the patch's own values
+	// (add, replace) and the bytes copies copy (bounded while applying):
+	// this bounds the document at every step, and so the work of each
+	// operation (a path walk, an array shifted, a value compared).
+	doc := int64(len(req.Object.Raw)) + int64(len(patch))
+	if copies {
+		doc += MaxPatchCopyBytes
+	}
+	if work := int64(len(ops)) * doc; work > MaxPatchWork {
+		hint := "send fewer operations"
+		if copies {
+			hint += ", or no copy operation (a copy counts as the limit of bytes copied)"
+		}
+		return nil, nil, fmt.Errorf("%s's patch of %d operations on a document of up to %d bytes exceeds the work limit of %d (operations × document bytes): %s",
+			m, len(ops), doc, int64(MaxPatchWork), hint)
+	}
 	p, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode patch: %w", err)
 	}
+	boundCopies()
 	patched, err = p.Apply(req.Object.Raw)
+	if sizeErr := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &sizeErr) {
+		return nil, nil, fmt.Errorf("%s's patch copies more than the limit of %d bytes (the sum of every copy operation's value): %w", m, MaxPatchCopyBytes, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("the patch does not apply to the %s %s/%s: %w", req.Kind.Kind, req.Namespace, req.Name, err)
 	}
+	if len(patched) > MaxPatchedObjectBytes {
+		return nil, nil, fmt.Errorf("%s's patch makes the %s %s/%s %d bytes, more than the limit of %d for a patched object", m, req.Kind.Kind, req.Namespace, req.Name, len(patched), MaxPatchedObjectBytes)
+	}
 	return patch, patched, nil
+}
+
+var boundCopiesOnce sync.Once
+
+// boundCopies sets json-patch v4's AccumulatedCopySizeLimit, a variable of
+// the package (v4 has no per-call options), to MaxPatchCopyBytes unless it is
+// already lower, as kube-apiserver sets it (k8s.io/apiserver/pkg/server).
+func boundCopies() {
+	boundCopiesOnce.Do(func() {
+		for {
+			cur := atomic.LoadInt64(&jsonpatch.AccumulatedCopySizeLimit)
+			if cur > 0 && cur <= MaxPatchCopyBytes {
+				return
+			}
+			if atomic.CompareAndSwapInt64(&jsonpatch.AccumulatedCopySizeLimit, cur, MaxPatchCopyBytes) {
+				return
+			}
+		}
+	})
 }
 
 // mayTouch checks one operation against the module's granted mutate

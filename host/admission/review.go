@@ -60,19 +60,30 @@ func (o *Outcome) Result() string {
 	return "allowed"
 }
 
-// Review answers req for m: it builds the module's input from req and the
-// caches, calls the module within apiTimeout (the API server's webhook
-// timeout; zero means the module's configured one) less a margin, holds
-// its patch to m.Granted and applies it to the object, and returns the
-// answer; when any of that fails, the answer is m's failure policy's.
+// Review answers req for m: it checks req against the rules m registers,
+// builds the module's input from req and the caches, calls the module,
+// holds its patch to m.Granted and the patch budget and applies it to the
+// object, and returns the answer; when any of that fails, the answer is m's
+// failure policy's.
+//
+// All of it runs within apiTimeout (the API server's webhook timeout; zero
+// means the module's configured one) less a margin (callBudget), or by
+// ctx's deadline when it is earlier (the webhook server counts from the
+// request's arrival). The review runs on a goroutine of its own and Review
+// returns at the deadline whatever it is doing, with the failure policy's
+// answer: a module call that overruns (a starved CPU, a guest between
+// checkpoints) or a patch being applied are not waited for. They end on
+// their own: the runtime ends the call, as its context is done, and the
+// patch's work is bounded (MaxPatchWork).
 func (r *Reviewer) Review(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest, apiTimeout time.Duration) *Outcome {
 	start := time.Now()
 	if apiTimeout <= 0 {
 		apiTimeout = m.timeout()
 	}
-	ctx, cancel := context.WithTimeout(ctx, callBudget(apiTimeout))
+	budget := callBudget(apiTimeout)
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	o := r.review(ctx, m, req)
+	o := r.reviewBy(ctx, m, req, apiTimeout)
 	o.Response.UID = req.UID
 	if o.Failure != nil && o.Response.Allowed {
 		o.Object = req.Object.Raw // allowed unchanged
@@ -92,7 +103,36 @@ func (r *Reviewer) Review(ctx context.Context, m *Module, req *admissionv1.Admis
 	return o
 }
 
+// reviewBy runs review on a goroutine and returns its outcome, or the
+// failure policy's once ctx is done.
+func (r *Reviewer) reviewBy(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest, apiTimeout time.Duration) *Outcome {
+	done := make(chan *Outcome, 1) // the goroutine never blocks on it
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- m.failed(fmt.Errorf("%w: the review panicked: %v", ErrCall, p))
+			}
+		}()
+		done <- r.review(ctx, m, req)
+	}()
+	select {
+	case o := <-done:
+		return o
+	case <-ctx.Done():
+		select {
+		case o := <-done:
+			return o // it finished as the deadline came
+		default:
+		}
+		return m.failed(fmt.Errorf("%w: no answer within %v of the API server's %v timeout (the rest is kept for the answer to reach it): %w",
+			ErrCall, callBudget(apiTimeout), apiTimeout, context.Cause(ctx)))
+	}
+}
+
 func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest) *Outcome {
+	if err := m.registered(req); err != nil {
+		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
+	}
 	in, err := r.request(m, req)
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))

@@ -14,16 +14,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
 // PathPrefix starts the path of every module's webhook: /admit/<module>.
 const PathPrefix = "/admit/"
 
-// maxReviewBytes bounds a request body. The API server's own limit on an
-// object is 3 MiB (etcd's 1.5 MiB request limit, twice for object and old
-// object, and some); a review holds two objects.
-const maxReviewBytes = 7 << 20
+// MaxReviewBytes bounds an AdmissionReview's body. kube-apiserver accepts
+// at most 3 MiB of request body (twice etcd's default 1.5 MiB request), and
+// a review holds the object and, for an update, the old one: 2 × 3 MiB, and
+// 1 MiB for the rest of the review.
+const MaxReviewBytes = 7 << 20
 
 // Handler serves AdmissionReview v1 requests at /admit/<module>.
 type Handler struct {
@@ -52,20 +55,37 @@ func (h *Handler) SetModules(mods []*Module) {
 // ServeHTTP answers one AdmissionReview. A request that is not one (wrong
 // method, content type, body) gets an HTTP error, which the API server
 // treats as a failed call and answers by the webhook's failure policy.
+//
+// The answer is due by the API server's timeout counted from the request's
+// arrival, not from the end of its body: the review's deadline (callBudget)
+// is set here, before the body is read.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
 	name, ok := strings.CutPrefix(r.URL.Path, PathPrefix)
 	mod := (*h.modules.Load())[name]
 	if !ok || mod == nil {
 		http.Error(w, fmt.Sprintf("no admitting module %q here: the path is %s<module entry name>", name, PathPrefix), http.StatusNotFound)
 		return
 	}
-	review, err := decodeReview(r)
+	timeout := apiTimeout(r)
+	if timeout <= 0 {
+		timeout = mod.timeout()
+	}
+	// An answer after the API server's timeout reaches no one.
+	_ = http.NewResponseController(w).SetWriteDeadline(arrival.Add(timeout))
+	ctx, cancel := context.WithDeadline(r.Context(), arrival.Add(callBudget(timeout)))
+	defer cancel()
+	review, err := decodeReview(w, r)
 	if err != nil {
 		h.reviewer.logger().Warn("admission request refused", "module", name, "err", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		code := http.StatusBadRequest
+		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
-	o := h.reviewer.Review(r.Context(), mod, review.Request, apiTimeout(r))
+	o := h.reviewer.Review(ctx, mod, review.Request, timeout)
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: o.Response}
 	body, err := json.Marshal(&out)
 	if err != nil {
@@ -76,20 +96,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// decodeReview reads one AdmissionReview v1 with a request.
-func decodeReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
+// decodeReview reads one AdmissionReview v1 with a request, of at most
+// MaxReviewBytes.
+func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: method %s, want POST", ErrReview, r.Method)
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return nil, fmt.Errorf("%w: content type %q, want application/json", ErrReview, ct)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
+	if r.ContentLength > MaxReviewBytes {
+		return nil, fmt.Errorf("%w: body of %d bytes, larger than %d bytes: %w", ErrReview, r.ContentLength, MaxReviewBytes,
+			&http.MaxBytesError{Limit: MaxReviewBytes})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
+	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+		return nil, fmt.Errorf("%w: body larger than %d bytes: %w", ErrReview, MaxReviewBytes, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: read body: %v", ErrReview, err)
-	}
-	if len(body) > maxReviewBytes {
-		return nil, fmt.Errorf("%w: body larger than %d bytes", ErrReview, maxReviewBytes)
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
@@ -105,13 +130,14 @@ func decodeReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 }
 
 // apiTimeout is the webhook timeout the API server appends to the URL as
-// ?timeout=<duration>, zero when absent or unreadable.
+// ?timeout=<duration>, zero when absent or unreadable, and at most the
+// largest the API server accepts.
 func apiTimeout(r *http.Request) time.Duration {
 	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
 	if err != nil || d <= 0 {
 		return 0
 	}
-	return d
+	return min(d, maxWebhookTimeout)
 }
 
 // Server is the webhook's HTTPS server.
@@ -131,8 +157,14 @@ type CertSource interface {
 }
 
 // Listen listens on addr with the serving certificate of certDir
-// (tls.crt, tls.key), reloaded when the files change.
-func Listen(addr, certDir string, h http.Handler, log *slog.Logger) (*Server, error) {
+// (tls.crt, tls.key), reloaded when the files change, within lim.
+//
+// It serves HTTP/1.1 only: one request at a time per connection, so that
+// MaxConnections bounds the requests in flight too, and none of HTTP/2's
+// own ways to make a server work (streams reset as soon as opened, many
+// streams per connection) applies; kube-apiserver calls webhooks over
+// either.
+func Listen(addr, certDir string, h http.Handler, log *slog.Logger, lim ServerLimits) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -140,12 +172,12 @@ func Listen(addr, certDir string, h http.Handler, log *slog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	return ListenTLS(addr, certs, h, log)
+	return ListenTLS(addr, certs, h, log, lim)
 }
 
 // ListenTLS listens on addr with the serving certificate of certs, which
 // the server closes when it shuts down.
-func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger) (*Server, error) {
+func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger, lim ServerLimits) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -154,14 +186,51 @@ func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger) 
 		certs.Close()
 		return nil, fmt.Errorf("webhook server: listen on %s: %w", addr, err)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}}
 	srv := &http.Server{
-		Handler:           h,
+		Handler: &bounded{next: h, lim: lim, held: semaphore.NewWeighted(lim.MaxInFlightBytes), log: log},
+		// Serve below is given a TLS listener, so the handshake runs in
+		// the server's connection goroutine, under the smallest of the
+		// read and write timeouts: ReadHeaderTimeout.
 		TLSConfig:         cfg,
-		ReadHeaderTimeout: 10 * time.Second,
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
-	return &Server{srv: srv, ln: tls.NewListener(ln, cfg), certs: certs}, nil
+	return &Server{srv: srv, ln: tls.NewListener(netutil.LimitListener(ln, lim.MaxConnections), cfg), certs: certs}, nil
+}
+
+// bounded charges each request its body's bytes against the bytes the
+// server may hold at once before the body is read, and bounds the body.
+type bounded struct {
+	next http.Handler
+	lim  ServerLimits
+	held *semaphore.Weighted
+	log  *slog.Logger
+}
+
+func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > b.lim.MaxBodyBytes {
+		http.Error(w, fmt.Sprintf("%v: body of %d bytes, more than the limit of %d", ErrReview, r.ContentLength, b.lim.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	charge := r.ContentLength
+	if charge < 0 {
+		charge = b.lim.MaxBodyBytes // unknown (chunked): the most it may be
+	}
+	if !b.held.TryAcquire(charge) {
+		b.log.Warn("admission request refused: the server holds its limit of request bytes", "limit", b.lim.MaxInFlightBytes, "charge", charge, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("the webhook server holds its limit of %d bytes of requests in flight; the API server answers this one by the webhook's failure policy", b.lim.MaxInFlightBytes), http.StatusTooManyRequests)
+		return
+	}
+	defer b.held.Release(charge)
+	r.Body = http.MaxBytesReader(w, r.Body, min(charge, b.lim.MaxBodyBytes))
+	b.next.ServeHTTP(w, r)
 }
 
 // Addr is where the server listens.

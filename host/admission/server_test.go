@@ -80,7 +80,7 @@ func TestWebhookWithHostileGuest(t *testing.T) {
 }
 
 func TestWebhookRefusesWhatIsNotAReview(t *testing.T) {
-	s := serve(t, admission.NewHandler(&admission.Reviewer{}, []*admission.Module{{Name: "m", Admitter: &fakeAdmitter{answer: &abi.AdmitResponse{Allowed: true}}}}))
+	s := serve(t, admission.NewHandler(&admission.Reviewer{}, []*admission.Module{{Name: "m", Admitter: &fakeAdmitter{rules: claimRules, answer: &abi.AdmitResponse{Allowed: true}}}}))
 	good := reviewBody(t, claimCreate())
 	tests := []struct {
 		name, path, contentType string
@@ -93,7 +93,7 @@ func TestWebhookRefusesWhatIsNotAReview(t *testing.T) {
 		{"v1beta1", "/admit/m", "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{}}`), http.StatusBadRequest, "admissionReviewVersions: [v1]"},
 		{"no request", "/admit/m", "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), http.StatusBadRequest, "no request"},
 		{"content type", "/admit/m", "text/plain", good, http.StatusBadRequest, "want application/json"},
-		{"too large", "/admit/m", "application/json", bytes.Repeat([]byte(" "), 8<<20), http.StatusBadRequest, "larger than"},
+		{"too large", "/admit/m", "application/json", bytes.Repeat([]byte(" "), 8<<20), http.StatusRequestEntityTooLarge, "more than the limit of 7340032"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestCertificateReload(t *testing.T) {
 }
 
 func TestListenRefusesAMissingCertificate(t *testing.T) {
-	_, err := admission.Listen("127.0.0.1:0", t.TempDir(), http.NotFoundHandler(), nil)
+	_, err := admission.Listen("127.0.0.1:0", t.TempDir(), http.NotFoundHandler(), nil, admission.DefaultServerLimits())
 	require.ErrorContains(t, err, "webhook certificate: load")
 	require.ErrorContains(t, err, "--webhook-cert-dir")
 }

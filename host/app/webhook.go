@@ -89,7 +89,7 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	h := admission.NewHandler(r, admitters(file, mods))
 	rl.webhook = h
 	rl.mu.Unlock()
-	srv, err := admission.ListenTLS(opts.WebhookAddr, certs, h, log)
+	srv, err := admission.ListenTLS(opts.WebhookAddr, certs, h, log, admission.DefaultServerLimits())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -27,7 +27,7 @@ func (a *admitter) Admit(_ context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 func newAdmitter(decide func(req *abi.AdmitRequest) (*abi.AdmitResponse, error)) *admitter {
 	m := manifest(abi.SubjectStatefulSet, abi.Capability{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}, Paths: []string{"/metadata/labels"}})
 	m.Hooks = []string{abi.HookAdmit}
-	m.Admission = &abi.Admission{Mutates: true, Rules: []abi.AdmissionRule{{Operations: []string{"CREATE"}}}}
+	m.Admission = &abi.Admission{Mutates: true, Rules: []abi.AdmissionRule{{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}}}}
 	return &admitter{fakeModule: fakeModule{manifest: m}, decideAdmit: decide}
 }
 

@@ -49,6 +49,8 @@ type hostileRun struct {
 
 const allowEvent = "  allow: [{action: event, resources: [statefulsets]}]\n"
 
+const allowLabels = "  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}]\n"
+
 // hostileRuns says how each Go guest of the corpus runs; a module not listed
 // (the raw modules, which ask for nothing) runs against statefulset.yaml with
 // an empty allow: list, under its class's name. Each entry
@@ -73,6 +75,13 @@ var hostileRuns = map[string][]hostileRun{
 	"delete-bound-volume": {{cases: "volumes.yaml",
 		hostYAML: "  allow: [{action: deleteVolume}, {action: deleteObject, resources: [persistentvolumeclaims, persistentvolumes]}]\n"}},
 	"named-secret": {{cases: "secret.yaml", hostYAML: "  allow: [{action: deleteVolume}]\n"}},
+	// The admit hook's patch is refused, and the admission case fails
+	// naming the module and the limit; both variants stop at the work
+	// bound before anything is applied.
+	"patch-copy-bomb": {
+		{name: "copies", cases: "admission.yaml", hostYAML: allowLabels},
+		{name: "copy and remove churn", cases: "admission.yaml", hostYAML: allowLabels + "  config: {churn: true}\n"},
+	},
 	// 9,000 actions on one claim encode to about 1 MiB: a larger output
 	// limit lets them reach the action cap, and a larger cap the executor,
 	// which must carry them out as one patch.
@@ -91,7 +100,9 @@ func TestHostileCorpus(t *testing.T) {
 	defer cancel()
 	guests, err := hostile.Guests(ctx, "go", dir)
 	require.NoError(t, err)
-	mods := append(append(hostile.Raw(), hostile.Extism()...), guests...)
+	admit, err := hostile.AdmitGuests(ctx, "go", dir)
+	require.NoError(t, err)
+	mods := append(append(append(hostile.Raw(), hostile.Extism()...), guests...), admit...)
 	cacheDir := filepath.Join(dir, "cache")
 
 	for _, m := range mods {

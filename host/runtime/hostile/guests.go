@@ -51,6 +51,11 @@ var guests = []guest{
 //
 //	mods, err := hostile.Guests(ctx, "go", t.TempDir())
 func Guests(ctx context.Context, goBin, outDir string) ([]Module, error) {
+	return buildGuests(ctx, goBin, outDir, guests)
+}
+
+// buildGuests builds the guests of list as Guests says.
+func buildGuests(ctx context.Context, goBin, outDir string, list []guest) ([]Module, error) {
 	hostDir, err := hostModuleDir()
 	if err != nil {
 		return nil, err
@@ -72,19 +77,19 @@ func Guests(ctx context.Context, goBin, outDir string) ([]Module, error) {
 		return Module{Class: g.class, Wasm: wasm, Stage: g.stage, Want: g.want}, nil
 	}
 
-	mods := make([]Module, len(guests))
-	errs := make([]error, len(guests))
-	mods[0], errs[0] = build(guests[0])
+	mods := make([]Module, len(list))
+	errs := make([]error, len(list))
+	mods[0], errs[0] = build(list[0])
 	if errs[0] != nil {
 		return nil, errs[0]
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
-	for i := 1; i < len(guests); i++ {
+	for i := 1; i < len(list); i++ {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			mods[i], errs[i] = build(guests[i])
+			mods[i], errs[i] = build(list[i])
 		})
 	}
 	wg.Wait()
