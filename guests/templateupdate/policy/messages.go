@@ -38,3 +38,9 @@ func immutableBlockage(c, t *abi.PersistentVolumeClaim, pod string) *blockage {
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func onDeleteBlockage(c, t *abi.PersistentVolumeClaim, pod string) *blockage {
+	return &blockage{ReasonClaimNeedsRecreation, "claim " + c.Metadata.Name + " is not compatible with template " + t.Metadata.Name +
+		" and volumeClaimUpdateStrategy is OnDelete, so it is not updated in place; LockStep holds pod " + pod +
+		" until it is: delete claim " + c.Metadata.Name + " and pod " + pod + " so they are recreated with the new template, or update the claim by hand"}
+}
