@@ -255,7 +255,7 @@ func claimShrink(have claimStorage, c *abi.ClaimApply) string {
 	}
 	if !have.kubeplugSet() {
 		return fmt.Sprintf("claim.resources.requests[storage] %s is lower than the claim's current request %s, which kubeplug did not set "+
-			"(it is not annotation %s): kubeplug never lowers a request set by hand or at creation (it would cancel that expansion); ask for %s or more, or leave storage out",
+			"(it is not annotation %s): kubeplug never shrinks a claim's request set by hand or at creation (it would cancel that expansion); ask for %s or more, or leave storage out",
 			askQ.String(), curQ.String(), abi.AnnotationAppliedStorage, curQ.String())
 	}
 	capQ, err := resource.ParseQuantity(have.capacity)
