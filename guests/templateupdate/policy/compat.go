@@ -107,6 +107,15 @@ func recovering(c *abi.PersistentVolumeClaim) bool {
 	return ok && quantity(c.Spec.Resources.Requests[storage]).Cmp(quantity(tried)) < 0
 }
 
+// specReaches reports whether the claim's spec asks for at least t's
+// storage and t's VolumeAttributesClass: once the volume has what the spec
+// asks, the claim is compatible.
+func specReaches(c, t *abi.PersistentVolumeClaim) bool {
+	return quantity(c.Spec.Resources.Requests[storage]).Cmp(quantity(t.Spec.Resources.Requests[storage])) >= 0 &&
+		str(c.Spec.VolumeAttributesClassName) == str(t.Spec.VolumeAttributesClassName) &&
+		superset(c.Metadata.Labels, t.Metadata.Labels) && superset(c.Metadata.Annotations, templateAnnotations(t))
+}
+
 // overSized reports a claim whose volume is larger than the template asks:
 // KEP-4650 counts them, since a volume cannot shrink.
 func overSized(c, t *abi.PersistentVolumeClaim) bool {

@@ -268,18 +268,31 @@ func TestLockStepOnDeleteNeedsUser(t *testing.T) {
 	}
 	c.steady(t, h)
 
-	// The user deletes the claim and the pod: they are being recreated.
+	// The user deletes the claim: it waits for its pod, which the user
+	// must delete too.
 	c.claim("data-web-2").Metadata.DeletionTimestamp = now.Format(time.RFC3339)
+	c.reconcile(t, h)
+	c.wantCondition(t, ConditionBlocked, "True", ReasonClaimNeedsRecreation)
+	if msg := condition(c.vcu.Status, ConditionBlocked).Message; !strings.Contains(msg, "delete pod web-2") {
+		t.Errorf("Blocked message %q does not say to delete the pod", msg)
+	}
+	// And the pod: they are being recreated.
 	c.pod(2).Metadata.DeletionTimestamp = now.Format(time.RFC3339)
 	c.reconcile(t, h)
 	c.wantCondition(t, ConditionBlocked, "False", ReasonNotBlocked)
 	c.wantCondition(t, ConditionProgressing, "True", ReasonClaimsRecreating)
 
 	// The StatefulSet controller recreates both; admission gave the claim
-	// the template. The next replica now needs the user.
+	// the template. While it is being bound it needs nobody.
 	fresh := sdktest.Claim("data", c.set, 2, sdktest.Storage("2Gi"))
+	fresh.Status = abi.PersistentVolumeClaimStatus{Phase: "Pending"}
 	c.claims[2] = fresh
 	c.pods[2] = sdktest.Pod(c.set, 2, sdktest.Labels("controller-revision-hash", newRev))
+	c.reconcile(t, h)
+	c.wantCondition(t, ConditionBlocked, "False", ReasonNotBlocked)
+	c.wantCondition(t, ConditionProgressing, "True", ReasonClaimsUpdating)
+	// Bound at 2Gi: the next replica now needs the user.
+	fresh.Status = abi.PersistentVolumeClaimStatus{Phase: "Bound", Capacity: map[string]string{"storage": "2Gi"}}
 	o = c.reconcile(t, h)
 	if len(o.partitions) != 1 || o.partitions[0] != 2 {
 		t.Fatalf("actions %s, want the hold stepped to 2", describe(o.actions))

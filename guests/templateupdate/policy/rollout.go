@@ -111,8 +111,16 @@ func (p *plan) walkRolling(r *rollout) {
 // manually". A claim being deleted while its pod is gone or going is being
 // recreated; otherwise the user must act, and Blocked says what to do.
 func (p *plan) needsUser(r *rollout, index int, c, t *abi.PersistentVolumeClaim) {
-	if c.Metadata.DeletionTimestamp != "" && p.podGone(index) {
-		r.recreating = true
+	if c.Metadata.DeletionTimestamp != "" {
+		if p.podGone(index) {
+			r.recreating = true
+			return
+		}
+		reason := ReasonImmutableFieldChanged
+		if !p.inPlace {
+			reason = ReasonClaimNeedsRecreation
+		}
+		r.blocked = deletingBlockage(reason, c, p.podName(index))
 		return
 	}
 	if inPlaceable(c, t) {
@@ -195,6 +203,10 @@ func (p *plan) assess(index int) assessment {
 		}
 		c := p.claim(index, t)
 		switch {
+		case !p.inPlace && inPlaceable(c, t) && (c.Status.Phase != "Bound" || updating(c) && specReaches(c, t)):
+			// A claim made from the template (being bound or grown) needs
+			// nobody: it becomes compatible on its own.
+			a.inFlight = true
 		case !p.inPlace || !inPlaceable(c, t):
 			if a.immutable == nil {
 				a.immutable, a.immutableT = c, t
