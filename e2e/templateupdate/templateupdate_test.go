@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -375,7 +376,10 @@ func userLabelKept(t *testing.T, w *world) {
 	e.awaitVCU("every claim compatible", func(v *vcu) bool {
 		return v.is(condProgressing, metav1.ConditionFalse, reasonComplete) && v.template().CompatibleReplicas == 2
 	})
-	allowed := []string{"f:metadata.f:labels.f:" + templateLabel, "f:spec.f:resources.f:requests.f:storage"}
+	// Besides the template's keys, the host's record of the request it
+	// applied (abi.AnnotationAppliedStorage).
+	allowed := []string{"f:metadata.f:labels.f:" + templateLabel, "f:spec.f:resources.f:requests.f:storage",
+		"f:metadata.f:annotations.f:" + abi.AnnotationAppliedStorage}
 	for ord := range int32(2) {
 		c := e.claim(ord)
 		if c.Labels[templateLabel] != "gold" || c.Labels["app"] != setName || request(c) != "2Gi" {
