@@ -109,6 +109,14 @@ type ClaimApply struct {
 	VolumeAttributesClassName *string               `json:"volumeAttributesClassName,omitempty"`
 }
 
+// AnnotationAppliedStorage is the host's record of the storage request its
+// applyClaim last set on a claim: the host writes it with every apply that
+// carries a storage request, and refuses a module's apply that sets it. A
+// claim whose spec.resources.requests.storage equals the record (by value)
+// has the request kubeplug set; any other request was set by someone else,
+// by hand or at creation, and an apply never lowers it (SPEC.md, applyClaim).
+const AnnotationAppliedStorage = "kubeplug.dev/applied-storage"
+
 // VolumeDelete is the payload of ActionDeleteVolume.
 type VolumeDelete struct {
 	Driver       string `json:"driver"`

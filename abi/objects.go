@@ -83,6 +83,10 @@ type StatefulSetSpec struct {
 	VolumeClaimTemplates                 []PersistentVolumeClaim                 `json:"volumeClaimTemplates,omitempty"`
 	PersistentVolumeClaimRetentionPolicy *StatefulSetPersistentVolumeClaimPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
 	RevisionHistoryLimit                 int32                                   `json:"revisionHistoryLimit,omitempty"`
+	// MinReadySeconds is how long a pod must have been Ready before it
+	// counts as available (ABI 1.2; 0 when unset). A pod's Ready condition
+	// carries lastTransitionTime, the moment it became Ready.
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 }
 
 // StatefulSetOrdinals is appsv1.StatefulSetOrdinals.

@@ -7603,8 +7603,8 @@ func (z StatefulSetPersistentVolumeClaimPolicy) Msgsize() (s int) {
 func (z *StatefulSetSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(9)
-	var zb0001Mask uint16 /* 9 bits */
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
 	_ = zb0001Mask
 	if z.Ordinals == nil {
 		zb0001Len--
@@ -7633,6 +7633,10 @@ func (z *StatefulSetSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.RevisionHistoryLimit == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x100
+	}
+	if z.MinReadySeconds == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -7750,6 +7754,11 @@ func (z *StatefulSetSpec) MarshalMsg(b []byte) (o []byte, err error) {
 			o = append(o, 0xb4, 0x72, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e, 0x48, 0x69, 0x73, 0x74, 0x6f, 0x72, 0x79, 0x4c, 0x69, 0x6d, 0x69, 0x74)
 			o = msgp.AppendInt32(o, z.RevisionHistoryLimit)
 		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "minReadySeconds"
+			o = append(o, 0xaf, 0x6d, 0x69, 0x6e, 0x52, 0x65, 0x61, 0x64, 0x79, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73)
+			o = msgp.AppendInt32(o, z.MinReadySeconds)
+		}
 	}
 	return
 }
@@ -7764,7 +7773,7 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 7 bits */
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -7992,6 +8001,13 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 			zb0001Mask |= 0x40
+		case "minReadySeconds":
+			z.MinReadySeconds, bts, err = msgp.ReadInt32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "MinReadySeconds")
+				return
+			}
+			zb0001Mask |= 0x80
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -8001,7 +8017,7 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7f {
+	if zb0001Mask != 0xff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Ordinals = nil
 		}
@@ -8022,6 +8038,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x40) == 0 {
 			z.RevisionHistoryLimit = 0
+		}
+		if (zb0001Mask & 0x80) == 0 {
+			z.MinReadySeconds = 0
 		}
 	}
 	o = bts
@@ -8053,7 +8072,7 @@ func (z *StatefulSetSpec) Msgsize() (s int) {
 	} else {
 		s += 1 + 12 + msgp.StringPrefixSize + len(z.PersistentVolumeClaimRetentionPolicy.WhenDeleted) + 11 + msgp.StringPrefixSize + len(z.PersistentVolumeClaimRetentionPolicy.WhenScaled)
 	}
-	s += 21 + msgp.Int32Size
+	s += 21 + msgp.Int32Size + 16 + msgp.Int32Size
 	return
 }
 

@@ -139,9 +139,13 @@ func TestClaimApplyAsMemcluster(t *testing.T) {
 		}
 	}
 	// Lower, but above status.capacity: the API server accepts it
-	// (RecoverVolumeExpansionFailure); only kubeplug's executor refuses it.
+	// (RecoverVolumeExpansionFailure); kubeplug's executor lowers only a
+	// request kubeplug set. Down to exactly the capacity it refuses.
 	if _, err := claims.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"1536Mi"}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Errorf("lower request above capacity: %v", err)
+	}
+	if _, err := claims.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`), metav1.PatchOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity") {
+		t.Errorf("request down to exactly the capacity: got %v, want Invalid", err)
 	}
 	// A class once applied cannot be removed.
 	cur, err := claims.Get(ctx, "a", metav1.GetOptions{})

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -58,6 +59,9 @@ func TestTemplateUpdate(t *testing.T) {
 		{"user-label-kept", userLabelKept},
 		{"inplace-volume-attributes-class", attributesClass},
 		{"retention-scale-down", retentionScaleDown},
+		{"recover-failed-expansion", recoverFailedExpansion},
+		{"async-waits-for-ready-replica", asyncWaitsForReadyReplica},
+		{"lockstep-ondelete-needs-user", lockStepOnDelete},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -318,17 +322,23 @@ func expansionFails(t *testing.T, w *world) {
 }
 
 // classWithoutExpansion: the claims' StorageClass does not allow expansion:
-// the update is blocked with a condition and an event, and no claim is
-// patched (the API server would refuse it).
+// the template's label is applied ("to the extent possible"), the growth the
+// API server would refuse is not, and the update is blocked with a condition
+// and an event; Progressing is Unknown, not False, while it needs the user.
 func classWithoutExpansion(t *testing.T, w *world) {
 	e := newEnv(t, w, setOptions{replicas: 2, class: fixed})
-	e.applyVCU(vcuInPlace, vcuAsync, vcuTemplate{size: "2Gi"})
+	e.applyVCU(vcuInPlace, vcuAsync, vcuTemplate{size: "2Gi", labels: map[string]string{templateLabel: "gold"}})
 	v := e.awaitVCU("blocked", func(v *vcu) bool { return v.is(condBlocked, metav1.ConditionTrue, reasonClassNoExpansion) })
-	if c := v.condition(condProgressing); c == nil || c.Status != metav1.ConditionFalse {
-		t.Errorf("Progressing %+v, want False", c)
+	if c := v.condition(condProgressing); c == nil || c.Status != metav1.ConditionUnknown {
+		t.Errorf("Progressing %+v, want Unknown", c)
 	}
 	e.awaitEvent(kindVCU, vcuName, corev1.EventTypeWarning, reasonClassNoExpansion, "")
-	e.assertUntouched(fixed, "1Gi", 0, 1)
+	await(t, "the template's label on "+claimName(1), func() (bool, error) { return e.claim(1).Labels[templateLabel] == "gold", nil },
+		func() string { return fmt.Sprintf("%v", e.claim(1).Labels) })
+	if c := e.claim(1); request(c) != "1Gi" || ptr.Deref(c.Spec.StorageClassName, "") != fixed {
+		t.Errorf("claim %s of class %s requests %s: want %s, 1Gi", c.Name, ptr.Deref(c.Spec.StorageClassName, ""), request(c), fixed)
+	}
+	e.assertUntouched(fixed, "1Gi", 0)
 }
 
 // manualExpansion: a user's expansion to 3Gi is in flight (the resizer
@@ -366,7 +376,10 @@ func userLabelKept(t *testing.T, w *world) {
 	e.awaitVCU("every claim compatible", func(v *vcu) bool {
 		return v.is(condProgressing, metav1.ConditionFalse, reasonComplete) && v.template().CompatibleReplicas == 2
 	})
-	allowed := []string{"f:metadata.f:labels.f:" + templateLabel, "f:spec.f:resources.f:requests.f:storage"}
+	// Besides the template's keys, the host's record of the request it
+	// applied (abi.AnnotationAppliedStorage).
+	allowed := []string{"f:metadata.f:labels.f:" + templateLabel, "f:spec.f:resources.f:requests.f:storage",
+		"f:metadata.f:annotations.f:" + abi.AnnotationAppliedStorage}
 	for ord := range int32(2) {
 		c := e.claim(ord)
 		if c.Labels[templateLabel] != "gold" || c.Labels["app"] != setName || request(c) != "2Gi" {

@@ -86,7 +86,7 @@ func TestExecuteWrites(t *testing.T) {
 		req:    setRequest(),
 		action: abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "2048Mi"}}}},
 		want: call{Op: "patch", Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data-web-0", PatchType: types.ApplyPatchType, FieldManager: "kubeplug",
-			Data: `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"claim-0","resourceVersion":"20"},"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`},
+			Data: `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-web-0","namespace":"default","uid":"claim-0","resourceVersion":"20","annotations":{"kubeplug.dev/applied-storage":"2Gi"}},"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`},
 	}, {
 		name: "claim labelled and class changed",
 		req:  setRequest(),
@@ -143,6 +143,9 @@ func TestExecuteUnchanged(t *testing.T) {
 	noRollingUpdate.StatefulSet.Set.Spec.UpdateStrategy.RollingUpdate = nil
 	deleting := setRequest()
 	deleting.StatefulSet.Claims[0].Metadata.DeletionTimestamp = "2024-06-01T12:00:00Z"
+	// recorded's claim carries the host's record of the request it applied.
+	recorded := setRequest()
+	recorded.StatefulSet.Claims[0].Metadata.Annotations = map[string]string{abi.AnnotationAppliedStorage: "1Gi"}
 	tests := []struct {
 		name   string
 		req    *abi.ReconcileRequest
@@ -153,7 +156,7 @@ func TestExecuteUnchanged(t *testing.T) {
 		{"finalizer already there", setRequest(), abi.Action{Type: abi.ActionAddFinalizer, Target: claimRef(0), Finalizer: "kubernetes.io/pvc-protection"}},
 		{"finalizer already gone", setRequest(), abi.Action{Type: abi.ActionRemoveFinalizer, Target: claimRef(1), Finalizer: "kubernetes.io/pvc-protection"}},
 		{"object already being deleted", deleting, abi.Action{Type: abi.ActionDeleteObject, Target: claimRef(0)}},
-		{"claim already as applied", setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{
+		{"claim already as applied", recorded, abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{
 			Labels: map[string]string{"app": "web"}, Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "1024Mi"}}, VolumeAttributesClassName: new("gold"),
 		}}},
 		{"partition already set", setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(1))}},
@@ -384,32 +387,83 @@ func TestExecuteApplyAfterApplyIsSent(t *testing.T) {
 	require.Contains(t, c.calls[1].Data, `"resourceVersion":"101"`)
 }
 
-// kubeplug never lowers a claim's storage request, neither below the
-// input's nor below what an earlier apply of the same Result asked.
-func TestExecuteApplyNeverLowersTheStorageRequest(t *testing.T) {
+// kubeplug lowers a claim's storage request only when it set the request
+// itself (the host's record says so) and only strictly above the claim's
+// capacity, as kube-apiserver allows under RecoverVolumeExpansionFailure;
+// within one Result an earlier apply's request counts as kubeplug's. Every
+// apply with a request writes the record.
+func TestExecuteApplyStorageRule(t *testing.T) {
 	storage := func(q string) abi.Action {
 		return abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": q}}}}
 	}
-	t.Run("equal and higher are sent", func(t *testing.T) {
+	// failed is the input with data-web-0 asking 10Gi, as kubeplug's apply
+	// set it (record) or the user did (another record), on a 1Gi volume.
+	failed := func(record string) *abi.ReconcileRequest {
+		req := setRequest()
+		c := &req.StatefulSet.Claims[0]
+		c.Spec.Resources.Requests = map[string]string{"storage": "10Gi"}
+		c.Status.Capacity = map[string]string{"storage": "1Gi"}
+		if record != "" {
+			c.Metadata.Annotations = map[string]string{abi.AnnotationAppliedStorage: record}
+		}
+		return req
+	}
+	t.Run("equal and higher are sent, with the record", func(t *testing.T) {
 		c := &fakeCluster{}
 		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("1024Mi"), storage("2Gi"), storage("2Gi")}})
 		require.NoError(t, err)
-		require.Equal(t, []actions.Outcome{actions.Unchanged, actions.Executed, actions.Executed}, outcomes(rep))
+		// The first writes the record the claim lacks, though its size is
+		// the claim's already.
+		require.Equal(t, []actions.Outcome{actions.Executed, actions.Executed, actions.Executed}, outcomes(rep))
+		require.Contains(t, c.calls[0].Data, `"annotations":{"kubeplug.dev/applied-storage":"1Gi"}`)
+		require.Contains(t, c.calls[1].Data, `"annotations":{"kubeplug.dev/applied-storage":"2Gi"}`)
 	})
-	t.Run("below the input's", func(t *testing.T) {
+	t.Run("below a request set by hand or at creation", func(t *testing.T) {
 		c := &fakeCluster{}
 		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("512Mi"), storage("2Gi")}})
 		require.ErrorIs(t, err, actions.ErrRefused)
-		require.ErrorContains(t, err, "512Mi is lower than the claim's current request 1Gi; kubeplug never shrinks")
+		require.ErrorContains(t, err, "512Mi is lower than the claim's current request 1Gi, which kubeplug did not set")
 		require.Equal(t, []actions.Outcome{actions.Refused, actions.Skipped}, outcomes(rep))
 		require.Empty(t, c.writes())
 	})
-	t.Run("below an earlier apply's", func(t *testing.T) {
+	t.Run("below a request the user changed after kubeplug's", func(t *testing.T) {
+		c := &fakeCluster{}
+		_, err := executor(c, nil).Execute(context.Background(), everything(), failed("5Gi"), &abi.Result{Actions: []abi.Action{storage("2Gi")}})
+		require.ErrorIs(t, err, actions.ErrRefused)
+		require.ErrorContains(t, err, "which kubeplug did not set")
+		require.Empty(t, c.writes())
+	})
+	t.Run("kubeplug's failed expansion lowered above the capacity", func(t *testing.T) {
+		c := &fakeCluster{}
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), failed("10240Mi"), &abi.Result{Actions: []abi.Action{storage("2Gi")}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep))
+		require.Contains(t, c.calls[0].Data, `"requests":{"storage":"2Gi"}`)
+	})
+	for _, q := range []string{"1Gi", "1023Mi"} {
+		t.Run("kubeplug's request lowered to "+q+", at or below the capacity", func(t *testing.T) {
+			c := &fakeCluster{}
+			_, err := executor(c, nil).Execute(context.Background(), everything(), failed("10Gi"), &abi.Result{Actions: []abi.Action{storage(q)}})
+			require.ErrorIs(t, err, actions.ErrRefused)
+			require.ErrorContains(t, err, "to or below its status.capacity 1Gi")
+			require.Empty(t, c.writes())
+		})
+	}
+	t.Run("a module may not write the record", func(t *testing.T) {
+		c := &fakeCluster{}
+		a := storage("2Gi")
+		a.Claim.Annotations = map[string]string{abi.AnnotationAppliedStorage: "100Gi"}
+		_, err := executor(c, nil).Execute(context.Background(), everything(), failed("10Gi"), &abi.Result{Actions: []abi.Action{a}})
+		require.ErrorIs(t, err, actions.ErrRefused)
+		require.ErrorContains(t, err, "the host's record")
+		require.Empty(t, c.writes())
+	})
+	t.Run("below an earlier apply's, on a claim without capacity", func(t *testing.T) {
 		c := &fakeCluster{}
 		rep, err := executor(c, nil).Execute(context.Background(), everything(), setRequest(), &abi.Result{Actions: []abi.Action{storage("4Gi"), storage("2Gi")}})
 		require.ErrorIs(t, err, actions.ErrRefused)
-		require.ErrorContains(t, err, "2Gi is lower than the claim's current request 4Gi")
-		require.ErrorContains(t, err, "an earlier action of this result raised it")
+		require.ErrorContains(t, err, "2Gi is lower than the claim's current request 4Gi and the claim has no status.capacity")
+		require.ErrorContains(t, err, "an earlier action of this result changed it")
 		require.Equal(t, []actions.Outcome{actions.Executed, actions.Refused}, outcomes(rep))
 		require.Len(t, c.writes(), 1)
 	})

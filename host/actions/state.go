@@ -25,10 +25,10 @@ type objectState struct {
 	// annotations and resources are then no longer known, so later applies
 	// on it are sent without a no-op check.
 	applied bool
-	// claimRequests is a claim's spec.resources.requests, as the input
-	// shows it and the applies of this Result raised it: a later apply may
-	// not lower it.
-	claimRequests map[string]string
+	// claimStorage is a claim's storage request, the host's record of it
+	// and its capacity, as the input shows them and the applies of this
+	// Result changed them: a later apply is held to the storage rule on it.
+	claimStorage claimStorage
 	// volumeDeleted is set once this Result deleted the object's backing
 	// volume through CSI.
 	volumeDeleted bool
@@ -51,7 +51,7 @@ func newObjectState(t Target) *objectState {
 			st.partition = *ru.Partition
 		}
 	case *abi.PersistentVolumeClaim:
-		st.claimRequests = o.Spec.Resources.Requests
+		st.claimStorage = claimStorageOf(o)
 	case *abi.VolumeClaimUpdate:
 		s := o.Status
 		st.status = &s

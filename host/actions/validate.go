@@ -96,7 +96,7 @@ func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 		if why := checkClaimApply(a.Claim); why != "" {
 			return why
 		}
-		return claimShrink(t.Object.(*abi.PersistentVolumeClaim).Spec.Resources.Requests, a.Claim)
+		return claimShrink(claimStorageOf(t.Object.(*abi.PersistentVolumeClaim)), a.Claim)
 	case abi.ActionSetPartition:
 		if t.Kind != abi.KindStatefulSet {
 			return "setPartition applies only to a StatefulSet"
@@ -187,6 +187,9 @@ func checkClaimApply(c *abi.ClaimApply) string {
 		}
 	}
 	for k := range c.Annotations {
+		if k == abi.AnnotationAppliedStorage {
+			return fmt.Sprintf("annotation %s is the host's record of the storage request it applied; a module may not set it (leave it out: the host writes it with every apply that carries storage)", k)
+		}
 		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
 			return fmt.Sprintf("annotation key %q: %s", k, strings.Join(errs, "; "))
 		}
@@ -202,32 +205,71 @@ func checkClaimApply(c *abi.ClaimApply) string {
 	return ""
 }
 
+// claimStorage is what the storage rule reads of a claim: its
+// spec.resources.requests.storage, the host's record of the request kubeplug
+// last applied (abi.AnnotationAppliedStorage), and status.capacity.storage.
+// Empty strings are unset.
+type claimStorage struct {
+	request, record, capacity string
+}
+
+func claimStorageOf(c *abi.PersistentVolumeClaim) claimStorage {
+	return claimStorage{
+		request:  c.Spec.Resources.Requests[storageResource],
+		record:   c.Metadata.Annotations[abi.AnnotationAppliedStorage],
+		capacity: c.Status.Capacity[storageResource],
+	}
+}
+
+// kubeplugSet reports whether the claim's request is the one kubeplug's
+// apply set: it equals the host's record, by value.
+func (s claimStorage) kubeplugSet() bool {
+	if s.record == "" || s.request == "" {
+		return false
+	}
+	rec, err1 := resource.ParseQuantity(s.record)
+	req, err2 := resource.ParseQuantity(s.request)
+	return err1 == nil && err2 == nil && rec.Cmp(req) == 0
+}
+
 // claimShrink refuses an apply whose storage request is lower than the
-// claim's current one, have (its spec.resources.requests), or "". kubeplug
-// never shrinks a claim's request: the API server accepts a lower request
-// only under RecoverVolumeExpansionFailure, where it cancels an expansion
-// in flight, a user's as well as ours, and a request below the volume's
-// size is never honoured anyway.
-func claimShrink(have map[string]string, c *abi.ClaimApply) string {
+// claim's current one, or "". kube-apiserver (RecoverVolumeExpansionFailure,
+// GA since 1.34) accepts a lower request only while it stays strictly above
+// status.capacity, and a lower request cancels the expansion in flight. So
+// kubeplug lowers only a request it set itself (the host's record says so:
+// lowering it recovers a failed expansion kubeplug asked for), and only
+// strictly above the capacity; a request someone else set, by hand or at
+// creation, is never lowered, as the user's expansion is the user's.
+func claimShrink(have claimStorage, c *abi.ClaimApply) string {
 	if c.Resources == nil {
 		return ""
 	}
 	ask, ok := c.Resources.Requests[storageResource]
-	if !ok {
-		return ""
-	}
-	cur, ok := have[storageResource]
-	if !ok {
+	if !ok || have.request == "" {
 		return ""
 	}
 	askQ, err1 := resource.ParseQuantity(ask)
-	curQ, err2 := resource.ParseQuantity(cur)
+	curQ, err2 := resource.ParseQuantity(have.request)
 	if err1 != nil || err2 != nil || askQ.Cmp(curQ) >= 0 {
 		return ""
 	}
-	return fmt.Sprintf("claim.resources.requests[storage] %s is lower than the claim's current request %s; kubeplug never shrinks a claim's request "+
-		"(a lower request could cancel a user's expansion under RecoverVolumeExpansionFailure): ask for %s or more, or leave storage out",
-		askQ.String(), curQ.String(), curQ.String())
+	if !have.kubeplugSet() {
+		return fmt.Sprintf("claim.resources.requests[storage] %s is lower than the claim's current request %s, which kubeplug did not set "+
+			"(it is not annotation %s): kubeplug never shrinks a claim's request set by hand or at creation (it would cancel that expansion); ask for %s or more, or leave storage out",
+			askQ.String(), curQ.String(), abi.AnnotationAppliedStorage, curQ.String())
+	}
+	capQ, err := resource.ParseQuantity(have.capacity)
+	if have.capacity == "" || err != nil {
+		return fmt.Sprintf("claim.resources.requests[storage] %s is lower than the claim's current request %s and the claim has no status.capacity: "+
+			"the API server accepts a lower request only above the capacity; ask for %s or more, or leave storage out",
+			askQ.String(), curQ.String(), curQ.String())
+	}
+	if askQ.Cmp(capQ) <= 0 {
+		return fmt.Sprintf("claim.resources.requests[storage] %s lowers the claim's request %s to or below its status.capacity %s, which the API server refuses; "+
+			"ask for more than %s (to recover a failed expansion), or leave storage out",
+			askQ.String(), curQ.String(), capQ.String(), capQ.String())
+	}
+	return ""
 }
 
 // storageResource is the resource name of a claim's size.

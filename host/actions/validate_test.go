@@ -78,7 +78,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"apply of nothing", everything(), setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{}}, "sets no field"},
 		{"apply of a bad quantity", everything(), setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "ten gigs"}}}}, `requests[storage] "ten gigs" is not a quantity`},
 		{"apply lowering the storage request", everything(), setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "1023Mi"}}}},
-			"claim.resources.requests[storage] 1023Mi is lower than the claim's current request 1Gi; kubeplug never shrinks a claim's request (a lower request could cancel a user's expansion under RecoverVolumeExpansionFailure)"},
+			"claim.resources.requests[storage] 1023Mi is lower than the claim's current request 1Gi, which kubeplug did not set (it is not annotation kubeplug.dev/applied-storage): kubeplug never shrinks a claim's request set by hand or at creation"},
 		{"apply lowering the storage request with a label", everything(), setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Labels: map[string]string{"tier": "gold"}, Resources: &abi.ResourceRequirements{Requests: map[string]string{"storage": "0"}}}},
 			"never shrinks"},
 		{"apply of a bad label", everything(), setRequest(), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef(0), Claim: &abi.ClaimApply{Labels: map[string]string{"app": "no spaces"}}}, `label "app" value`},

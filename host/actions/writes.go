@@ -108,9 +108,23 @@ func mergePatch(meta metaPatch, spec, status any, commit func(*objectState)) (*w
 // until some other field changes and an apply is sent.
 func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error) {
 	// Validate compared the request with the input's; an earlier apply of
-	// this Result may have raised it since.
-	if why := claimShrink(st.claimRequests, c); why != "" {
-		return nil, refusal(abi.Action{Type: abi.ActionApplyClaim}, t, why+" (an earlier action of this result raised it)")
+	// this Result may have changed it since.
+	if why := claimShrink(st.claimStorage, c); why != "" {
+		return nil, refusal(abi.Action{Type: abi.ActionApplyClaim}, t, why+" (an earlier action of this result changed it)")
+	}
+	// The host's record of the request it applies goes with every apply
+	// that carries one; the field manager owns it, so an apply without a
+	// request removes it, as it gives up the request too.
+	storage := ""
+	if c.Resources != nil && c.Resources.Requests[storageResource] != "" {
+		storage = canonicalQuantities(map[string]string{storageResource: c.Resources.Requests[storageResource]})[storageResource]
+		withRecord := *c
+		withRecord.Annotations = maps.Clone(c.Annotations)
+		if withRecord.Annotations == nil {
+			withRecord.Annotations = map[string]string{}
+		}
+		withRecord.Annotations[abi.AnnotationAppliedStorage] = storage
+		c = &withRecord
 	}
 	if !st.applied && claimHas(t.Object.(*abi.PersistentVolumeClaim), c) {
 		return nil, nil
@@ -157,12 +171,8 @@ func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error
 		kind: writePatch, patchType: types.ApplyPatchType, data: data,
 		commit: func(st *objectState) {
 			st.applied = true
-			if c.Resources != nil && c.Resources.Requests[storageResource] != "" {
-				st.claimRequests = maps.Clone(st.claimRequests)
-				if st.claimRequests == nil {
-					st.claimRequests = map[string]string{}
-				}
-				st.claimRequests[storageResource] = c.Resources.Requests[storageResource]
+			if storage != "" {
+				st.claimStorage.request, st.claimStorage.record = storage, storage
 			}
 		},
 		desc: "apply patch " + string(data),

@@ -217,7 +217,10 @@ func TestClaimSpecUpdateRules(t *testing.T) {
 		_, err := c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"4Gi"}}}}`), "kubeplug")
 		require.NoError(t, err)
 		_, err = c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`), "kubeplug")
-		require.NoError(t, err, "the API server accepts it: only kubeplug's executor refuses to lower a request")
+		require.NoError(t, err, "the API server accepts it; kubeplug's executor lowers only a request it set")
+		_, err = c.Patch(ctx, "PersistentVolumeClaim", "default", "a", types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`), "kubeplug")
+		require.True(t, apierrors.IsInvalid(err), "down to exactly the capacity: got %v", err)
+		require.ErrorContains(t, err, "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity")
 	})
 	t.Run("volumeName set cannot change", func(t *testing.T) {
 		c := newCluster(t, claim("a", bound, func(obj map[string]any) { obj["spec"].(map[string]any)["volumeName"] = "pv-1" }))

@@ -62,7 +62,7 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name:   "abi major 2",
 			wasm:   built("abi2"),
 			err:    runtime.ErrABIVersion,
-			reason: []string{"built for kubeplug ABI 2.0.0", "this host speaks 1.1.0", "rebuild it against abi v1"},
+			reason: []string{"built for kubeplug ABI 2.0.0", "this host speaks " + abi.Current.String(), "rebuild it against abi v1"},
 		},
 		{
 			name: "abi minor newer than the host's",
@@ -72,13 +72,13 @@ func TestLoadRefusesBadModules(t *testing.T) {
 				return g.Bytes()
 			},
 			err:    runtime.ErrABIVersion,
-			reason: []string{"built for kubeplug ABI 1.2.0", "upgrade the host"},
+			reason: []string{"built for kubeplug ABI " + abi.Version{Major: abi.VersionMajor, Minor: abi.VersionMinor + 1}.String(), "upgrade the host"},
 		},
 		{
 			name:   "two version markers",
 			wasm:   withFunc(wb.Func{Export: abi.Version{Major: 1, Minor: 0, Patch: 1}.ExportName()}),
 			err:    runtime.ErrABIVersion,
-			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_1, kubeplug_abi_version_1_1_0)"},
+			reason: []string{"exports 2 version markers (kubeplug_abi_version_1_0_1, " + abi.VersionExport + ")"},
 		},
 		{
 			name:   "no version marker",
@@ -199,7 +199,7 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			name:   "manifest abiVersion differs from the marker",
 			wasm:   manifest(func(m *abi.Manifest) { m.ABIVersion = "1.0.0" }),
 			err:    runtime.ErrManifest,
-			reason: []string{`abiVersion "1.0.0" differs from the version marker export kubeplug_abi_version_1_1_0`},
+			reason: []string{`abiVersion "1.0.0" differs from the version marker export ` + abi.VersionExport},
 		},
 		{
 			name:   "manifest with an unknown subject",

@@ -69,6 +69,7 @@ func ProjectStatefulSet(s *appsv1.StatefulSet) *abi.StatefulSet {
 	if s.Spec.RevisionHistoryLimit != nil {
 		spec.RevisionHistoryLimit = *s.Spec.RevisionHistoryLimit
 	}
+	spec.MinReadySeconds = s.Spec.MinReadySeconds
 
 	out.Status = abi.StatefulSetStatus{
 		ObservedGeneration: s.Status.ObservedGeneration,

@@ -147,6 +147,7 @@ func TestProjectStatefulSet(t *testing.T) {
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 			RevisionHistoryLimit: new(int32(5)),
+			MinReadySeconds:      30,
 		},
 		Status: appsv1.StatefulSetStatus{
 			ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 2, CurrentReplicas: 1, UpdatedReplicas: 2,
@@ -170,6 +171,7 @@ func TestProjectStatefulSet(t *testing.T) {
 			VolumeClaimTemplates:                 []abi.PersistentVolumeClaim{wantTemplate},
 			PersistentVolumeClaimRetentionPolicy: &abi.StatefulSetPersistentVolumeClaimPolicy{WhenDeleted: "Delete", WhenScaled: "Retain"},
 			RevisionHistoryLimit:                 5,
+			MinReadySeconds:                      30,
 		},
 		Status: abi.StatefulSetStatus{
 			ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 2, CurrentReplicas: 1, UpdatedReplicas: 2,

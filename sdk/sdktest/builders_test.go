@@ -3,6 +3,7 @@ package sdktest_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
@@ -124,5 +125,17 @@ func TestRequest(t *testing.T) {
 	}
 	if sdktest.Request(now).Now != "2025-03-01T12:00:00Z" || sdktest.Request(now.In(fixedZone)).Now != "2025-03-01T12:00:00Z" {
 		t.Error("now is not in UTC")
+	}
+}
+
+func TestMinReadySecondsAndReadySince(t *testing.T) {
+	set := sdktest.StatefulSet("web", 1, sdktest.MinReadySeconds(30))
+	if set.Spec.MinReadySeconds != 30 {
+		t.Errorf("minReadySeconds = %d, want 30", set.Spec.MinReadySeconds)
+	}
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.FixedZone("x", 3600))
+	pod := sdktest.Pod(set, 0, sdktest.ReadySince(at))
+	if len(pod.Status.Conditions) != 1 || pod.Status.Conditions[0] != (abi.Condition{Type: "Ready", Status: "True", LastTransitionTime: "2026-01-01T11:00:00Z"}) {
+		t.Errorf("conditions = %+v, want one Ready since 11:00 UTC", pod.Status.Conditions)
 	}
 }

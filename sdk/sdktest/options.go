@@ -159,6 +159,38 @@ func Phase(phase string) Option {
 	}
 }
 
+// MinReadySeconds sets a StatefulSet's spec.minReadySeconds.
+//
+//	sdktest.StatefulSet("web", 3, sdktest.MinReadySeconds(30))
+func MinReadySeconds(seconds int32) Option {
+	return func(o *object) {
+		if o.set == nil {
+			o.wrong("MinReadySeconds")
+		}
+		o.set.Spec.MinReadySeconds = seconds
+	}
+}
+
+// ReadySince sets a pod's Ready condition: True since at (its
+// lastTransitionTime), replacing any Ready condition the pod has.
+//
+//	sdktest.Pod(set, 0, sdktest.ReadySince(now.Add(-time.Minute)))
+func ReadySince(at time.Time) Option {
+	return func(o *object) {
+		if o.pod == nil {
+			o.wrong("ReadySince")
+		}
+		ready := abi.Condition{Type: "Ready", Status: "True", LastTransitionTime: at.UTC().Format(time.RFC3339)}
+		for i := range o.pod.Status.Conditions {
+			if o.pod.Status.Conditions[i].Type == "Ready" {
+				o.pod.Status.Conditions[i] = ready
+				return
+			}
+		}
+		o.pod.Status.Conditions = append(o.pod.Status.Conditions, ready)
+	}
+}
+
 // CSI makes a PersistentVolume a CSI volume of driver with handle.
 func CSI(driver, handle string) Option {
 	return func(o *object) {

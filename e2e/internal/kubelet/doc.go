@@ -10,7 +10,8 @@
 //   - sets a bound pod's status, through pods/status, to phase Running with
 //     its containers running and the conditions Initialized, ContainersReady
 //     and Ready True, so that OrderedReady StatefulSets and rolling updates
-//     make progress;
+//     make progress; HoldUnready reports a pod Running but not Ready (a
+//     failing readiness probe) until the test releases it;
 //   - completes a graceful deletion as a kubelet does once the containers have
 //     stopped: a pod with a deletionTimestamp is deleted again with
 //     gracePeriodSeconds 0 (and its UID as precondition). HoldTerminations

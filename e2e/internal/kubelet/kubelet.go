@@ -37,6 +37,8 @@ type Kubelet struct {
 	mu     sync.Mutex
 	served map[string]bool
 	held   map[string]int
+	// unready holds the keys of pods reported not Ready (HoldUnready).
+	unready map[string]int
 
 	cancel  context.CancelFunc
 	factory informers.SharedInformerFactory
@@ -65,6 +67,7 @@ func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, 
 		),
 		served:  map[string]bool{},
 		held:    map[string]int{},
+		unready: map[string]int{},
 		cancel:  cancel,
 		factory: informers.NewSharedInformerFactory(c, 0),
 	}
@@ -132,6 +135,35 @@ func (k *Kubelet) HoldTerminations(ns string) (release func()) {
 			k.enqueueNamespace(ns)
 		})
 	}
+}
+
+// HoldUnready reports pod ns/name Running but not Ready (Ready and
+// ContainersReady False), as a kubelet whose readiness probe fails would,
+// until release is called; then it is Ready again, with a new transition
+// time. Holds nest; release is idempotent.
+func (k *Kubelet) HoldUnready(ns, name string) (release func()) {
+	key := ns + "/" + name
+	k.mu.Lock()
+	k.unready[key]++
+	k.mu.Unlock()
+	k.queue.Add(key)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			k.mu.Lock()
+			if k.unready[key]--; k.unready[key] == 0 {
+				delete(k.unready, key)
+			}
+			k.mu.Unlock()
+			k.queue.Add(key)
+		})
+	}
+}
+
+func (k *Kubelet) holdsUnready(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.unready[key] > 0
 }
 
 func (k *Kubelet) serves(ns string) bool {
@@ -215,6 +247,10 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 			return nil
 		}
 		err = k.finishDeletion(ctx, pod)
+	case k.holdsUnready(key):
+		if pod.Status.Phase != corev1.PodRunning || RunningAndReady(pod) {
+			err = k.report(ctx, pod, false)
+		}
 	case !RunningAndReady(pod):
 		err = k.run(ctx, pod)
 	}
@@ -237,7 +273,10 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // run reports the pod's containers started and ready.
-func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error {
+func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error { return k.report(ctx, pod, true) }
+
+// report reports the pod's containers started, and ready or not.
+func (k *Kubelet) report(ctx context.Context, pod *corev1.Pod, ready bool) error {
 	p := pod.DeepCopy()
 	now := metav1.Now()
 	p.Status.Phase = corev1.PodRunning
@@ -251,13 +290,20 @@ func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error {
 			Name:    c.Name,
 			Image:   c.Image,
 			ImageID: c.Image,
-			Ready:   true,
+			Ready:   ready,
 			Started: &started,
 			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
-	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		setCondition(&p.Status, typ, now)
+	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized} {
+		setCondition(&p.Status, typ, corev1.ConditionTrue, now)
+	}
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	for _, typ := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
+		setCondition(&p.Status, typ, status, now)
 	}
 	if _, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("report pod %s/%s running: %w", p.Namespace, p.Name, err)
@@ -279,18 +325,18 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// setCondition makes condition typ True, keeping its transition time when it
-// already was.
-func setCondition(s *corev1.PodStatus, typ corev1.PodConditionType, now metav1.Time) {
+// setCondition sets condition typ to status, keeping its transition time
+// when it already had that status.
+func setCondition(s *corev1.PodStatus, typ corev1.PodConditionType, status corev1.ConditionStatus, now metav1.Time) {
 	for i := range s.Conditions {
 		if c := &s.Conditions[i]; c.Type == typ {
-			if c.Status != corev1.ConditionTrue {
-				c.Status, c.LastTransitionTime = corev1.ConditionTrue, now
+			if c.Status != status {
+				c.Status, c.LastTransitionTime = status, now
 			}
 			return
 		}
 	}
-	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: status, LastTransitionTime: now})
 }
 
 // RunningAndReady reports whether pod is in phase Running with a Ready

@@ -157,3 +157,50 @@ func TestKubelet(t *testing.T) {
 		t.Errorf("pod of a namespace it does not serve was changed: node %q, phase %s", o.Spec.NodeName, o.Status.Phase)
 	}
 }
+
+// TestHoldUnready: a held pod runs but is not Ready, a pod already Ready
+// turns not Ready, and on release it is Ready again with a new transition
+// time.
+func TestHoldUnready(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	k, err := kubelet.Start(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	k.Serve("test")
+	if _, err := c.CoreV1().Pods("test").Create(ctx, pod("test", "web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitRunning(t, c, k, "test", "web-0")
+	readySince := func(p *corev1.Pod) (corev1.ConditionStatus, metav1.Time) {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady {
+				return cond.Status, cond.LastTransitionTime
+			}
+		}
+		return "", metav1.Time{}
+	}
+	release := k.HoldUnready("test", "web-0")
+	var unreadyAt metav1.Time
+	eventually(t, "web-0 running, not Ready", func() (bool, error) {
+		p := get(t, c, "test", "web-0")
+		st, at := readySince(p)
+		unreadyAt = at
+		return p.Status.Phase == corev1.PodRunning && st == corev1.ConditionFalse, nil
+	})
+	if _, err := c.CoreV1().Pods("test").Create(ctx, pod("test", "web-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitRunning(t, c, k, "test", "web-1")
+	if p := get(t, c, "test", "web-0"); kubelet.RunningAndReady(p) {
+		t.Fatalf("held pod web-0 reported Ready: %+v", p.Status.Conditions)
+	}
+	release()
+	release() // idempotent
+	awaitRunning(t, c, k, "test", "web-0")
+	if _, at := readySince(get(t, c, "test", "web-0")); at.Before(&unreadyAt) {
+		t.Errorf("Ready since %v, before it turned not Ready at %v", at, unreadyAt)
+	}
+}

@@ -17,7 +17,7 @@ const storage = "storage"
 func compatible(c, t *abi.PersistentVolumeClaim) bool {
 	return immutableEqual(c, t) &&
 		superset(c.Metadata.Labels, t.Metadata.Labels) &&
-		superset(c.Metadata.Annotations, t.Metadata.Annotations) &&
+		superset(c.Metadata.Annotations, templateAnnotations(t)) &&
 		capacityReaches(c, t) &&
 		str(c.Status.CurrentVolumeAttributesClassName) == str(t.Spec.VolumeAttributesClassName)
 }
@@ -73,15 +73,24 @@ func updating(c *abi.PersistentVolumeClaim) bool {
 
 // failed reports an expansion or modification the resizer reports it cannot
 // do (KEP-4650: "If the PVC update fails, we should block the update
-// process").
+// process"). An expansion failure counts only while it is about the claim's
+// request: status.allocatedResources.storage is what the resizer tried, and
+// a request lowered below it since (KEP-4650: "decrease the size can help
+// recover from a failed expansion") is a new attempt, in flight.
 func failed(c *abi.PersistentVolumeClaim) bool {
 	switch c.Status.AllocatedResourceStatuses[storage] {
 	case "ControllerResizeInfeasible", "NodeResizeInfeasible":
-		return true
+		if !recovering(c) {
+			return true
+		}
 	}
 	for _, cond := range c.Status.Conditions {
 		switch cond.Type {
-		case "ControllerResizeError", "NodeResizeError", "ModifyVolumeError":
+		case "ControllerResizeError", "NodeResizeError":
+			if cond.Status == "True" && !recovering(c) {
+				return true
+			}
+		case "ModifyVolumeError":
 			if cond.Status == "True" {
 				return true
 			}
@@ -90,8 +99,25 @@ func failed(c *abi.PersistentVolumeClaim) bool {
 	return false
 }
 
+// recovering reports a request lowered below the size the resizer last
+// tried (status.allocatedResources.storage): the failure it reports is
+// about that size, not this request.
+func recovering(c *abi.PersistentVolumeClaim) bool {
+	tried, ok := c.Status.AllocatedResources[storage]
+	return ok && quantity(c.Spec.Resources.Requests[storage]).Cmp(quantity(tried)) < 0
+}
+
+// specReaches reports whether the claim's spec asks for at least t's
+// storage and t's VolumeAttributesClass: once the volume has what the spec
+// asks, the claim is compatible.
+func specReaches(c, t *abi.PersistentVolumeClaim) bool {
+	return quantity(c.Spec.Resources.Requests[storage]).Cmp(quantity(t.Spec.Resources.Requests[storage])) >= 0 &&
+		str(c.Spec.VolumeAttributesClassName) == str(t.Spec.VolumeAttributesClassName) &&
+		superset(c.Metadata.Labels, t.Metadata.Labels) && superset(c.Metadata.Annotations, templateAnnotations(t))
+}
+
 // overSized reports a claim whose volume is larger than the template asks:
-// KEP-4650 counts them, since storage is never lowered.
+// KEP-4650 counts them, since a volume cannot shrink.
 func overSized(c, t *abi.PersistentVolumeClaim) bool {
 	capacity, ok := c.Status.Capacity[storage]
 	return ok && quantity(capacity).Cmp(quantity(t.Spec.Resources.Requests[storage])) > 0
@@ -102,21 +128,65 @@ func capacityReaches(c, t *abi.PersistentVolumeClaim) bool {
 	return ok && quantity(capacity).Cmp(quantity(t.Spec.Resources.Requests[storage])) >= 0
 }
 
-// wantStorage is the storage an in-place update asks for: the largest of the
-// template's request, the claim's request and its capacity. KEP-4650 says
-// not to perform an update the API server rejects (lowering below the
-// status); upstream review found max(template, status) would also revert a
-// user's manual expansion still in flight, so the claim's own request counts
-// too. grow is true when it is more than the claim asks for now.
-func wantStorage(c, t *abi.PersistentVolumeClaim) (want string, grow bool) {
+// wantStorage is the storage an in-place update asks for, and whether that
+// grows or lowers the claim's request. KEP-4650: "Do not perform the update
+// that will be rejected by API server, such as decreasing the storage size
+// below its current status. Note that decrease the size can help recover
+// from a failed expansion". kube-apiserver (RecoverVolumeExpansionFailure,
+// GA since 1.34) accepts a lower request only while it stays strictly above
+// status.capacity. So the request is the template's, but:
+//   - never below the capacity (the volume has it; asking less is refused);
+//   - never below a request someone else set (by hand, or at creation):
+//     lowering it would cancel a user's expansion, which upstream review of
+//     the KEP called out. Only a request kubeplug set itself (the host's
+//     record, abi.AnnotationAppliedStorage, equals it) may be lowered;
+//   - a lowering that would reach the capacity keeps the request as it is.
+func wantStorage(c, t *abi.PersistentVolumeClaim) (want string, grow, lower bool) {
 	spec := c.Spec.Resources.Requests[storage]
-	want = spec
-	for _, s := range []string{t.Spec.Resources.Requests[storage], c.Status.Capacity[storage]} {
+	want = t.Spec.Resources.Requests[storage]
+	floors := []string{c.Status.Capacity[storage]}
+	if !kubeplugSet(c) {
+		floors = append(floors, spec)
+	}
+	for _, s := range floors {
 		if s != "" && quantity(s).Cmp(quantity(want)) > 0 {
 			want = s
 		}
 	}
-	return want, want != spec && quantity(want).Cmp(quantity(spec)) > 0
+	if want == "" {
+		return spec, false, false
+	}
+	switch cmp := quantity(want).Cmp(quantity(spec)); {
+	case spec == "" || cmp > 0:
+		return want, true, false
+	case cmp < 0 && quantity(want).Cmp(quantity(c.Status.Capacity[storage])) > 0:
+		return want, false, true
+	}
+	return spec, false, false
+}
+
+// kubeplugSet reports whether the claim's storage request is the one
+// kubeplug applied: the host records each request it applies in
+// abi.AnnotationAppliedStorage, and a request anyone changed since differs.
+func kubeplugSet(c *abi.PersistentVolumeClaim) bool {
+	rec, ok := c.Metadata.Annotations[abi.AnnotationAppliedStorage]
+	spec := c.Spec.Resources.Requests[storage]
+	return ok && spec != "" && quantity(rec).Cmp(quantity(spec)) == 0
+}
+
+// templateAnnotations is t's annotations without the host's record, which
+// only the host writes.
+func templateAnnotations(t *abi.PersistentVolumeClaim) map[string]string {
+	if _, ok := t.Metadata.Annotations[abi.AnnotationAppliedStorage]; !ok {
+		return t.Metadata.Annotations
+	}
+	out := make(map[string]string, len(t.Metadata.Annotations))
+	for k, v := range t.Metadata.Annotations {
+		if k != abi.AnnotationAppliedStorage {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // expansionAllowed reports whether the claim's StorageClass allows volume

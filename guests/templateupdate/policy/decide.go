@@ -1,17 +1,21 @@
 package policy
 
 import (
+	"time"
+
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
 )
 
 // decide is one reconcile: walk the replicas, work out the LockStep hold and
 // the status, and return only what changes something, so that a steady state
-// returns no action at all.
-func decide(req *sdk.Request) []abi.Action {
+// returns no action at all. requeue is when a replica waited for will have
+// been ready for minReadySeconds (0: no such wait): nothing in the cluster
+// changes then, so only the clock brings the next reconcile.
+func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
 	p := newPlan(req)
 	if p == nil {
-		return nil
+		return nil, 0
 	}
 	r := p.walk()
 	var held *int32
@@ -21,10 +25,10 @@ func decide(req *sdk.Request) []abi.Action {
 	status := p.status(r, held)
 	writeStatus := !statusEqual(&status, &p.vcu.Status)
 
-	actions := p.partitionActions(status, writeStatus)
+	actions = p.partitionActions(status, writeStatus)
 	actions = append(actions, r.actions...)
 	actions = append(actions, p.warnings(r)...)
-	return actions
+	return actions, r.requeue
 }
 
 // warnings are the Warning events on the VolumeClaimUpdate, each recorded

@@ -186,6 +186,11 @@ func applyTo(c *abi.PersistentVolumeClaim, a *abi.ClaimApply) {
 	}
 	if a.Resources != nil {
 		c.Spec.Resources.Requests = map[string]string{"storage": a.Resources.Requests["storage"]}
+		// The host records the request it applies.
+		if c.Metadata.Annotations == nil {
+			c.Metadata.Annotations = map[string]string{}
+		}
+		c.Metadata.Annotations[abi.AnnotationAppliedStorage] = a.Resources.Requests["storage"]
 	}
 	if a.VolumeAttributesClassName != nil {
 		c.Spec.VolumeAttributesClassName = ptr(*a.VolumeAttributesClassName)
@@ -196,7 +201,12 @@ func applyTo(c *abi.PersistentVolumeClaim, a *abi.ClaimApply) {
 // each claim's spec asks for.
 func (c *cluster) resize() {
 	for _, x := range c.claims {
+		if r, ok := x.Status.AllocatedResources["storage"]; ok && r == x.Spec.Resources.Requests["storage"] && failed(x) {
+			continue // infeasible until the request changes
+		}
 		x.Status.Capacity = map[string]string{"storage": x.Spec.Resources.Requests["storage"]}
+		x.Status.AllocatedResources = map[string]string{"storage": x.Spec.Resources.Requests["storage"]}
+		x.Status.AllocatedResourceStatuses, x.Status.Conditions = nil, nil
 		if x.Spec.VolumeAttributesClassName != nil {
 			x.Status.CurrentVolumeAttributesClassName = ptr(*x.Spec.VolumeAttributesClassName)
 		}
@@ -263,4 +273,13 @@ func (c *cluster) settle(t *testing.T, h *sdktest.Harness) {
 		}
 	}
 	t.Fatal("no steady state after 10 rounds")
+}
+
+// failExpansion does what external-resizer does when the expansion of the
+// claim's request is infeasible.
+func (c *cluster) failExpansion(name string) {
+	x := c.claim(name)
+	x.Status.AllocatedResources = map[string]string{"storage": x.Spec.Resources.Requests["storage"]}
+	x.Status.AllocatedResourceStatuses = map[string]string{"storage": "ControllerResizeInfeasible"}
+	x.Status.Conditions = []abi.Condition{{Type: "ControllerResizeError", Status: "True"}}
 }

@@ -30,11 +30,19 @@ func noExpansionBlockage(c *abi.PersistentVolumeClaim) *blockage {
 
 func immutableBlockage(c, t *abi.PersistentVolumeClaim, pod string) *blockage {
 	what := immutableDiff(c, t)
-	if c.Metadata.DeletionTimestamp != "" {
-		what = "nothing it can change while being deleted"
-	}
 	return &blockage{ReasonImmutableFieldChanged, "claim " + c.Metadata.Name + " differs from template " + t.Metadata.Name + " in " + what +
 		", which cannot change in place: delete claim " + c.Metadata.Name + " and pod " + pod + " so they are recreated with the new template"}
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func onDeleteBlockage(c, t *abi.PersistentVolumeClaim, pod string) *blockage {
+	return &blockage{ReasonClaimNeedsRecreation, "claim " + c.Metadata.Name + " is not compatible with template " + t.Metadata.Name +
+		" and volumeClaimUpdateStrategy is OnDelete, so it is not updated in place; LockStep holds pod " + pod +
+		" until it is: delete claim " + c.Metadata.Name + " and pod " + pod + " so they are recreated with the new template, or update the claim by hand"}
+}
+
+func deletingBlockage(reason string, c *abi.PersistentVolumeClaim, pod string) *blockage {
+	return &blockage{reason, "claim " + c.Metadata.Name + " is being deleted and waits for pod " + pod +
+		", which uses it: delete pod " + pod + " so that both are recreated with the new template"}
+}

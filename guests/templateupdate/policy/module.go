@@ -13,11 +13,14 @@ const (
 	ReasonStorageClassDoesNotAllowExpansion = "StorageClassDoesNotAllowExpansion"
 	ReasonImmutableFieldChanged             = "ImmutableFieldChanged"
 	ReasonClaimUpdateFailed                 = "ClaimUpdateFailed"
+	ReasonClaimNeedsRecreation              = "ClaimNeedsRecreation"
 	ReasonUnknownTemplate                   = "UnknownTemplate"
 
 	ReasonComplete                  = "Complete"
 	ReasonClaimsUpdating            = "ClaimsUpdating"
 	ReasonWaitingForPodRollout      = "WaitingForPodRollout"
+	ReasonWaitingForReplicaReady    = "WaitingForReplicaReady"
+	ReasonClaimsRecreating          = "ClaimsRecreating"
 	ReasonWaitingForPodDeletion     = "WaitingForPodDeletion"
 	ReasonWaitingForClaimRecreation = "WaitingForClaimRecreation"
 	ReasonBlocked                   = "Blocked"
@@ -78,7 +81,8 @@ func reconcile(req *sdk.Request) (sdk.Result, error) {
 	if err := req.Config(&none); err != nil {
 		return sdk.Result{}, err
 	}
-	return sdk.Result{Actions: decide(req)}, nil
+	actions, requeue := decide(req)
+	return sdk.Result{Actions: actions, RequeueAfter: requeue}, nil
 }
 
 func admit(req *abi.AdmitRequest) (sdk.Admission, error) {

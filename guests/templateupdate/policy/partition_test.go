@@ -126,7 +126,8 @@ func TestPartitionSteps(t *testing.T) {
 		if len(o.partitions) != 1 || o.partitions[0] != 3 || len(o.applies) != 0 {
 			t.Fatalf("actions %s", describe(o.actions))
 		}
-		c.wantCondition(t, ConditionProgressing, "False", ReasonWaitingForClaimRecreation)
+		c.wantCondition(t, ConditionProgressing, "Unknown", ReasonBlocked)
+		c.wantCondition(t, ConditionBlocked, "True", ReasonClaimNeedsRecreation)
 		c.steady(t, h)
 	})
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
 )
@@ -114,18 +116,63 @@ func (p *plan) allCompatibleFrom(from int) bool {
 // podName is the pod of the replica at index.
 func (p *plan) podName(index int) string { return sdk.PodName(p.set.Metadata.Name, p.start+index) }
 
-// podRolled reports whether the replica's pod runs the set's update revision
-// and is Ready: LockStep moves on only then (KEP-4650 "When to update PVCs"
-// 2: a replica is ready when its pod is ready and no volume is updating).
+// podRolled reports whether the replica's pod exists, is not terminating
+// and runs the set's update revision: LockStep moves on only then (and once
+// the replica is ready, see podAvailable).
 func (p *plan) podRolled(index int) bool {
 	pod := p.req.Pod(p.start + index)
 	if pod == nil || pod.Metadata.DeletionTimestamp != "" {
 		return false
 	}
-	if rev := p.set.Status.UpdateRevision; rev != "" && pod.Metadata.Labels["controller-revision-hash"] != rev {
-		return false
+	rev := p.set.Status.UpdateRevision
+	return rev == "" || pod.Metadata.Labels["controller-revision-hash"] == rev
+}
+
+// podAvailable reports whether the replica's pod exists, is not terminating
+// and has been Ready for the set's minReadySeconds (KEP-4650 "When to update
+// PVCs" 2). It decides as kube-controller-manager does for availability:
+// with minReadySeconds 0 Ready is enough, otherwise the Ready condition's
+// lastTransitionTime plus minReadySeconds must be before now (the host's
+// clock in the request, so the decision is a function of the input); a
+// Ready condition without a time is not available yet. left is how long
+// until it is, 0 when that cannot be known (not Ready: a change of the pod
+// brings the next reconcile).
+func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
+	pod := p.req.Pod(p.start + index)
+	if pod == nil || pod.Metadata.DeletionTimestamp != "" {
+		return false, 0
 	}
-	return podReady(pod)
+	ready := readyCondition(pod)
+	if ready == nil || ready.Status != "True" {
+		return false, 0
+	}
+	minReady := time.Duration(p.set.Spec.MinReadySeconds) * time.Second
+	if minReady <= 0 {
+		return true, 0
+	}
+	since, err := time.Parse(time.RFC3339, ready.LastTransitionTime)
+	if err != nil {
+		return false, 0
+	}
+	now := p.req.Now()
+	if since.Add(minReady).Before(now) {
+		return true, 0
+	}
+	// A transition time in the future (a skewed clock) waits no longer
+	// than minReadySeconds from now.
+	left = min(since.Add(minReady).Sub(now), minReady) + time.Millisecond
+	return false, left
+}
+
+// claimsUpdating reports whether a claim of the replica at index has an
+// in-place update in flight: such a replica is not ready.
+func (p *plan) claimsUpdating(index int) bool {
+	for _, t := range p.templates {
+		if c := p.claim(index, t); c != nil && updating(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // podGone reports whether the replica's pod is absent or terminating: under
@@ -136,11 +183,11 @@ func (p *plan) podGone(index int) bool {
 	return pod == nil || pod.Metadata.DeletionTimestamp != ""
 }
 
-func podReady(pod *abi.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == "Ready" {
-			return c.Status == "True"
+func readyCondition(pod *abi.Pod) *abi.Condition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == "Ready" {
+			return &pod.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }

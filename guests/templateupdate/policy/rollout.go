@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
 )
@@ -17,9 +19,17 @@ type rollout struct {
 	actions  []abi.Action
 	blocked  *blockage
 	inFlight bool // an in-place update is in flight or was just applied
-	// waitPod is the replica whose pod LockStep waits for, -1 for none.
-	waitPod      int
+	// waitPod is the replica the walk waits for, -1 for none: its pod
+	// must roll (LockStep) or the replica be ready (waitReady).
+	waitPod   int
+	waitReady bool
+	// recreating: a claim is being deleted while its pod is gone too, so
+	// the StatefulSet controller recreates both from the template.
+	recreating   bool
 	waitDeletion bool // pod OnDelete: a replica waits for its pod's deletion
+	// requeue is when the replica waited for has been ready for
+	// minReadySeconds; 0 for no such wait.
+	requeue time.Duration
 }
 
 // assessment is one replica's claims, sorted by what they need.
@@ -28,19 +38,22 @@ type assessment struct {
 	noExpansion *abi.PersistentVolumeClaim // must grow; its class forbids it
 	immutable   *abi.PersistentVolumeClaim // only recreation makes it compatible
 	immutableT  *abi.PersistentVolumeClaim
-	applies     []abi.Action // applyClaim and ClaimUpdating event pairs
-	inFlight    bool
+	// applies are applyClaim and ClaimUpdating event pairs: what can be
+	// applied, even to a claim that is also failed or cannot grow (KEP-4650:
+	// "update the PVC in-place to the extent possible").
+	applies  []abi.Action
+	inFlight bool
 }
 
 // walk updates claims in place in rollout order (KEP-4650 "When to update
-// PVCs"); only InPlace updates in place at all.
+// PVCs"); only InPlace updates in place at all, and LockStep under
+// volumeClaimUpdateStrategy OnDelete waits for the user at each replica.
 func (p *plan) walk() rollout {
 	r := rollout{waitPod: -1}
 	switch {
-	case !p.inPlace:
-	case p.rolling:
+	case p.rolling && (p.inPlace || p.lockStep):
 		p.walkRolling(&r)
-	default:
+	case p.inPlace:
 		p.walkOnDelete(&r)
 	}
 	return r
@@ -48,31 +61,89 @@ func (p *plan) walk() rollout {
 
 // walkRolling goes from the highest index down to the user's partition, one
 // replica at a time, as a RollingUpdate rolls pods: indexes below the
-// partition keep their claims as they keep their pods.
+// partition keep their claims as they keep their pods. KEP-4650: "A replica
+// is considered ready if the Pod is ready and all its volumes are not being
+// updated in-place. Wait for a replica to be ready for at least
+// minReadySeconds before proceeding to the next replica", under either sync
+// strategy; LockStep also waits for the pod to run the update revision.
 func (p *plan) walkRolling(r *rollout) {
-	for i := p.replicas - 1; i >= int(p.user); i-- {
-		if p.replicaCompatible(i) {
-			if p.lockStep && !p.podRolled(i) {
-				r.waitPod = i
+	// The walk waits for a replica only while a replica after it in the
+	// walk still has a claim to update: with none, the update is done.
+	last := -1
+	for i := int(p.user); i < p.replicas; i++ {
+		if !p.replicaCompatible(i) {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return
+	}
+	for i := p.replicas - 1; i >= int(p.user) && i >= last; i-- {
+		if !p.replicaCompatible(i) {
+			a := p.assess(i)
+			if b := a.blockage(); b != nil {
+				// What can be applied still is; the rest waits for the user.
+				r.actions = append(r.actions, a.applies...)
+				r.blocked = b
 				return
 			}
-			continue
+			if a.immutable != nil && p.lockStep {
+				p.needsUser(r, i, a.immutable, a.immutableT)
+				return
+			}
+			if len(a.applies) > 0 || a.inFlight {
+				r.actions = append(r.actions, a.applies...)
+				r.inFlight = true
+				return
+			}
+			// Async leaves a claim only recreation fixes, as OnDelete would,
+			// and still waits for the replica to be ready.
 		}
-		a := p.assess(i)
-		if r.blocked = a.blockage(); r.blocked != nil {
+		if i > last && !p.replicaReady(r, i) {
 			return
 		}
-		switch {
-		case a.immutable != nil && p.lockStep:
-			r.blocked = immutableBlockage(a.immutable, a.immutableT, p.podName(i))
-			return
-		case len(a.applies) > 0 || a.inFlight:
-			r.actions = append(r.actions, a.applies...)
-			r.inFlight = true
-			return
-		}
-		// Async leaves a claim only recreation fixes, as OnDelete would.
 	}
+}
+
+// needsUser is LockStep at a replica whose claim the module does not update
+// in place: KEP-4650 "wait for the user to delete/update the old PVC
+// manually". A claim being deleted while its pod is gone or going is being
+// recreated; otherwise the user must act, and Blocked says what to do.
+func (p *plan) needsUser(r *rollout, index int, c, t *abi.PersistentVolumeClaim) {
+	if c.Metadata.DeletionTimestamp != "" {
+		if p.podGone(index) {
+			r.recreating = true
+			return
+		}
+		reason := ReasonImmutableFieldChanged
+		if !p.inPlace {
+			reason = ReasonClaimNeedsRecreation
+		}
+		r.blocked = deletingBlockage(reason, c, p.podName(index))
+		return
+	}
+	if inPlaceable(c, t) {
+		r.blocked = onDeleteBlockage(c, t, p.podName(index))
+		return
+	}
+	r.blocked = immutableBlockage(c, t, p.podName(index))
+}
+
+// replicaReady reports whether the walk may go past the replica at index,
+// and otherwise records the wait on r: its pod Ready (and at the update
+// revision under LockStep) for minReadySeconds, and no claim of it updating.
+func (p *plan) replicaReady(r *rollout, index int) bool {
+	if p.lockStep && !p.podRolled(index) {
+		r.waitPod = index
+		return false
+	}
+	ready, left := p.podAvailable(index)
+	if ready && !p.claimsUpdating(index) {
+		return true
+	}
+	r.waitPod, r.waitReady, r.requeue = index, true, left
+	return false
 }
 
 // walkOnDelete updates the claims of replicas whose pod is absent or
@@ -97,7 +168,9 @@ func (p *plan) walkOnDelete(r *rollout) {
 			}
 			continue
 		}
-		if r.blocked = a.blockage(); r.blocked != nil {
+		if b := a.blockage(); b != nil {
+			r.actions = append(r.actions, a.applies...)
+			r.blocked = b
 			return
 		}
 		if len(a.applies) > 0 || a.inFlight {
@@ -120,7 +193,8 @@ func (a *assessment) blockage() *blockage {
 	return nil
 }
 
-// assess sorts the replica's incompatible claims by what they need.
+// assess sorts the replica's incompatible claims by what they need. Under
+// volumeClaimUpdateStrategy OnDelete every one of them waits for the user.
 func (p *plan) assess(index int) assessment {
 	var a assessment
 	for j, t := range p.templates {
@@ -129,13 +203,13 @@ func (p *plan) assess(index int) assessment {
 		}
 		c := p.claim(index, t)
 		switch {
-		case !inPlaceable(c, t):
+		case !p.inPlace && inPlaceable(c, t) && (c.Status.Phase != "Bound" || updating(c) && specReaches(c, t)):
+			// A claim made from the template (being bound or grown) needs
+			// nobody: it becomes compatible on its own.
+			a.inFlight = true
+		case !p.inPlace || !inPlaceable(c, t):
 			if a.immutable == nil {
 				a.immutable, a.immutableT = c, t
-			}
-		case failed(c):
-			if a.failed == nil {
-				a.failed = c
 			}
 		case c.Status.Phase != "Bound":
 			// The API server refuses any change to an unbound claim's
@@ -148,15 +222,26 @@ func (p *plan) assess(index int) assessment {
 	return a
 }
 
-// assessInPlace adds what an in-placeable claim needs: an apply, nothing
-// while an update is in flight, or a block when it must grow and cannot.
+// assessInPlace adds what an in-placeable claim needs: the apply of what can
+// be applied, and a block when the rest cannot (a failed update, a growth
+// the class refuses), or nothing while an update is in flight.
 func (p *plan) assessInPlace(a *assessment, c, t *abi.PersistentVolumeClaim) {
-	apply, changes, grow := applyFor(c, t)
-	if grow && !expansionAllowed(p.req, c) {
+	apply, changes, grow, lower := applyFor(c, t)
+	noExpansion := grow && !expansionAllowed(p.req, c)
+	if noExpansion {
+		// Labels, annotations and the class can still be applied; the
+		// size the API server would refuse is left out, and reported.
+		apply, changes, _, _ = applyWithout(c, t)
 		if a.noExpansion == nil {
 			a.noExpansion = c
 		}
-		return
+	}
+	if failed(c) && !lower {
+		// Lowering the request recovers a failed expansion; anything else
+		// waits for the user, after what can be applied.
+		if a.failed == nil {
+			a.failed = c
+		}
 	}
 	if len(changes) > 0 {
 		a.applies = append(a.applies,
@@ -177,30 +262,47 @@ func (p *plan) assessInPlace(a *assessment, c, t *abi.PersistentVolumeClaim) {
 // a field its manager applied before and now omits, and a claim refuses to
 // lose its storage request or its class, so a second apply that left out
 // an unchanged size or class would fail for good.
-func applyFor(c, t *abi.PersistentVolumeClaim) (apply abi.ClaimApply, changes []string, grow bool) {
+func applyFor(c, t *abi.PersistentVolumeClaim) (apply abi.ClaimApply, changes []string, grow, lower bool) {
+	want, grow, lower := wantStorage(c, t)
+	apply, changes = buildApply(c, t, want)
+	return apply, changes, grow, lower
+}
+
+// applyWithout is applyFor keeping the claim's storage request as it is.
+func applyWithout(c, t *abi.PersistentVolumeClaim) (apply abi.ClaimApply, changes []string, grow, lower bool) {
+	apply, changes = buildApply(c, t, c.Spec.Resources.Requests[storage])
+	return apply, changes, false, false
+}
+
+func buildApply(c, t *abi.PersistentVolumeClaim, want string) (apply abi.ClaimApply, changes []string) {
+	annotations := templateAnnotations(t)
 	if !superset(c.Metadata.Labels, t.Metadata.Labels) {
 		changes = append(changes, "labels")
 	}
-	if !superset(c.Metadata.Annotations, t.Metadata.Annotations) {
+	if !superset(c.Metadata.Annotations, annotations) {
 		changes = append(changes, "annotations")
 	}
-	want, grow := wantStorage(c, t)
-	if grow {
-		changes = append(changes, "storage "+c.Spec.Resources.Requests[storage]+" to "+want)
+	spec := c.Spec.Resources.Requests[storage]
+	if want != "" && (spec == "" || quantity(want).Cmp(quantity(spec)) != 0) {
+		what := "storage " + spec + " to " + want
+		if spec != "" && quantity(want).Cmp(quantity(spec)) < 0 {
+			what += " (lowering the request recovers the failed or unfinished expansion to " + spec + ")"
+		}
+		changes = append(changes, what)
 	}
 	vac := str(t.Spec.VolumeAttributesClassName)
 	if vac != "" && vac != str(c.Spec.VolumeAttributesClassName) {
 		changes = append(changes, "volumeAttributesClassName to "+vac)
 	}
 	if len(changes) == 0 {
-		return apply, nil, false
+		return apply, nil
 	}
-	apply.Labels, apply.Annotations = t.Metadata.Labels, t.Metadata.Annotations
+	apply.Labels, apply.Annotations = t.Metadata.Labels, annotations
 	if want != "" {
 		apply.Resources = &abi.ResourceRequirements{Requests: map[string]string{storage: want}}
 	}
 	if vac != "" {
 		apply.VolumeAttributesClassName = &vac
 	}
-	return apply, changes, grow
+	return apply, changes
 }

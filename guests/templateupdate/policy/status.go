@@ -78,10 +78,20 @@ func (p *plan) conditions(r rollout) (progressing, blocked abi.Condition) {
 	}
 	switch {
 	case r.blocked != nil:
+		// Neither done nor moving: Unknown, as a paused Deployment's
+		// Progressing is, so that waiting for Progressing=False (the end of
+		// the update) does not return while the update needs the user.
 		blocked.Status, blocked.Reason, blocked.Message = "True", r.blocked.reason, r.blocked.message
-		progressing.Status, progressing.Reason, progressing.Message = "False", ReasonBlocked, "blocked: "+r.blocked.message
+		progressing.Status, progressing.Reason, progressing.Message = "Unknown", ReasonBlocked, "blocked until the user acts: "+r.blocked.message
 	case r.inFlight:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsUpdating, "claims are being updated in place"+note
+	case r.recreating:
+		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsRecreating,
+			"a claim and its pod are being deleted; the StatefulSet controller recreates them from the template"
+	case r.waitPod >= 0 && r.waitReady:
+		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonWaitingForReplicaReady,
+			"waiting for replica "+p.podName(r.waitPod)+" to be ready (pod Ready for minReadySeconds "+itoa(p.set.Spec.MinReadySeconds)+
+				", no claim updating) before the next replica's claims"
 	case r.waitPod >= 0:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonWaitingForPodRollout,
 			"waiting for pod "+p.podName(r.waitPod)+" to run the set's update revision and be Ready before the next replica's claims"

@@ -68,7 +68,7 @@ func TestBlocked(t *testing.T) {
 				t.Errorf("events %v, want one %s", o.reasons(), tc.reason)
 			}
 			c.wantCondition(t, ConditionBlocked, "True", tc.reason)
-			c.wantCondition(t, ConditionProgressing, "False", ReasonBlocked)
+			c.wantCondition(t, ConditionProgressing, "Unknown", ReasonBlocked)
 			if *c.vcu.Status.HeldPartition != 3 {
 				t.Errorf("hold %v, want 3", c.vcu.Status.HeldPartition)
 			}

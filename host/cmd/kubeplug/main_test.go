@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/abi"
 )
 
 // testDir holds the compiled test modules and the compilation cache shared
@@ -94,7 +96,7 @@ func TestVersion(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3)
 	require.Regexp(t, `^kubeplug \S+$`, lines[0])
-	require.Equal(t, "ABI 1.1.0", lines[1])
+	require.Equal(t, "ABI "+abi.Current.String(), lines[1])
 	require.Regexp(t, `^Go go1\.`, lines[2])
 }
 
