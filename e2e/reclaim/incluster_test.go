@@ -30,7 +30,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
-// The service account deploy/rbac.yaml creates and binds.
+// The service account deploy/base creates and binds.
 const (
 	saNamespace = "kubeplug-system"
 	saName      = "kubeplug"
@@ -38,7 +38,7 @@ const (
 
 // TestInClusterWithDeployRBAC runs the host as deploy/ runs it in a
 // cluster: as the service account kubeplug-system/kubeplug, with nothing but
-// what deploy/rbac.yaml grants it on an API server that authorizes with
+// what deploy/base/rbac.yaml grants it on an API server that authorizes with
 // RBAC, through client-go's in-cluster configuration (no kubeconfig), with
 // leader election on, and with the modules deploy/ names: retention,
 // reclaim and warnretain. Each write the modules make is of a kind the
@@ -49,7 +49,9 @@ const (
 func TestInClusterWithDeployRBAC(t *testing.T) {
 	ctx := context.Background()
 	c := cp.Client()
-	apply(t, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+		apply(t, filepath.Join(testenv.Root(), "deploy", "base", f))
+	}
 	// With the VolumeClaimUpdate CRD served the host watches
 	// volumeclaimupdates too: the rules must cover that informer.
 	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
@@ -139,10 +141,10 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 		t.Fatal("the host counted no API requests: the check below would prove nothing")
 	}
 	if n := m.Sum("kubeplug_api_requests_total", "code", "403"); n != 0 {
-		t.Errorf("the API server forbade %v of the host's requests: deploy/rbac.yaml lacks a rule", n)
+		t.Errorf("the API server forbade %v of the host's requests: deploy/base/rbac.yaml lacks a rule", n)
 	}
 	if strings.Contains(strings.ToLower(h.Log()), "forbidden") {
-		t.Errorf("the host's log reports a forbidden request: deploy/rbac.yaml lacks a rule\n%s", h.Log())
+		t.Errorf("the host's log reports a forbidden request: deploy/base/rbac.yaml lacks a rule\n%s", h.Log())
 	}
 }
 
