@@ -27,12 +27,18 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse \
 	host:./casetest:FuzzParse
 
-.PHONY: cluster bench-scale all build guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: cluster bench-scale all build image guests test test-unit test-guests test-cases test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
 build:
 	cd host && $(GO) build -o $(KUBEPLUG) ./cmd/kubeplug
+
+# The host's container image, without a container daemon: build/image/oci
+# (an OCI layout), build/image/kubeplug.tar (docker load) and its digest. The
+# same commit gives the same digest (SOURCE_DATE_EPOCH: the commit's time).
+image: guests
+	cd host && $(GO) run ./cmd/kubeplug-image -out $(BUILD)/image -modules $(GUESTDIR)
 
 guests: $(GUESTS) $(AS_GUESTS)
 
@@ -110,9 +116,9 @@ run-fuzz:
 # The first build of the control plane takes 8-10 minutes on 2 cores.
 # e2e/hostile runs alone, after the rest: its corpus keeps both cores busy
 # on purpose, which would starve the timing of the packages beside it.
-e2e: build
+e2e: build image
 	cd e2e && $(GO) vet ./... && \
-	KUBEPLUG_BIN=$(KUBEPLUG) $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/hostile$$') && \
+	KUBEPLUG_BIN=$(KUBEPLUG) KUBEPLUG_IMAGE=$(BUILD)/image/oci $(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/hostile$$') && \
 	KUBEPLUG_BIN=$(KUBEPLUG) $(GO) test -count=1 -timeout 10m ./hostile
 
 bench: build guests

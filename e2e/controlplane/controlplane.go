@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		// ServiceAccount admission plugin every pod would be rejected.
 		"--disable-admission-plugins=ServiceAccount",
 		// As on a real cluster: a client that is not in system:masters
-		// gets only what RBAC grants it (see deploy/rbac.yaml).
+		// gets only what RBAC grants it (see deploy/base/rbac.yaml).
 		"--authorization-mode=Node,RBAC",
 		"--endpoint-reconciler-type=none",
 	}, storage)

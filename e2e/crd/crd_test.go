@@ -308,9 +308,9 @@ func TestInstallCRDs(t *testing.T) {
 	if err := testenv.InstallCRDs(context.Background(), cp.Config, testenv.ClaimUpdateCRD()); err != nil {
 		t.Errorf("install again (update): %v", err)
 	}
-	rbac := filepath.Join(testenv.Root(), "deploy", "rbac.yaml")
-	err := testenv.InstallCRDs(context.Background(), cp.Config, rbac)
-	if err == nil || !strings.Contains(err.Error(), rbac+": document 1 is v1 Namespace, not an apiextensions.k8s.io/v1 CustomResourceDefinition") {
-		t.Errorf("install rbac.yaml: got %v", err)
+	ns := filepath.Join(testenv.Root(), "deploy", "base", "namespace.yaml")
+	err := testenv.InstallCRDs(context.Background(), cp.Config, ns)
+	if err == nil || !strings.Contains(err.Error(), ns+": document 1 is v1 Namespace, not an apiextensions.k8s.io/v1 CustomResourceDefinition") {
+		t.Errorf("install namespace.yaml: got %v", err)
 	}
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
-// The service account deploy/rbac.yaml creates and binds.
+// The service account deploy/base creates and binds.
 const (
 	saNamespace = "kubeplug-system"
 	saName      = "kubeplug"
@@ -34,7 +34,7 @@ const (
 
 // TestInClusterWithDeployRBAC runs the host as deploy/ runs it in a
 // cluster: as the service account kubeplug-system/kubeplug, with nothing but
-// what deploy/rbac.yaml grants it on an API server that authorizes with
+// what deploy/base/rbac.yaml grants it on an API server that authorizes with
 // RBAC, through client-go's in-cluster configuration (no kubeconfig), with
 // leader election on, and with the modules deploy/ names: retention,
 // reclaim and warnretain. Each write the modules make is of a kind the
@@ -45,7 +45,9 @@ const (
 func TestInClusterWithDeployRBAC(t *testing.T) {
 	ctx := context.Background()
 	c := cp.Client()
-	apply(t, filepath.Join(testenv.Root(), "deploy", "rbac.yaml"))
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+		apply(t, filepath.Join(testenv.Root(), "deploy", "base", f))
+	}
 	// With the VolumeClaimUpdate CRD served the host watches
 	// volumeclaimupdates too: the rules must cover that informer.
 	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
@@ -92,7 +94,7 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	}
 	awaitRetainedWarning(t, ns, "kept")
 	p.awaitNothingLeft(t, d)
-	noForbidden(t, h, "deploy/rbac.yaml lacks a rule")
+	noForbidden(t, h, "deploy/base/rbac.yaml lacks a rule")
 }
 
 // apply creates the objects of the YAML manifest file path, whatever their

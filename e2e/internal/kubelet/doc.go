@@ -18,7 +18,11 @@
 //     keeps a namespace's pods terminating until the test releases them.
 //
 // It does not look at volumes: a pod runs whether or not its claims exist or
-// are bound, as if every volume were at hand. It never changes a pod's spec,
+// are bound, as if every volume were at hand. A namespace served with a
+// Runtime (ServeWith; e2e/internal/podrun runs containers as processes from
+// an image) has its pods' containers started for real, reported ready only
+// while their readiness probes pass, and stopped before a deletion
+// completes. It never changes a pod's spec,
 // labels or owners, and never creates or deletes anything but what is said
 // above (and its Node object).
 //

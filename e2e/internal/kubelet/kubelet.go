@@ -34,9 +34,10 @@ type Kubelet struct {
 	pods   corelisters.PodLister
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	mu     sync.Mutex
-	served map[string]bool
-	held   map[string]int
+	mu       sync.Mutex
+	served   map[string]bool
+	held     map[string]int
+	runtimes map[string]Runtime
 	// unready holds the keys of pods reported not Ready (HoldUnready).
 	unready map[string]int
 
@@ -65,11 +66,12 @@ func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, 
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-" + node},
 		),
-		served:  map[string]bool{},
-		held:    map[string]int{},
-		unready: map[string]int{},
-		cancel:  cancel,
-		factory: informers.NewSharedInformerFactory(c, 0),
+		served:   map[string]bool{},
+		held:     map[string]int{},
+		unready:  map[string]int{},
+		runtimes: map[string]Runtime{},
+		cancel:   cancel,
+		factory:  informers.NewSharedInformerFactory(c, 0),
 	}
 	inf := k.factory.Core().V1().Pods()
 	k.pods = inf.Lister()
@@ -114,6 +116,29 @@ func (k *Kubelet) Serve(ns string) {
 	k.served[ns] = true
 	k.mu.Unlock()
 	k.enqueueNamespace(ns)
+}
+
+// Runtime runs the containers of the pods of a namespace for real (see
+// e2e/internal/podrun); without one a pod's containers are only reported
+// running.
+type Runtime interface {
+	// Start runs the pod's containers unless they run already; changed
+	// is called whenever what Ready reports may have changed.
+	Start(ctx context.Context, pod *corev1.Pod, changed func()) error
+	// Ready reports whether the pod's containers run and pass their
+	// readiness probes, and how often they were restarted.
+	Ready(pod *corev1.Pod) (ready bool, restarts int32)
+	// Stop stops the pod's containers, as at the end of its grace period.
+	Stop(pod *corev1.Pod)
+}
+
+// ServeWith makes the pods of ns this node's, as Serve does, with their
+// containers run by rt.
+func (k *Kubelet) ServeWith(ns string, rt Runtime) {
+	k.mu.Lock()
+	k.runtimes[ns] = rt
+	k.mu.Unlock()
+	k.Serve(ns)
 }
 
 // HoldTerminations keeps the pods of ns that are being deleted terminating,
@@ -170,6 +195,12 @@ func (k *Kubelet) serves(ns string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.served[ns]
+}
+
+func (k *Kubelet) runtime(ns string) Runtime {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.runtimes[ns]
 }
 
 func (k *Kubelet) holds(ns string) bool {
@@ -246,13 +277,16 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		if k.holds(ns) {
 			return nil
 		}
+		if rt := k.runtime(ns); rt != nil {
+			rt.Stop(pod)
+		}
 		err = k.finishDeletion(ctx, pod)
 	case k.holdsUnready(key):
 		if pod.Status.Phase != corev1.PodRunning || RunningAndReady(pod) {
-			err = k.report(ctx, pod, false)
+			err = k.run(ctx, pod, false, 0)
 		}
-	case !RunningAndReady(pod):
-		err = k.run(ctx, pod)
+	default:
+		err = k.runContainers(ctx, pod)
 	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
@@ -272,11 +306,38 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// run reports the pod's containers started and ready.
-func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod) error { return k.report(ctx, pod, true) }
+// runContainers starts the pod's containers, when its namespace has a
+// Runtime, and reports them as they are: running, and ready or not.
+func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod) error {
+	ready, restarts := true, int32(0)
+	if rt := k.runtime(pod.Namespace); rt != nil {
+		key := pod.Namespace + "/" + pod.Name
+		if err := rt.Start(ctx, pod, func() { k.queue.Add(key) }); err != nil {
+			return err
+		}
+		ready, restarts = rt.Ready(pod)
+	}
+	if reported(pod, ready, restarts) {
+		return nil
+	}
+	return k.run(ctx, pod, ready, restarts)
+}
 
-// report reports the pod's containers started, and ready or not.
-func (k *Kubelet) report(ctx context.Context, pod *corev1.Pod, ready bool) error {
+// reported says whether the pod's status already says what run would.
+func reported(pod *corev1.Pod, ready bool, restarts int32) bool {
+	if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Ready != ready || cs.RestartCount != restarts {
+			return false
+		}
+	}
+	return RunningAndReady(pod) == ready
+}
+
+// run reports the pod's containers started, and ready or not.
+func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod, ready bool, restarts int32) error {
 	p := pod.DeepCopy()
 	now := metav1.Now()
 	p.Status.Phase = corev1.PodRunning
@@ -287,20 +348,21 @@ func (k *Kubelet) report(ctx context.Context, pod *corev1.Pod, ready bool) error
 	p.Status.ContainerStatuses = nil
 	for _, c := range p.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name:    c.Name,
-			Image:   c.Image,
-			ImageID: c.Image,
-			Ready:   ready,
-			Started: &started,
-			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			Name:         c.Name,
+			Image:        c.Image,
+			ImageID:      c.Image,
+			Ready:        ready,
+			RestartCount: restarts,
+			Started:      &started,
+			State:        corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized} {
 		setCondition(&p.Status, typ, corev1.ConditionTrue, now)
 	}
-	status := corev1.ConditionTrue
-	if !ready {
-		status = corev1.ConditionFalse
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
 		setCondition(&p.Status, typ, status, now)

@@ -2,6 +2,7 @@ package kubelet_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,6 +156,91 @@ func TestKubelet(t *testing.T) {
 	}
 	if o := get(t, c, "other", "web-0"); o.Spec.NodeName != "" || o.Status.Phase != corev1.PodPending {
 		t.Errorf("pod of a namespace it does not serve was changed: node %q, phase %s", o.Spec.NodeName, o.Status.Phase)
+	}
+}
+
+// fakeRuntime is a Runtime whose readiness and restarts the test sets.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	ready    bool
+	restarts int32
+	started  []string
+	stopped  []string
+	changed  func()
+}
+
+func (f *fakeRuntime) Start(_ context.Context, p *corev1.Pod, changed func()) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.started = append(f.started, p.Name)
+		f.changed = changed
+	}
+	return nil
+}
+
+func (f *fakeRuntime) Ready(*corev1.Pod) (bool, int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ready, f.restarts
+}
+
+func (f *fakeRuntime) Stop(p *corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, p.Name)
+}
+
+func (f *fakeRuntime) set(ready bool, restarts int32) {
+	f.mu.Lock()
+	f.ready, f.restarts = ready, restarts
+	changed := f.changed
+	f.mu.Unlock()
+	changed()
+}
+
+// TestServeWith: a pod whose containers a Runtime runs is Running but not
+// Ready until the runtime says so, reports its restarts, follows the
+// runtime back to not ready, and is stopped before its deletion completes.
+func TestServeWith(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	k, err := kubelet.Start(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	rt := &fakeRuntime{}
+	k.ServeWith("run", rt)
+	if _, err := c.CoreV1().Pods("run").Create(ctx, pod("run", "host-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "host-0 running, not ready", func() (bool, error) {
+		p := get(t, c, "run", "host-0")
+		return p != nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1, nil
+	})
+	if p := get(t, c, "run", "host-0"); kubelet.RunningAndReady(p) || p.Status.ContainerStatuses[0].Ready {
+		t.Fatalf("pod reported ready before its runtime said so: %+v", p.Status)
+	}
+	rt.set(true, 0)
+	awaitRunning(t, c, k, "run", "host-0")
+	rt.set(false, 2)
+	eventually(t, "host-0 not ready after two restarts", func() (bool, error) {
+		p := get(t, c, "run", "host-0")
+		return !kubelet.RunningAndReady(p) && p.Status.ContainerStatuses[0].RestartCount == 2, nil
+	})
+
+	p := get(t, c, "run", "host-0")
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	if err := c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "run"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "host-0 deleted", func() (bool, error) { return get(t, c, "run", "host-0") == nil, nil })
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.started) != 1 || len(rt.stopped) != 1 {
+		t.Errorf("runtime started %v and stopped %v, want host-0 once each", rt.started, rt.stopped)
 	}
 }
 

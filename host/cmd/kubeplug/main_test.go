@@ -94,10 +94,11 @@ func TestVersion(t *testing.T) {
 	out, _, code := kubeplug(t, "", "version")
 	require.Equal(t, exitOK, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 3)
+	require.Len(t, lines, 4)
 	require.Regexp(t, `^kubeplug \S+$`, lines[0])
-	require.Equal(t, "ABI "+abi.Current.String(), lines[1])
-	require.Regexp(t, `^Go go1\.`, lines[2])
+	require.Regexp(t, `^commit \S+$`, lines[1])
+	require.Equal(t, "ABI "+abi.Current.String(), lines[2])
+	require.Regexp(t, `^Go go1\.`, lines[3])
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -9,10 +9,16 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// version is kubeplug's version, set at link time with
-// -ldflags "-X main.version=v1.2.3"; otherwise the module version Go
-// recorded, or "devel".
-var version = ""
+// version and commit are set at link time, as `make image` does:
+//
+//	-ldflags "-X main.version=v1.2.3 -X main.commit=0123abc..."
+//
+// Unset, version is the module version Go recorded, or "devel", and commit
+// the VCS revision Go recorded, or "unknown".
+var (
+	version = ""
+	commit  = ""
+)
 
 func kubeplugVersion() string {
 	if version != "" {
@@ -24,17 +30,31 @@ func kubeplugVersion() string {
 	return "devel"
 }
 
+func kubeplugCommit() string {
+	if commit != "" {
+		return commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
 func newVersionCommand(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the versions of kubeplug, its module ABI and Go",
+		Short: "Print the versions of kubeplug, its commit, its module ABI and Go",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			goVersion := "unknown"
 			if bi, ok := debug.ReadBuildInfo(); ok {
 				goVersion = bi.GoVersion
 			}
-			_, err := fmt.Fprintf(s.out, "kubeplug %s\nABI %s\nGo %s\n", kubeplugVersion(), abi.Current, goVersion)
+			_, err := fmt.Fprintf(s.out, "kubeplug %s\ncommit %s\nABI %s\nGo %s\n", kubeplugVersion(), kubeplugCommit(), abi.Current, goVersion)
 			return err
 		},
 	}

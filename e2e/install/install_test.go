@@ -1,0 +1,518 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
+	"github.com/kubeplug/kubeplug/e2e/internal/manifests"
+	"github.com/kubeplug/kubeplug/e2e/internal/podrun"
+	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+)
+
+// wait bounds each wait on a hung test; it is not a performance assertion.
+const wait = 3 * time.Minute
+
+// The image names the chart's values and the kustomize base give the pod.
+const (
+	chartImage     = "kubeplug:e2e"
+	kustomizeImage = "kubeplug:latest"
+	// csiDriver is configured in the chart's hostConfig: reclaim puts
+	// external-provisioner's finalizer on the volumes of drivers the host
+	// knows (the socket is only dialled to delete a volume).
+	csiDriver            = "csi.install.e2e.kubeplug.dev"
+	provisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
+)
+
+// TestHelmInstall installs the chart with its default modules (retention
+// and reclaim), a CSI driver in hostConfig and one replica, into a
+// namespace that enforces Pod Security restricted.
+func TestHelmInstall(t *testing.T) {
+	ns := restrictedNamespace(t, "kubeplug-helm")
+	metrics, probes := freePort(t), freePort(t)
+	_, objs, err := manifests.Helm(manifests.Release{Name: "kp", Namespace: ns, Values: map[string]any{
+		"image":        map[string]any{"repository": "kubeplug", "tag": "e2e"},
+		"replicaCount": 1,
+		"metrics":      map[string]any{"port": metrics},
+		"probes":       map[string]any{"port": probes},
+		"hostConfig": map[string]any{"csiDrivers": []any{map[string]any{
+			"name": csiDriver, "endpoint": "unix:///var/run/csi/csi.sock"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercise(t, installed{objs: objs, namespace: ns, deployment: "kp-kubeplug", configMap: "kp-kubeplug-config",
+		metrics: metrics, probes: probes, csi: true})
+}
+
+// TestKustomizeInstall installs deploy/ (the base) as kubectl apply -k
+// would, with the two changes the test machine needs: one replica, and the
+// ports moved to free ones, since the pods share the machine's network.
+func TestKustomizeInstall(t *testing.T) {
+	_, objs, err := manifests.Kustomize("deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, probes := freePort(t), freePort(t)
+	u := manifests.Find(objs, "Deployment", "kubeplug")
+	d := toDeployment(t, u)
+	one := int32(1)
+	d.Spec.Replicas = &one
+	c := &d.Spec.Template.Spec.Containers[0]
+	for i, a := range c.Args {
+		c.Args[i] = strings.NewReplacer(
+			"--metrics-bind-address=:8080", fmt.Sprintf("--metrics-bind-address=:%d", metrics),
+			"--health-probe-bind-address=:8081", fmt.Sprintf("--health-probe-bind-address=:%d", probes),
+		).Replace(a)
+	}
+	for i := range c.Ports {
+		switch c.Ports[i].Name {
+		case "metrics":
+			c.Ports[i].ContainerPort = int32(metrics)
+		case "probes":
+			c.Ports[i].ContainerPort = int32(probes)
+		}
+	}
+	u.Object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config",
+		metrics: metrics, probes: probes})
+}
+
+// installed is one install to exercise.
+type installed struct {
+	objs                  []*unstructured.Unstructured
+	namespace             string
+	deployment, configMap string
+	metrics, probes       int
+	// csi: reclaim knows csiDriver, so it writes a finalizer.
+	csi bool
+}
+
+// exercise applies the objects, runs the Deployment's pod and shows the
+// host working with exactly the installed rights: probes pass, retention
+// and reclaim reconcile, a host.yaml change reaches the running process,
+// and the API server forbids nothing it asks.
+func exercise(t *testing.T, in installed) {
+	ctx := t.Context()
+	c := cp.Client()
+	apply(t, in.objs)
+
+	server, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image(t)
+	rt := podrun.New(podrun.Options{
+		Images: map[string]v1.Image{chartImage: img, kustomizeImage: img},
+		Client: c, Host: server.Hostname(), Port: server.Port(), CA: cp.ServingCA,
+		Dir: t.TempDir(),
+	})
+	kl, err := kubelet.Start(ctx, c, "node-"+in.namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.StopAll(); kl.Stop() })
+	kl.ServeWith(in.namespace, rt)
+
+	// The Deployment controller makes a ReplicaSet, which makes the pod;
+	// the restricted profile admits it; podrun runs it and reports it
+	// ready once its readiness probe passes.
+	pod := awaitReadyPod(t, in)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log of pod %s:\n%s", pod.Name, rt.Log(pod))
+		}
+	})
+	probeAddr := fmt.Sprintf("127.0.0.1:%d", in.probes)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		code, body, err := testenv.Get(probeAddr, path)
+		if err != nil || code != 200 {
+			t.Fatalf("GET %s on the probe port: %d %q %v", path, code, body, err)
+		}
+	}
+	before, _ := rt.Status(pod)
+
+	// retention: a set whose claims go with it.
+	work := testenv.Namespace(t, c)
+	kl.Serve(work)
+	web, err := setctl.Create(ctx, c, setctl.NewStatefulSet(work, "web", "data", setctl.Policy{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete}, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ord := range int32(2) {
+		if err := web.AwaitOwners(ctx, ord); err != nil {
+			t.Fatalf("%v\nlog of the host:\n%s", err, rt.Log(pod))
+		}
+	}
+
+	// reclaim: a bound CSI volume with reclaim policy Delete.
+	pv := boundVolume(t, work)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", in.metrics)
+	if in.csi {
+		testenv.Eventually(t, wait, "reclaim's finalizer on "+pv, func() (bool, error) {
+			v, err := c.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, f := range v.Finalizers {
+				if f == provisionerFinalizer {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	testenv.Eventually(t, wait, "reclaim to reconcile", func() (bool, error) {
+		m, err := testenv.Scrape(metricsAddr)
+		return err == nil && m.Sum("kubeplug_reconciles_total", "module", "reclaim", "result", "success") > 0, err
+	})
+
+	// A host.yaml change: warnretain added in the ConfigMap reaches the
+	// running process through the kubelet's ..data swap, and it warns
+	// about a set whose claims are kept forever; the process is the same.
+	cm, err := c.CoreV1().ConfigMaps(in.namespace).Get(ctx, in.configMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["host.yaml"] = addWarnRetain(t, cm.Data["host.yaml"])
+	if _, err := c.CoreV1().ConfigMaps(in.namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setctl.Create(ctx, c, setctl.NewStatefulSet(work, "kept", "data", setctl.Policy{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "warnretain's Warning on "+work+"/kept", func() (bool, error) {
+		evs, err := c.CoreV1().Events(work).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kept,reason=ClaimsRetainedForever"})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	after, _ := rt.Status(pod)
+	if after.PID != before.PID || after.Restarts != 0 {
+		t.Errorf("the host.yaml change restarted the container: pid %d -> %d, %d restarts", before.PID, after.PID, after.Restarts)
+	}
+	got, err := c.CoreV1().Pods(in.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("pod %s restarted %d times", pod.Name, n)
+	}
+
+	// Exactly the installed rights: the API server forbade nothing.
+	m, err := testenv.Scrape(metricsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Sum("kubeplug_api_requests_total"); n == 0 {
+		t.Fatal("the host counted no API requests: the checks below would prove nothing")
+	}
+	if n := m.Sum("kubeplug_api_requests_total", "code", "403"); n != 0 {
+		t.Errorf("the API server forbade %v of the host's requests: the installed RBAC lacks a rule", n)
+	}
+	if log := rt.Log(pod); strings.Contains(strings.ToLower(log), "forbidden") {
+		t.Errorf("the host's log reports a forbidden request: the installed RBAC lacks a rule\n%s", log)
+	}
+}
+
+// restrictedNamespace creates a namespace that enforces Pod Security's
+// restricted profile, and checks that it does: a privileged pod is refused.
+func restrictedNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := t.Context()
+	c := cp.Client()
+	ns, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: prefix + "-",
+		Labels:       map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEnforced(t, ns.Name)
+	return ns.Name
+}
+
+// requireEnforced shows that the API server enforces the restricted
+// profile in ns: a pod that runs as root is refused.
+func requireEnforced(t *testing.T, ns string) {
+	t.Helper()
+	_, err := cp.Client().CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "root"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted`) {
+		t.Fatalf("namespace %s: a pod breaking the restricted profile was not refused: %v", ns, err)
+	}
+}
+
+// awaitReadyPod waits for the Deployment's pod to be Running and Ready.
+func awaitReadyPod(t *testing.T, in installed) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	c := cp.Client()
+	d, err := c.AppsV1().Deployments(in.namespace).Get(ctx, in.deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEnforced(t, in.namespace)
+	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
+	var pod *corev1.Pod
+	testenv.Eventually(t, wait, "the pod of Deployment "+in.namespace+"/"+in.deployment+" to be ready", func() (bool, error) {
+		pods, err := c.CoreV1().Pods(in.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; kubelet.RunningAndReady(p) {
+				pod = p
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return pod
+}
+
+// boundVolume creates a claim and a CSI volume of csiDriver bound to it,
+// reclaim policy Delete, and returns the volume's name.
+func boundVolume(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := t.Context()
+	c := cp.Client()
+	size := resource.MustParse("1Gi")
+	empty := ""
+	claim, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "claim"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &empty,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := c.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "install-", Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": csiDriver}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: claim.Name, UID: claim.UID},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: csiDriver, VolumeHandle: string(claim.UID)}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		v, err := c.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		if err == nil && len(v.Finalizers) > 0 {
+			v.Finalizers = nil
+			_, _ = c.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+		}
+		_ = c.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
+	})
+	testenv.Eventually(t, wait, "the binder to bind "+pv.Name, func() (bool, error) {
+		cl, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim.Name, metav1.GetOptions{})
+		return err == nil && cl.Status.Phase == corev1.ClaimBound, err
+	})
+	return pv.Name
+}
+
+// addWarnRetain appends the warnretain example module, as the image has
+// it, to a host.yaml.
+func addWarnRetain(t *testing.T, hostYAML string) string {
+	t.Helper()
+	var file map[string]any
+	if err := yaml.Unmarshal([]byte(hostYAML), &file); err != nil {
+		t.Fatalf("host.yaml: %v", err)
+	}
+	mods, _ := file["modules"].([]any)
+	file["modules"] = append(mods, map[string]any{
+		"path":  "/modules/warnretain.wasm",
+		"allow": []any{map[string]any{"action": "event", "resources": []any{"statefulsets"}}},
+	})
+	out, err := yaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// apply applies objs with server-side apply, CRDs and namespaces first,
+// as kubectl apply does, and deletes what it created when t ends (the CRD
+// stays: both installs share it).
+func apply(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := t.Context()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
+	first := func(o *unstructured.Unstructured) int {
+		switch o.GetKind() {
+		case "CustomResourceDefinition":
+			return 0
+		case "Namespace":
+			return 1
+		}
+		return 2
+	}
+	for pass := range 3 {
+		for _, o := range objs {
+			if first(o) != pass {
+				continue
+			}
+			gvk := o.GroupVersionKind()
+			var m *meta.RESTMapping
+			testenv.Eventually(t, wait, "the API server to serve "+gvk.String(), func() (bool, error) {
+				var err error
+				if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+					mapper.Reset()
+					return false, nil
+				}
+				return true, nil
+			})
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "e2e-install", Force: true}); err != nil {
+				t.Fatalf("apply %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+			if o.GetKind() == "CustomResourceDefinition" {
+				mapper.Reset()
+				continue
+			}
+			t.Cleanup(func() {
+				bg := metav1.DeletePropagationBackground
+				_ = ri.Delete(context.Background(), o.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg})
+			})
+		}
+	}
+}
+
+var (
+	imageOnce sync.Once
+	imageErr  error
+	theImage  v1.Image
+)
+
+// image is the image `make image` built (KUBEPLUG_IMAGE, an OCI layout
+// directory), or, without it, one this test binary builds with
+// host/cmd/kubeplug-image from the modules it needs.
+func image(t *testing.T) v1.Image {
+	t.Helper()
+	imageOnce.Do(func() {
+		dir := os.Getenv("KUBEPLUG_IMAGE")
+		if dir == "" {
+			dir, imageErr = buildImage()
+			if imageErr != nil {
+				return
+			}
+		}
+		theImage, imageErr = readLayout(dir)
+	})
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return theImage
+}
+
+func buildImage() (string, error) {
+	mods, err := os.MkdirTemp("", "kubeplug-install-modules-")
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain"} {
+		wasm, err := testenv.Guest(dir)
+		if err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(wasm)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(mods, filepath.Base(dir)+".wasm"), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	out := filepath.Join(mods, "image")
+	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods)
+	cmd.Dir = filepath.Join(testenv.Root(), "host")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the image: %v\n%s", err, b)
+	}
+	return filepath.Join(out, "oci"), nil
+}
+
+func readLayout(dir string) (v1.Image, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("KUBEPLUG_IMAGE %s: %w (make image writes build/image/oci)", dir, err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(im.Manifests) != 1 {
+		return nil, fmt.Errorf("%s: %d images, want the one make image writes", dir, len(im.Manifests))
+	}
+	return p.Image(im.Manifests[0].Digest)
+}
+
+func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {
+	t.Helper()
+	if u == nil {
+		t.Fatal("no Deployment among the rendered objects")
+	}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	n, _ := strconv.Atoi(port)
+	return n
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// The image's fixed facts: what the Deployment, the chart and the install
+// test rely on.
+const (
+	// Entrypoint is the binary's path in the image.
+	Entrypoint = "/kubeplug"
+	// ModulesDir holds the reference and example modules.
+	ModulesDir = "/modules"
+	// CABundlePath is where the CA bundle is, and SSL_CERT_FILE says so.
+	CABundlePath = "/etc/ssl/certs/ca-certificates.crt"
+	// UID and GID are the non-root user's (nonroot, as distroless names it).
+	UID, GID = 65532, 65532
+)
+
+// Budgets on what goes into the image, checked before a file is read.
+const (
+	maxModules    = 64
+	maxModuleSize = 64 << 20
+	maxCABundle   = 4 << 20
+)
+
+// moduleName is what a module's file name may be: it becomes a path in the
+// image and in host.yaml files.
+var moduleName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}\.wasm$`)
+
+// Result is what Build wrote.
+type Result struct {
+	Tag     string
+	Digest  v1.Hash
+	Layout  string
+	Tarball string
+}
+
+// Build compiles the binary and writes the image to o.Out.
+func Build(ctx context.Context, o Options) (Result, error) {
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	tag, err := name.NewTag(o.Repository + ":" + o.Version)
+	if err != nil {
+		return Result{}, fmt.Errorf("-repository %q with version %q is no image tag: %w", o.Repository, o.Version, err)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return Result{}, err
+	}
+	// The inputs are read and checked before the binary is compiled.
+	base, err := baseLayer(o)
+	if err != nil {
+		return Result{}, err
+	}
+	mods, err := modulesLayer(o.Modules)
+	if err != nil {
+		return Result{}, err
+	}
+	bin, err := compile(ctx, o)
+	if err != nil {
+		return Result{}, err
+	}
+	img, err := assemble(o, base, mods, bin)
+	if err != nil {
+		return Result{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return Result{}, fmt.Errorf("image digest: %w", err)
+	}
+	res := Result{Tag: tag.String(), Digest: digest, Layout: filepath.Join(o.Out, "oci"), Tarball: filepath.Join(o.Out, "kubeplug.tar")}
+	if err := os.RemoveAll(res.Layout); err != nil {
+		return Result{}, err
+	}
+	p, err := layout.Write(res.Layout, empty.Index)
+	if err != nil {
+		return Result{}, fmt.Errorf("write OCI layout %s: %w", res.Layout, err)
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": o.Version,
+		"io.containerd.image.name":          tag.String(),
+	})); err != nil {
+		return Result{}, fmt.Errorf("write OCI layout %s: %w", res.Layout, err)
+	}
+	if err := tarball.WriteToFile(res.Tarball, tag, img); err != nil {
+		return Result{}, fmt.Errorf("write image tarball %s: %w", res.Tarball, err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, "digest"), []byte(digest.String()+"\n"), 0o644); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// assemble makes the image of three layers, base, modules and binary, in
+// the order they change least often to most.
+func assemble(o Options, base, mods []entry, bin []byte) (v1.Image, error) {
+	created := time.Unix(o.Epoch, 0).UTC()
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	for _, l := range []struct {
+		what    string
+		entries []entry
+	}{
+		{"base: users, CA bundle, mount points", base},
+		{"modules under " + ModulesDir, mods},
+		{"the kubeplug binary", []entry{{name: strings.TrimPrefix(Entrypoint, "/"), mode: 0o755, data: bin}}},
+	} {
+		layer, err := tarLayer(l.entries)
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.what, err)
+		}
+		img, err = mutate.Append(img, mutate.Addendum{
+			Layer:     layer,
+			MediaType: types.OCILayer,
+			History:   v1.History{Created: v1.Time{Time: created}, CreatedBy: "kubeplug-image: " + l.what},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Created = v1.Time{Time: created}
+	cf.OS, cf.Architecture = "linux", o.Arch
+	labels := map[string]string{
+		"org.opencontainers.image.title":    "kubeplug",
+		"org.opencontainers.image.version":  o.Version,
+		"org.opencontainers.image.revision": o.Commit,
+		"org.opencontainers.image.created":  created.Format(time.RFC3339),
+		"org.opencontainers.image.licenses": "Apache-2.0",
+	}
+	cf.Config = v1.Config{
+		Entrypoint: []string{Entrypoint},
+		User:       fmt.Sprintf("%d:%d", UID, GID),
+		WorkingDir: "/",
+		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + CABundlePath},
+		Labels:     labels,
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, labels).(v1.Image), nil
+}
+
+// entry is one file or directory (name ending in "/") of a layer, owned by
+// root unless uid says otherwise.
+type entry struct {
+	name     string
+	mode     int64
+	uid, gid int
+	data     []byte
+}
+
+func baseLayer(o Options) ([]entry, error) {
+	ca, err := readCapped(o.CABundle, maxCABundle, "-ca-bundle")
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("-ca-bundle %s holds no PEM certificate: name a bundle such as /etc/ssl/certs/ca-certificates.crt (Debian's ca-certificates package)", o.CABundle)
+	}
+	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", UID, GID)
+	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", GID)
+	return []entry{
+		{name: "etc/", mode: 0o755},
+		{name: "etc/group", mode: 0o644, data: []byte(group)},
+		// The host's configuration, a ConfigMap mounted here.
+		{name: "etc/kubeplug/", mode: 0o755},
+		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
+		{name: "etc/ssl/", mode: 0o755},
+		{name: "etc/ssl/certs/", mode: 0o755},
+		{name: strings.TrimPrefix(CABundlePath, "/"), mode: 0o644, data: ca},
+		{name: "home/", mode: 0o755},
+		{name: "home/nonroot/", mode: 0o700, uid: UID, gid: GID},
+		{name: "tmp/", mode: 0o1777},
+		{name: "var/", mode: 0o755},
+		{name: "var/cache/", mode: 0o755},
+		// --cache-dir: an emptyDir in a pod; writable by the user when
+		// the image runs without one.
+		{name: "var/cache/kubeplug/", mode: 0o755, uid: UID, gid: GID},
+	}, nil
+}
+
+func modulesLayer(dir string) ([]entry, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("-modules: %w (run make guests first)", err)
+	}
+	es := []entry{{name: strings.TrimPrefix(ModulesDir, "/") + "/", mode: 0o755}}
+	for _, de := range des {
+		if de.IsDir() || filepath.Ext(de.Name()) != ".wasm" {
+			continue
+		}
+		if !moduleName.MatchString(de.Name()) {
+			return nil, fmt.Errorf("-modules: %s: a module's file name must match %s", filepath.Join(dir, de.Name()), moduleName)
+		}
+		if len(es) > maxModules {
+			return nil, fmt.Errorf("-modules: %s holds more than %d modules", dir, maxModules)
+		}
+		data, err := readCapped(filepath.Join(dir, de.Name()), maxModuleSize, "-modules")
+		if err != nil {
+			return nil, err
+		}
+		es = append(es, entry{name: strings.TrimPrefix(ModulesDir, "/") + "/" + de.Name(), mode: 0o644, data: data})
+	}
+	if len(es) == 1 {
+		return nil, fmt.Errorf("-modules: %s holds no .wasm file (run make guests first)", dir)
+	}
+	return es, nil
+}
+
+// readCapped reads a regular file of at most limit bytes.
+func readCapped(path string, limit int64, flagName string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s is not a regular file", flagName, path)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: %s is %d bytes, more than the %d allowed", flagName, path, fi.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %s grew past the %d bytes allowed while read", flagName, path, limit)
+	}
+	return data, nil
+}
+
+// epoch0 is every entry's modification time: the layers do not depend on
+// when or where they were built.
+var epoch0 = time.Unix(0, 0).UTC()
+
+// tarLayer writes es, sorted by name, with fixed owners, modes and times.
+func tarLayer(es []entry) (v1.Layer, error) {
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range es {
+		h := &tar.Header{
+			Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid,
+			ModTime: epoch0, Format: tar.FormatPAX,
+		}
+		if strings.HasSuffix(e.name, "/") {
+			h.Typeflag = tar.TypeDir
+		} else {
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.name, err)
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
+}
