@@ -92,6 +92,11 @@ func callOf(ctx context.Context) *callContext {
 // the call whose context is ctx; closed says the function's module was
 // closed under the call. It returns only if fn may go on.
 func guardHostCall(ctx context.Context, closed bool, fn string, cost uint64) {
+	if c := callOf(ctx); c != nil && !time.Now().Before(c.deadline) {
+		// The clock, not only the timer: on a starved machine the timer's
+		// goroutine may run late, and the guest must not go on meanwhile.
+		c.interrupt(context.DeadlineExceeded, false)
+	}
 	checkpointDeadline(ctx)
 	if closed {
 		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
