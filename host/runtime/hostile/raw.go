@@ -148,6 +148,18 @@ func Raw() []Module {
 			}.bytes(),
 		},
 		{
+			// path_open of a 64 MiB path, for ever: the host would read the
+			// path whole.
+			Class: "wasi-path-huge", Stage: StageCall, Want: "host call path_open refused: a path of 67108864 bytes, more than the per-call limit of 4 KiB",
+			Wasm: shape{
+				imports: []wb.Import{{Module: abi.WASIModule, Name: "path_open",
+					Params: []byte{wb.I32, wb.I32, wb.I32, wb.I32, wb.I32, wb.I64, wb.I64, wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+				pages: hugeIOVecsPages,
+				hook: forever(wb.I32Const(3), wb.I32Const(0), wb.I32Const(hugeIOVecsAt), wb.I32Const(64<<20), wb.I32Const(0),
+					wb.I64Const(0), wb.I64Const(0), wb.I32Const(0), wb.I32Const(hugeIOVecsAt), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop}),
+			}.bytes(),
+		},
+		{
 			// random_get over 110 MiB, for ever.
 			Class: "random-get", Stage: StageCall, Want: "host call random_get refused: 115343360 bytes asked for, more than the per-call limit of 1 MiB",
 			Wasm: shape{
