@@ -1,13 +1,9 @@
 package livehost
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
-	corpus "github.com/kubeplug/kubeplug/host/runtime/hostile"
 )
 
 // TestHostileExtismPluginsAreContained: in kubeplug run, an Extism plugin
@@ -16,19 +12,9 @@ import (
 // them keeps acting and the host keeps serving.
 func TestHostileExtismPluginsAreContained(t *testing.T) {
 	ns := namespace(t)
-	dir := t.TempDir()
-	config := "modules:\n" + moduleYAML(guest(t, "examples/warnretain-as"), "warnretain-as", ns, "")
 	kinds := map[string]string{"extism-loop": "deadline", "extism-memory-grow": "memory"}
-	for _, m := range corpus.Extism() {
-		if _, ok := kinds[m.Class]; !ok {
-			continue
-		}
-		path := filepath.Join(dir, m.Class+".wasm")
-		if err := os.WriteFile(path, m.Wasm, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		config += fmt.Sprintf("- path: %s\n  name: %s\n  namespaces: [%s]\n  allow: []\n", path, m.Class, ns)
-	}
+	config := "modules:\n" + moduleYAML(guest(t, "examples/warnretain-as"), "warnretain-as", ns, "") +
+		corpusYAML(t, ns, func(class string) bool { _, ok := kinds[class]; return ok })
 	h := testenv.StartHost(t, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: config})
 	h.WaitReady(t)
 	createSet(t, ns, "web", 1)

@@ -25,9 +25,11 @@ var checkpointImport = checkpoint.Import{Module: "kubeplug:runtime", Name: "chec
 // checkpoints themselves cost nothing measurable.
 const checkpointInterval = 1 << 16
 
-// instrument inserts the checkpoints into wasm and caps its tables.
-func instrument(source string, wasm []byte, l Limits) ([]byte, error) {
-	out, err := checkpoint.InsertWithLimits(wasm, checkpointImport, checkpointInterval, checkpoint.Limits{TableElements: l.MaxTableElements})
+// instrument inserts the checkpoints into wasm and caps its tables;
+// rename, if set, renames import modules (checkpoint.Limits.RenameImports).
+func instrument(source string, wasm []byte, l Limits, rename map[string]string) ([]byte, error) {
+	out, err := checkpoint.InsertWithLimits(wasm, checkpointImport, checkpointInterval,
+		checkpoint.Limits{TableElements: l.MaxTableElements, RenameImports: rename})
 	switch {
 	case err == nil:
 		return out, nil

@@ -31,6 +31,8 @@ type callContext struct {
 	// log is the call's log budget (log.go), reset by start. Host functions
 	// find it through their context, which is this one.
 	log logBudget
+	// host is the call's host-work budget (hostcall.go), reset by start.
+	host hostBudget
 }
 
 var _ context.Context = (*callContext)(nil)
@@ -47,6 +49,7 @@ func (c *callContext) start(parent context.Context, d time.Duration) context.Con
 	c.parent = parent
 	c.deadline = time.Now().Add(d)
 	c.log.reset()
+	c.host.reset()
 	if parent.Done() != nil {
 		c.stopParent = context.AfterFunc(parent, func() { c.interrupt(parent.Err(), true) })
 	}
@@ -86,7 +89,15 @@ func (c *callContext) interrupted(d time.Duration) *interruptedError {
 
 func (c *callContext) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c *callContext) Done() <-chan struct{}       { return c.done }
-func (c *callContext) Value(key any) any           { return c.parent.Value(key) }
+
+// Value answers callKey with c itself, so that host functions find the
+// call under contexts layered over it (callOf), and delegates the rest.
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return c
+	}
+	return c.parent.Value(key)
+}
 
 func (c *callContext) Err() error {
 	select {

@@ -58,19 +58,12 @@ var extismHookExports = map[string]string{
 	abi.HookAdmit:     "admit",
 }
 
-// extismImports are the functions of ExtismEnv a plugin may import: the
-// kernel's memory, input, output and error functions, and logging. The
-// rest (config_get, var_get, var_set, http_request, http_status_code,
-// http_headers, and the kernel's own bookkeeping) are refused at load: a
-// plugin's configuration is in its request, it keeps no state between
-// calls, and it has no network (SPEC.md).
-var extismImports = map[string]bool{
-	"input_length": true, "input_load_u8": true, "input_load_u64": true, "input_offset": true,
-	"length": true, "length_unsafe": true, "alloc": true, "free": true,
-	"load_u8": true, "load_u64": true, "store_u8": true, "store_u64": true,
-	"output_set": true, "error_set": true,
-	"log_trace": true, "log_debug": true, "log_info": true, "log_warn": true, "log_error": true, "get_log_level": true,
-}
+// A plugin may import from ExtismEnv the kernel's memory, input, output
+// and error functions, and logging (extismEnvFuncs). The rest (config_get,
+// var_get, var_set, http_request, http_status_code, http_headers, and the
+// kernel's own bookkeeping) are refused at load: a plugin's configuration
+// is in its request, it keeps no state between calls, and it has no network
+// (SPEC.md).
 
 // sigExtismFunc is the signature of an Extism function: no parameters, an
 // i32 return code.
@@ -144,7 +137,7 @@ func (e *Engine) LoadPlugin(ctx context.Context, source string, wasm []byte, lim
 // compiles it through go-sdk into a runtime of its own (the memory cap, the
 // Engine's compilation cache), and reads its manifest.
 func (p *Plugin) load(ctx context.Context, wasm []byte) error {
-	instrumented, err := instrument(p.source, wasm, p.limits)
+	instrumented, err := instrument(p.source, wasm, p.limits, map[string]string{ExtismEnv: extismGuardedEnv})
 	if err != nil {
 		return err
 	}
@@ -177,8 +170,8 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 	manifest := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: instrumented, Name: "main"}}}
 	checkpoint := extism.NewHostFunctionWithStack(checkpointImport.Name, p.checkpoint, nil, []extism.ValueType{extism.ValueTypeI32})
 	checkpoint.SetNamespace(checkpointImport.Module)
-	p.compiled, err = extism.NewCompiledPlugin(experimental.WithCompilationWorkers(ctx, p.engine.workers), manifest,
-		extism.PluginConfig{RuntimeConfig: cfg, EnableWasi: wasi}, []extism.HostFunction{checkpoint})
+	p.compiled, err = extism.NewCompiledPlugin(withWASIGuard(experimental.WithCompilationWorkers(ctx, p.engine.workers)), manifest,
+		extism.PluginConfig{RuntimeConfig: cfg, EnableWasi: wasi}, append(p.envFunctions(), checkpoint))
 	if err != nil {
 		if strings.Contains(err.Error(), "over limit of") {
 			return loadError(p.source, ErrLimits, "%v: raise the module's memory limit (now %d bytes)", err, p.limits.MemoryBytes)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 
 	extism "github.com/extism/go-sdk"
@@ -68,33 +67,17 @@ func (inst *pluginInstance) close() {
 	}
 }
 
-// logLine writes one of the plugin's log lines (the PDK's log functions)
-// within the call's log budget as writeLog does (logBudget.spend), and
-// nothing once its deadline has passed. Unlike writeLog it passes the
-// bytes on as they are, not made valid UTF-8: the admit tests read the
-// request a plugin logs, MessagePack included, back from the log.
+// logLine writes a log line go-sdk itself logs for the instance within the
+// call's log budget, as writeLog does (logBudget.spend), and nothing once
+// its deadline has passed. The plugin's own log functions are
+// extismGuardedEnv's (logAt).
 func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 	if inst.ctx.Err() != nil {
 		return
 	}
-	n, truncated, ok := inst.ctx.log.spend(uint32(len(msg)))
-	if !ok {
-		return
+	if n, truncated, ok := inst.ctx.log.spend(uint32(len(msg))); ok {
+		inst.plugin.logMessage(level, msg[:n], truncated)
 	}
-	l := slog.LevelInfo
-	switch level {
-	case extism.LogLevelTrace, extism.LogLevelDebug:
-		l = slog.LevelDebug
-	case extism.LogLevelWarn:
-		l = slog.LevelWarn
-	case extism.LogLevelError:
-		l = slog.LevelError
-	}
-	if truncated {
-		inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n], slog.Bool("truncated", true))
-		return
-	}
-	inst.plugin.logger().LogAttrs(context.Background(), l, msg[:n])
 }
 
 // call calls the Extism function export with input in and returns its
@@ -134,6 +117,9 @@ func (inst *pluginInstance) call(parent context.Context, l Limits, export string
 func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 	if err := checkpointExit(err, l); err != nil {
 		return KindDeadline, err
+	}
+	if err := hostCallRefused(err); err != nil {
+		return KindTrap, err
 	}
 	// Within one 64 KiB page of the cap: the plugin's allocator could not
 	// grow its memory, or the kernel's, any further.

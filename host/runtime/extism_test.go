@@ -119,6 +119,10 @@ func TestHostileExtism(t *testing.T) {
 		t.Run(h.Class, func(t *testing.T) {
 			ctx := context.Background()
 			source := h.Class + ".wasm"
+			start := time.Now()
+			defer func() {
+				t.Logf("%s: %v wall, peak RSS %s", h.Class, time.Since(start).Round(time.Millisecond), peakRSS(t))
+			}()
 			require.True(t, runtime.IsExtism(h.Wasm))
 			m, err := eng.LoadAny(ctx, source, h.Wasm, limits)
 			if h.Stage == hostile.StageLoad {

@@ -43,7 +43,9 @@ func TestHostileRaw(t *testing.T) {
 			}
 			require.NoError(t, err)
 			defer m.Close(ctx)
+			called := time.Now()
 			_, err = m.Reconcile(ctx, request("default/web"))
+			t.Logf("%s: the call took %v", h.Class, time.Since(called).Round(time.Millisecond))
 			var ce *runtime.CallError
 			require.True(t, errors.As(err, &ce), "%v", err)
 			require.Equal(t, "hostile", ce.Module)

@@ -216,6 +216,9 @@ func (inst *instance) classify(err error, l Limits, interrupted *interruptedErro
 	if err := checkpointExit(err, l); err != nil {
 		return KindDeadline, err
 	}
+	if err := hostCallRefused(err); err != nil {
+		return KindTrap, err
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		if inst.outOfMemory(l) {
@@ -251,6 +254,16 @@ func checkpointExit(err error, l Limits) *interruptedError {
 		case sys.ExitCodeContextCanceled:
 			return &interruptedError{after: l.Deadline, cause: context.Canceled}
 		}
+	}
+	return nil
+}
+
+// hostCallRefused returns the error of a call a host function ended by
+// refusing its request (hostcall.go), or nil when err is another failure.
+func hostCallRefused(err error) error {
+	var hc *hostCallError
+	if errors.As(err, &hc) {
+		return &guestError{hc.Error(), err}
 	}
 	return nil
 }

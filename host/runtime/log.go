@@ -69,7 +69,7 @@ func (b *logBudget) report(l *slog.Logger) {
 // call into a guest runs under its instance's callContext, which wazero
 // hands to host functions.
 func budgetOf(ctx context.Context) *logBudget {
-	if c, ok := ctx.(*callContext); ok {
+	if c := callOf(ctx); c != nil {
 		return &c.log
 	}
 	return &logBudget{} // no budget: nothing is logged
@@ -88,18 +88,17 @@ func (m *Module) instantiateHost(ctx context.Context, r wazero.Runtime) error {
 
 // writeLog implements abi.ImportWriteLog.
 //
-// A call whose deadline passed logs nothing more; the guest's next
-// checkpoint ends it.
+// Its guard (guardHostCall) ends a call whose deadline passed; it reads
+// at most maxLogBytes of the message, whatever length the guest passes.
 func (m *Module) writeLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	guardHostCall(ctx, mod.IsClosed(), abi.ImportWriteLog, 0)
 	budget := budgetOf(ctx)
-	if ctx.Err() != nil {
-		return
-	}
 	n, truncated, ok := budget.spend(n)
 	if !ok {
 		return
 	}
+	chargeHostCall(ctx, abi.ImportWriteLog, uint64(n))
 	b, ok := mod.Memory().Read(ptr, n)
 	if !ok {
 		m.logger().LogAttrs(ctx, slog.LevelWarn, "guest passed a log message outside its memory",

@@ -48,7 +48,7 @@ type Module struct {
 func (m *Module) load(ctx context.Context, wasm []byte) error {
 	// The rewrite comes first: it checks every length in the binary against
 	// the bytes that back it before any decoder allocates for it.
-	instrumented, err := instrument(m.source, wasm, m.limits)
+	instrumented, err := instrument(m.source, wasm, m.limits, nil)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	m.info.ABIVersion = version
 	m.info.Exports, m.info.Imports = describeFuncs(compiled)
 
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.runtime); err != nil {
+	if _, err := wasi_snapshot_preview1.Instantiate(withWASIGuard(ctx), m.runtime); err != nil {
 		return fmt.Errorf("load module %q: provide WASI: %w", m.source, err)
 	}
 	if err := m.instantiateHost(ctx, m.runtime); err != nil {

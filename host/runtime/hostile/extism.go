@@ -60,6 +60,36 @@ func Extism() []Module {
 			)}.bytes(),
 		},
 		{
+			// log_info on a fresh 24 MiB block, for ever: the host would
+			// copy each block whole to log it. It reads at most the log
+			// limit of each, and charges the blocks to the call's
+			// host-work budget, which the eleventh exceeds.
+			Class: "extism-log-huge", Stage: StageCall, Want: "host call alloc refused: the call's host functions would move more than the budget of 256 MiB per call",
+			Wasm: ExtismLogHuge(-1),
+		},
+		{
+			// error_set on a 16 MiB block: the host would copy it whole as
+			// the call's error message.
+			Class: "extism-error-block-huge", Stage: StageCall, Want: "host call error_set refused: an error message of 16777216 bytes is larger than the 1 MiB limit",
+			Wasm: extismShape{
+				imports: []wb.Import{{Module: extismEnv, Name: "error_set", Params: []byte{i64}}},
+				hook:    wb.Cat(wb.I64Const(16<<20), wb.Op(wb.OpCall, extAlloc), wb.Op(wb.OpCall, 4), wb.I32Const(1)),
+			}.bytes(),
+		},
+		{
+			// WASI's poll_oneoff over 300,000 subscriptions, for ever, inside
+			// go-sdk's runtime.
+			Class: "extism-wasi-poll-subscriptions", Stage: StageCall, Want: "host call poll_oneoff refused: 300000 subscriptions, more than the per-call limit of 1024",
+			Wasm: extismShape{
+				imports: []wb.Import{{Module: abi.WASIModule, Name: "poll_oneoff", Params: []byte{wb.I32, wb.I32, wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+				pages:   (hugeIOVecsAt+80*manySubscriptions+8)>>16 + 1,
+				hook: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty},
+					wb.I32Const(hugeIOVecsAt), wb.I32Const(hugeIOVecsAt+48*manySubscriptions), wb.I32Const(manySubscriptions),
+					wb.I32Const(hugeIOVecsAt+80*manySubscriptions), wb.Op(wb.OpCall, 4), []byte{wb.OpDrop},
+					wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable}),
+			}.bytes(),
+		},
+		{
 			Class: "extism-garbage", Stage: StageCall, Want: "invalid UTF-8",
 			Wasm: extismShape{response: []byte("\xff\xfe not JSON \x00\x01")}.bytes(),
 		},
@@ -132,6 +162,8 @@ type extismShape struct {
 	// spin is how many loop iterations reconcile runs before it outputs
 	// response.
 	spin int32
+	// spinBody, when set, runs at each of those iterations.
+	spinBody []byte
 	// encoding is the manifest's encoding; empty leaves it out (JSON).
 	encoding string
 	// manifest, when set, is what kubeplug_manifest outputs instead.
@@ -149,6 +181,8 @@ type extismShape struct {
 	admit []byte
 	// admitLoops makes the admit hook loop forever instead.
 	admitLoops bool
+	// pages, when larger, is the plugin's memory in pages.
+	pages uint32
 	// errorMessage, when set, makes reconcile set it as the call's error
 	// (the PDK's error_set) and return 1 (hook and response are then
 	// ignored).
@@ -223,7 +257,7 @@ func (s extismShape) bytes() []byte {
 		hook = wb.Cat(
 			[]byte{wb.OpBlock, wb.BlockEmpty, wb.OpLoop, wb.BlockEmpty}, // for i < spin: logs; i++
 			wb.Op(wb.OpLocalGet, 0), wb.I32Const(spin), []byte{0x4f}, wb.Op(wb.OpBrIf, 1),
-			logs,
+			logs, s.spinBody,
 			wb.Op(wb.OpLocalGet, 0), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 0),
 			wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpEnd},
 			wb.I32Const(extismResponseAt), wb.I32Const(int32(len(s.response))), wb.Op(wb.OpCall, output), wb.I32Const(0))
@@ -248,7 +282,7 @@ func (s extismShape) bytes() []byte {
 	}
 	mod := wb.Module{
 		Imports:     imports,
-		MemoryPages: end>>16 + 1,
+		MemoryPages: max(end>>16+1, s.pages),
 		Data:        data,
 		Funcs: []wb.Func{
 			{
@@ -360,4 +394,20 @@ func okResponse(encoding string) []byte {
 		panic(err) // a fixed value: cannot fail
 	}
 	return b
+}
+
+// ExtismLogHuge returns a plugin whose reconcile, times times (for ever if
+// times is negative), allocates a 24 MiB block in the kernel's memory and
+// passes it to log_info, which frees it; then it answers OK.
+func ExtismLogHuge(times int32) []byte {
+	logHuge := wb.Cat(wb.I64Const(24<<20), wb.Op(wb.OpCall, extAlloc), wb.Op(wb.OpCall, 4))
+	hook := wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, logHuge, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})
+	if times >= 0 {
+		ok := []byte(`{"status":0}`)
+		return extismShape{
+			imports: []wb.Import{{Module: extismEnv, Name: "log_info", Params: []byte{wb.I64}}},
+			spin:    times, spinBody: logHuge, response: ok,
+		}.bytes()
+	}
+	return extismShape{imports: []wb.Import{{Module: extismEnv, Name: "log_info", Params: []byte{wb.I64}}}, hook: hook}.bytes()
 }

@@ -118,8 +118,50 @@ func Raw() []Module {
 			}.bytes(),
 		},
 		{
+			// fd_read of 8 M zero-length iovecs from stdin, for ever: the
+			// host would walk them all before any check.
+			Class: "wasi-fd-read-iovecs", Stage: StageCall, Want: "host call fd_read refused: 8388608 iovecs, more than the per-call limit of 1024",
+			Wasm: shape{
+				imports: []wb.Import{{Module: abi.WASIModule, Name: "fd_read", Params: []byte{wb.I32, wb.I32, wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+				pages:   hugeIOVecsPages,
+				hook:    forever(wb.I32Const(0), wb.I32Const(hugeIOVecsAt), wb.I32Const(hugeIOVecs), wb.I32Const(hugeIOVecsAt+8*hugeIOVecs), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop}),
+			}.bytes(),
+		},
+		{
+			// fd_write of 8 M zero-length iovecs to stdout, for ever.
+			Class: "wasi-fd-write-iovecs", Stage: StageCall, Want: "host call fd_write refused: 8388608 iovecs, more than the per-call limit of 1024",
+			Wasm: shape{
+				imports: []wb.Import{fdWrite},
+				pages:   hugeIOVecsPages,
+				hook:    forever(wb.I32Const(1), wb.I32Const(hugeIOVecsAt), wb.I32Const(hugeIOVecs), wb.I32Const(hugeIOVecsAt+8*hugeIOVecs), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop}),
+			}.bytes(),
+		},
+		{
+			// poll_oneoff over 300,000 subscriptions (zeroes: clocks of no
+			// time), for ever.
+			Class: "wasi-poll-subscriptions", Stage: StageCall, Want: "host call poll_oneoff refused: 300000 subscriptions, more than the per-call limit of 1024",
+			Wasm: shape{
+				imports: []wb.Import{{Module: abi.WASIModule, Name: "poll_oneoff", Params: []byte{wb.I32, wb.I32, wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+				pages:   (hugeIOVecsAt+80*manySubscriptions+8)>>16 + 1,
+				hook: forever(wb.I32Const(hugeIOVecsAt), wb.I32Const(hugeIOVecsAt+48*manySubscriptions), wb.I32Const(manySubscriptions),
+					wb.I32Const(hugeIOVecsAt+80*manySubscriptions), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop}),
+			}.bytes(),
+		},
+		{
+			// path_open of a 64 MiB path, for ever: the host would read the
+			// path whole.
+			Class: "wasi-path-huge", Stage: StageCall, Want: "host call path_open refused: a path of 67108864 bytes, more than the per-call limit of 4 KiB",
+			Wasm: shape{
+				imports: []wb.Import{{Module: abi.WASIModule, Name: "path_open",
+					Params: []byte{wb.I32, wb.I32, wb.I32, wb.I32, wb.I32, wb.I64, wb.I64, wb.I32, wb.I32}, Results: []byte{wb.I32}}},
+				pages: hugeIOVecsPages,
+				hook: forever(wb.I32Const(3), wb.I32Const(0), wb.I32Const(hugeIOVecsAt), wb.I32Const(64<<20), wb.I32Const(0),
+					wb.I64Const(0), wb.I64Const(0), wb.I32Const(0), wb.I32Const(hugeIOVecsAt), wb.Op(wb.OpCall, 0), []byte{wb.OpDrop}),
+			}.bytes(),
+		},
+		{
 			// random_get over 110 MiB, for ever.
-			Class: "random-get", Stage: StageCall, Want: "deadline exceeded after",
+			Class: "random-get", Stage: StageCall, Want: "host call random_get refused: 115343360 bytes asked for, more than the per-call limit of 1 MiB",
 			Wasm: shape{
 				imports: []wb.Import{{Module: abi.WASIModule, Name: "random_get", Params: []byte{wb.I32, wb.I32}, Results: []byte{wb.I32}}},
 				hook: wb.Cat(wb.I32Const(1800), []byte{0x40, 0, wb.OpDrop}, // memory.grow
@@ -149,6 +191,16 @@ func Raw() []Module {
 		},
 	}
 }
+
+// Where the classes of huge WASI requests keep their vectors: past the
+// shape's manifest, input region and response. Zeroed memory is a vector
+// of zero-length iovecs, or of clock subscriptions for no time.
+const (
+	hugeIOVecsAt      = 1 << 20
+	hugeIOVecs        = 8 << 20
+	hugeIOVecsPages   = (hugeIOVecsAt+8*hugeIOVecs+8)>>16 + 1
+	manySubscriptions = 300_000
+)
 
 // emptyActions is an encoded Response whose result holds n empty actions.
 func emptyActions(n uint32) []byte {

@@ -50,6 +50,11 @@ type Limits struct {
 	// and lowers the tables' maximum sizes so that table.grow fails (returns
 	// -1) before they add up to more. Zero means no cap.
 	TableElements uint32
+	// RenameImports, when set, maps an import module's name to the name
+	// the rewritten module imports it under: a host that must wrap every
+	// function of an import module it does not build itself provides the
+	// wrappers under the new name.
+	RenameImports map[string]string
 }
 
 // Insert returns a copy of wasm whose loops and functions count down a new
@@ -215,38 +220,45 @@ func (m *module) surveyImports(r *reader) error {
 		if mod == m.imp.Module {
 			return fmt.Errorf("%w: the module imports %s.%s, and %q is reserved for the host", ErrReservedImport, mod, name, mod)
 		}
-		kind, err := r.byte()
-		if err != nil {
-			return err
-		}
+		kind, t, err := importDesc(r)
 		switch kind {
-		case 0x00: // function: type index
+		case 0x00:
 			m.funcImports++
-			t, err := r.u32()
 			m.importTypes = max(m.importTypes, t+1)
-			return err
-		case 0x01: // table: reference type, limits
-			if err := r.skipLEB(33); err != nil {
-				return err
-			}
-			return skipLimits(r)
-		case 0x02: // memory: limits
-			return skipLimits(r)
-		case 0x03: // global: value type, mutability
+		case 0x03:
 			m.globals++
-			if err := r.skipLEB(33); err != nil {
-				return err
-			}
-			_, err := r.byte()
-			return err
-		case 0x04: // tag: attribute, type index
-			if _, err := r.byte(); err != nil {
-				return err
-			}
-			return r.skipLEB(32)
 		}
-		return r.fail("unknown import kind %#x", kind)
+		return err
 	})
+}
+
+// importDesc reads an import's description: its kind and, for a function,
+// its type index.
+func importDesc(r *reader) (kind byte, typ uint32, err error) {
+	if kind, err = r.byte(); err != nil {
+		return 0, 0, err
+	}
+	switch kind {
+	case 0x00: // function: type index
+		typ, err = r.u32()
+	case 0x01: // table: reference type, limits
+		if err = r.skipLEB(33); err == nil {
+			err = skipLimits(r)
+		}
+	case 0x02: // memory: limits
+		err = skipLimits(r)
+	case 0x03: // global: value type, mutability
+		if err = r.skipLEB(33); err == nil {
+			_, err = r.byte()
+		}
+	case 0x04: // tag: attribute, type index
+		if _, err = r.byte(); err == nil {
+			err = r.skipLEB(32)
+		}
+	default:
+		err = r.fail("unknown import kind %#x", kind)
+	}
+	return kind, typ, err
 }
 
 func skipLimits(r *reader) error {
@@ -306,7 +318,29 @@ func (m *module) extendSection(s section) ([]byte, error) {
 	case secType: // the checkpoint's type and the charge's
 		return m.extend(s.id, appendULEB(nil, uint64(n)+2), r.rest()), nil
 	case secImport:
-		return m.extend(s.id, appendULEB(nil, uint64(n)+1), r.rest()), nil
+		if len(m.limits.RenameImports) == 0 {
+			return m.extend(s.id, appendULEB(nil, uint64(n)+1), r.rest()), nil
+		}
+		out := appendULEB(nil, uint64(n)+1)
+		for range n {
+			mod, err := r.name()
+			if err != nil {
+				return nil, err
+			}
+			if to, ok := m.limits.RenameImports[mod]; ok {
+				mod = to
+			}
+			out = appendName(out, mod)
+			start := r.off
+			if _, err := r.name(); err != nil {
+				return nil, err
+			}
+			if _, _, err := importDesc(r); err != nil {
+				return nil, err
+			}
+			out = append(out, r.b[start:r.off]...)
+		}
+		return m.extend(s.id, out), nil
 	}
 	// Global initializers may hold ref.func, which must be renumbered.
 	e := &editor{reader: r, out: appendULEB(nil, uint64(n)+1), mark: r.off}

@@ -41,3 +41,23 @@ func TestImportModules(t *testing.T) {
 		})
 	}
 }
+
+// RenameImports renames the modules it names, every kind of import alike,
+// and leaves the rest and the imports' order as they were.
+func TestInsertRenamesImports(t *testing.T) {
+	wasm := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x01\x04\x01\x60\x00\x00" + // type section: () -> ()
+		"\x02\x20\x02" + // import section, two entries
+		"\x0fextism:host/env\x05alloc\x00\x00" +
+		"\x01a\x01m\x02\x00\x01")
+	imp := checkpoint.Import{Module: "kubeplug:test", Name: "checkpoint"}
+	out, err := checkpoint.InsertWithLimits(wasm, imp, 100, checkpoint.Limits{RenameImports: map[string]string{"extism:host/env": "kubeplug:env", "b": "c"}})
+	require.NoError(t, err)
+	got, err := checkpoint.ImportModules(out)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"kubeplug:env": true, "a": true, "kubeplug:test": true}, got)
+
+	plain, err := checkpoint.Insert(wasm, imp, 100)
+	require.NoError(t, err)
+	require.Len(t, out, len(plain)+len("kubeplug:env")-len("extism:host/env"), "only the name changed")
+}
