@@ -137,7 +137,7 @@ func TestInspect(t *testing.T) {
 	for _, line := range []string{
 		`Name:\s+warnretain`,
 		`Version:\s+0\.1\.0`,
-		`ABI version:\s+1\.1\.0`,
+		`ABI version:\s+` + regexp.QuoteMeta(abi.Current.String()),
 		`Subject:\s+statefulset`,
 		`Hooks:\s+reconcile`,
 		`Capabilities:\s+event on statefulsets`,
@@ -149,7 +149,7 @@ func TestInspect(t *testing.T) {
 		`Host memory:\s+at most \d+\.\d MiB with the default limits: 4 instances x \(128\.0 MiB memory \+ 1048576 table elements \+ 1\.0 MiB output \+ call stack\)`,
 		`Exports \(6\):`,
 		`  kubeplug_on_reconcile\s+\(i32, i32\) -> \(i64\)`,
-		`  kubeplug_abi_version_1_1_0\s+\(\) -> \(\)`,
+		`  ` + abi.Current.ExportName() + `\s+\(\) -> \(\)`,
 		`  kubeplug\.kubeplug_write_log\s+\(i32, i32, i32\) -> \(\)`,
 	} {
 		require.Regexp(t, "(?m)^"+line+"$", out)
@@ -184,7 +184,7 @@ func TestInspect(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out), &d))
 		require.Equal(t, "warnretain", d.Manifest.Name)
 		require.Equal(t, "statefulset", d.Manifest.Subject)
-		require.Equal(t, "1.1.0", d.ABIVersion)
+		require.Equal(t, abi.Current.String(), d.ABIVersion)
 		require.Len(t, d.SHA256, 64)
 		require.Contains(t, d.Exports, function{Name: "kubeplug_manifest", Params: []string{}, Results: []string{"i64"}})
 		require.Contains(t, d.Imports, function{Module: "kubeplug", Name: "kubeplug_write_log", Params: []string{"i32", "i32", "i32"}, Results: []string{}})
@@ -203,7 +203,7 @@ func TestInspectRefusesBadModules(t *testing.T) {
 		{"no version marker", handmadeModule(t, "hello"), exitFailure,
 			[]string{"is not a usable kubeplug module", "no ABI version marker"}},
 		{"unsupported ABI", handmadeModule(t, "kubeplug_abi_version_2_0_0"), exitFailure,
-			[]string{"was built for an unsupported kubeplug ABI", "built for kubeplug ABI 2.0.0; this host speaks 1.1.0"}},
+			[]string{"was built for an unsupported kubeplug ABI", "built for kubeplug ABI 2.0.0; this host speaks " + abi.Current.String()}},
 		{"missing file", "testdata/nope.wasm", exitInput,
 			[]string{"kubeplug inspect: cannot read module: open testdata/nope.wasm: no such file or directory"}},
 	}
