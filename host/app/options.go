@@ -28,6 +28,9 @@ type Options struct {
 	// named by digest, so that a pinned image loads without the registry;
 	// empty keeps none.
 	ImageCacheDir string
+	// ImageTimeout bounds each pull of a module's image, all its requests
+	// and transfers together; 0 takes oci.DefaultTimeout.
+	ImageTimeout time.Duration
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty serves nothing.
 	MetricsAddr string
@@ -100,5 +103,5 @@ func (o *Options) restConfig() (*rest.Config, error) {
 
 // fetchOptions are the host's settings for reading module entries.
 func (o *Options) fetchOptions() oci.FetchOptions {
-	return oci.FetchOptions{CacheDir: o.ImageCacheDir}
+	return oci.FetchOptions{CacheDir: o.ImageCacheDir, Timeout: o.ImageTimeout, Logger: o.Logger}
 }

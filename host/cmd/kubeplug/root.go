@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ type streams struct {
 type globalOptions struct {
 	cacheDir      string
 	imageCacheDir string
+	imageTimeout  time.Duration
 	logLevel      string
 }
 
@@ -39,7 +41,7 @@ func defaultImageCacheDir() string {
 
 // fetchOptions are the settings every command reads module entries with.
 func (o *globalOptions) fetchOptions() oci.FetchOptions {
-	return oci.FetchOptions{CacheDir: o.imageCacheDir}
+	return oci.FetchOptions{CacheDir: o.imageCacheDir, Timeout: o.imageTimeout}
 }
 
 // defaultCacheDir is where compiled modules are cached between runs: the
@@ -100,6 +102,8 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		"directory for compiled modules, kept between runs; empty keeps them in memory only")
 	root.PersistentFlags().StringVar(&opts.imageCacheDir, "image-cache-dir", defaultImageCacheDir(),
 		"directory for modules pulled from registries, kept by digest; empty keeps none")
+	root.PersistentFlags().DurationVar(&opts.imageTimeout, "image-timeout", oci.DefaultTimeout,
+		"bound of each pull from (or push to) a registry, all its requests and transfers together")
 	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
 
 	root.AddCommand(

@@ -67,6 +67,7 @@ its allow: list grants included).`,
 			o.Logger = log
 			o.CacheDir = opts.cacheDir
 			o.ImageCacheDir = opts.imageCacheDir
+			o.ImageTimeout = opts.imageTimeout
 			if le.enabled {
 				o.LeaderElection = &app.LeaderElection{
 					Namespace: le.namespace, Name: le.name, Identity: le.identity,
