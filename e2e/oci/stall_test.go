@@ -186,3 +186,58 @@ func peakRSSMiB(t *testing.T, pid int) float64 {
 	}
 	return kib / 1024
 }
+
+// TestSignedPinnedImageOffline: a host that ran a signed image pinned by
+// digest starts again with the registry gone, from its image cache: the
+// manifest, the module and the signature bundle that verified, verified
+// again with the configured key.
+func TestSignedPinnedImageOffline(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
+	srv := httptest.NewServer(reg)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	signKey, pubKey := keyPair(t, dir, "cosign")
+	protect, err := testenv.Guest("e2e/guests/protect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeplug(t, "push", "--plain-http", "--sign-key", signKey, protect, host+"/policies/protect:1.0.0")
+	req, err := http.NewRequest(http.MethodHead, srv.URL+"/v2/policies/protect/manifests/1.0.0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	digest := resp.Header.Get("Docker-Content-Digest")
+	if !strings.HasPrefix(digest, "sha256:") {
+		t.Fatalf("the registry gave no digest for the pushed tag (%s)", resp.Status)
+	}
+	config := fmt.Sprintf("modules:\n- image: %s/policies/protect@%s\n  name: protect\n  plainHTTP: true\n  signature: {publicKey: %s}\n%s",
+		host, digest, pubKey, protectAllow)
+	cache := t.TempDir()
+	start := func() *testenv.Host {
+		h := testenv.StartHost(t, testenv.HostOptions{Kubeconfig: cp.Kubeconfig, Config: config, Args: []string{"--image-cache-dir", cache}})
+		h.WaitReady(t)
+		m, err := h.Scrape()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Has("kubeplug_module_info", "module", "protect") {
+			t.Fatalf("the image's module does not run; log:\n%s", h.Log())
+		}
+		return h
+	}
+	if err := start().Stop(syscall.SIGTERM, drainBound); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	h := start()
+	if strings.Contains(h.Log(), "level=WARN") || strings.Contains(h.Log(), "level=ERROR") {
+		t.Errorf("the offline start warned:\n%s", h.Log())
+	}
+}
