@@ -33,6 +33,9 @@ type Options struct {
 	// named by digest, so that a pinned image loads without the registry;
 	// empty keeps none.
 	ImageCacheDir string
+	// ImageTimeout bounds each pull of a module's image, all its requests
+	// and transfers together; 0 takes oci.DefaultTimeout.
+	ImageTimeout time.Duration
 	// MetricsAddr is where /metrics, /healthz and /readyz are served;
 	// empty or "0" serves nothing.
 	MetricsAddr string
@@ -128,5 +131,5 @@ func (o *Options) restConfig() (*rest.Config, error) {
 
 // fetchOptions are the host's settings for reading module entries.
 func (o *Options) fetchOptions() oci.FetchOptions {
-	return oci.FetchOptions{CacheDir: o.ImageCacheDir}
+	return oci.FetchOptions{CacheDir: o.ImageCacheDir, Timeout: o.ImageTimeout, Logger: o.Logger}
 }

@@ -70,7 +70,20 @@ type Reloader struct {
 	mu      sync.Mutex // one reload at a time
 	file    *config.File
 	applied map[string]*appliedEntry
+	// pulls are the image entries being pulled, by module name: each in
+	// its own goroutine, under its own deadline (the fetch's timeout) and
+	// the host's context, outside mu, so that a registry that stalls holds
+	// up its own module and no other, nor the next reload.
+	pulls map[string]*pull
+	// pulling counts the pulls' goroutines, for Run to wait for at exit
+	// (stopPulls), after which stopped refuses new ones.
+	pulling sync.WaitGroup
+	stopped bool
 }
+
+// pull is an image entry's pull under way; a later reload's pull of the
+// same module cancels it and takes its place.
+type pull struct{ cancel context.CancelFunc }
 
 // appliedEntry is a module entry as the host runs it.
 type appliedEntry struct {
@@ -92,10 +105,11 @@ type loaded struct {
 }
 
 // readModule returns the bytes of c's module (its file, or its image pulled
-// and its signature checked) and their sha256, the pin checked. It is the
-// one place the host reads a module's bytes (oci.Fetch).
-func (r *Reloader) readModule(c *config.Module) (*oci.Source, error) {
-	return oci.Fetch(r.ctx, c, r.fetch)
+// and its signature checked) and their sha256, the pin checked. The host
+// reads a module's bytes through it, or, for an image pulled on its own,
+// through the same oci.Fetch in startPull.
+func (r *Reloader) readModule(ctx context.Context, c *config.Module) (*oci.Source, error) {
+	return oci.Fetch(ctx, c, r.fetch)
 }
 
 // loadEntry loads src, the module of entry c, into engine, as a native
@@ -137,13 +151,31 @@ func EntryModule(c *config.Module, rm runtime.Loaded) (controller.Module, error)
 	}, nil
 }
 
-// load reads and loads the module of every entry of file; at start, where
-// any failure refuses the whole configuration.
+// loadAll reads and loads the module of every entry of file; at start,
+// where any failure refuses the whole configuration. The modules are read
+// at once, each image pulled under its own deadline, so that start waits
+// for the slowest registry, not for the sum of them, and never longer than
+// the fetch's timeout.
 func (r *Reloader) loadAll(file *config.File) ([]loaded, error) {
+	srcs := make([]*oci.Source, len(file.Modules))
+	errs := make([]error, len(file.Modules))
+	var wg sync.WaitGroup
+	for i := range file.Modules {
+		c := &file.Modules[i]
+		if c.Image != "" {
+			r.log.Info("pulling the module's image", "module", c.Name, "image", c.Image)
+		}
+		wg.Go(func() { srcs[i], errs[i] = r.readModule(r.ctx, c) })
+	}
+	wg.Wait()
 	var out []loaded
 	for i := range file.Modules {
 		c := &file.Modules[i]
-		l, err := r.load(c)
+		err := errs[i]
+		var l loaded
+		if err == nil {
+			l, err = r.loadSource(c, srcs[i])
+		}
 		if err != nil {
 			for _, l := range out {
 				_ = l.mod.Runtime.Close(r.ctx)
@@ -153,14 +185,6 @@ func (r *Reloader) loadAll(file *config.File) ([]loaded, error) {
 		out = append(out, l)
 	}
 	return out, nil
-}
-
-func (r *Reloader) load(c *config.Module) (loaded, error) {
-	src, err := r.readModule(c)
-	if err != nil {
-		return loaded{}, err
-	}
-	return r.loadSource(c, src)
 }
 
 // loadSource loads src, the module of c read already.
@@ -274,7 +298,9 @@ func (r *Reloader) record(l loaded, gen uint64) {
 
 // Reload reads the host configuration and the module files again and
 // applies what changed (see Reloader). reason is logged. It returns once the
-// reload is applied or refused; reloads run one at a time. It is what file
+// reload is applied or refused, but for image entries, which are pulled
+// each on its own and applied (or refused) when their pull ends; reloads
+// run one at a time. It is what file
 // changes and SIGHUP call, and what any other source of change (a moved
 // image tag) should call.
 func (r *Reloader) Reload(reason string) {
@@ -291,35 +317,30 @@ func (r *Reloader) Reload(reason string) {
 	r.m.ConfigReloads.WithLabelValues("success").Inc()
 	r.warnRestartOnly(file)
 
-	// Load every new or changed module before applying any, so that the
-	// controllers change together and the slow part runs while they serve.
+	// Load every new or changed module file before applying any, so that
+	// the controllers change together and the slow part runs while they
+	// serve. Images are pulled each on its own (startPull) and applied
+	// when their pull ends: a registry that stalls holds up only its own
+	// module, until the pull's timeout, and never this reload or the next.
 	var next []loaded
 	want := map[string]bool{}
 	for i := range file.Modules {
 		c := &file.Modules[i]
 		want[c.Name] = true
-		old := r.applied[c.Name]
-		// Reading the module is cheap beside loading it: only a module
-		// whose entry or bytes changed is loaded again, from the bytes
-		// read here (an image is not pulled twice).
-		src, err := r.readModule(c)
-		if err == nil && old != nil && old.cfg.SameAs(c) && src.SHA256 == old.sum {
+		if c.Image != "" {
+			r.startPull(*c)
 			continue
 		}
-		var l loaded
-		if err == nil {
-			l, err = r.loadSource(c, src)
+		r.stopPull(c.Name)
+		src, err := r.readModule(r.ctx, c)
+		if l, ok := r.changed(c, src, err); ok {
+			next = append(next, l)
 		}
-		if err != nil {
-			r.m.ModuleSwaps.WithLabelValues(c.Name, "failed").Inc()
-			what := "not added"
-			if old != nil {
-				what = fmt.Sprintf("not swapped, generation %d keeps serving", old.gen)
-			}
-			r.refuse(c.Name, ReasonModuleRejected, fmt.Errorf("module %s %s: %w", c.Name, what, err))
-			continue
+	}
+	for name := range r.pulls {
+		if !want[name] {
+			r.stopPull(name)
 		}
-		next = append(next, l)
 	}
 	for name := range r.applied {
 		if !want[name] {
@@ -329,16 +350,117 @@ func (r *Reloader) Reload(reason string) {
 		}
 	}
 	for _, l := range inOrder(next) {
-		if err := r.apply(l); err != nil {
-			_ = l.mod.Runtime.Close(r.ctx)
-			r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "failed").Inc()
-			r.refuse(l.cfg.Name, ReasonModuleRejected, err)
-			continue
-		}
-		r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "success").Inc()
+		r.applyCounted(l)
 	}
 	r.file = file
 	r.publish()
+}
+
+// failed reports that the module of the entry name was not loaded: its
+// file or image could not be read, or the module was refused.
+func (r *Reloader) failed(name string, err error) {
+	r.m.ModuleSwaps.WithLabelValues(name, "failed").Inc()
+	what := "not added"
+	if old := r.applied[name]; old != nil {
+		what = fmt.Sprintf("not swapped, generation %d keeps serving", old.gen)
+	}
+	r.refuse(name, ReasonModuleRejected, fmt.Errorf("module %s %s: %w", name, what, err))
+}
+
+// startPull pulls the image of entry c in the background, in place of any
+// pull of the same module under way, and applies it when the pull ends
+// (pulled). The pull is bounded by the fetch's timeout and ends with the
+// host's context (SIGTERM). Called with mu held.
+func (r *Reloader) startPull(c config.Module) {
+	r.stopPull(c.Name)
+	if r.stopped {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	p := &pull{cancel: cancel}
+	if r.pulls == nil {
+		r.pulls = map[string]*pull{}
+	}
+	r.pulls[c.Name] = p
+	r.log.Info("pulling the module's image", "module", c.Name, "image", c.Image)
+	fo := r.fetch // read under mu, not from the goroutine
+	r.pulling.Go(func() {
+		defer cancel()
+		src, err := oci.Fetch(ctx, &c, fo)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.pulls[c.Name] != p {
+			return // a later reload pulls this module again, or dropped it
+		}
+		delete(r.pulls, c.Name)
+		if r.ctx.Err() != nil {
+			return // the host stops
+		}
+		r.pulled(&c, src, err)
+		r.publish()
+	})
+}
+
+// stopPull cancels the pull of the module name, if one is under way.
+// Called with mu held.
+func (r *Reloader) stopPull(name string) {
+	if p := r.pulls[name]; p != nil {
+		p.cancel()
+		delete(r.pulls, name)
+	}
+}
+
+// stopPulls cancels the pulls under way and waits for their goroutines
+// to end; no pull starts after it.
+func (r *Reloader) stopPulls() {
+	r.mu.Lock()
+	r.stopped = true
+	for name := range r.pulls {
+		r.stopPull(name)
+	}
+	r.mu.Unlock()
+	r.pulling.Wait()
+}
+
+// pulled applies the module of the image entry c, whose pull returned src
+// or err: as a reload applies a changed module file, and not at all when
+// neither the entry nor the bytes changed. Called with mu held.
+func (r *Reloader) pulled(c *config.Module, src *oci.Source, err error) {
+	if l, ok := r.changed(c, src, err); ok {
+		r.applyCounted(l)
+	}
+}
+
+// changed returns the module of entry c loaded from src, which reading it
+// returned (or err), when the entry or the bytes changed since it was
+// applied. Reading a module is cheap beside loading it: only a module
+// whose entry or bytes changed is loaded again, from the bytes read. A
+// module that cannot be read or loaded is reported (failed).
+func (r *Reloader) changed(c *config.Module, src *oci.Source, err error) (loaded, bool) {
+	old := r.applied[c.Name]
+	if err == nil && old != nil && old.cfg.SameAs(c) && src.SHA256 == old.sum {
+		return loaded{}, false
+	}
+	var l loaded
+	if err == nil {
+		l, err = r.loadSource(c, src)
+	}
+	if err != nil {
+		r.failed(c.Name, err)
+		return loaded{}, false
+	}
+	return l, true
+}
+
+// applyCounted applies l (apply) and counts the swap's result.
+func (r *Reloader) applyCounted(l loaded) {
+	if err := r.apply(l); err != nil {
+		_ = l.mod.Runtime.Close(r.ctx)
+		r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "failed").Inc()
+		r.refuse(l.cfg.Name, ReasonModuleRejected, err)
+		return
+	}
+	r.m.ModuleSwaps.WithLabelValues(l.cfg.Name, "success").Inc()
 }
 
 // publish hands the webhook the admit hooks of the applied modules, and

@@ -91,6 +91,9 @@ func Run(ctx context.Context, opts Options) error {
 	rl := &Reloader{path: file.Path, engine: engine, m: m, log: log, host: hostObject(), ctx: ctx,
 		fetch: opts.fetchOptions(), applied: map[string]*appliedEntry{}}
 	health.Add("reload", healthCheck(func(now time.Time) error { return rl.health.check(now, ReloadWedgedAfter) }))
+	// Image pulls under way end with ctx; their modules are not loaded
+	// into an engine that is closing.
+	defer rl.stopPulls()
 	// A tag that moves to a new digest is a reload: the entry's bytes
 	// changed, and the new module is swapped in as a changed file's is.
 	rl.images = oci.NewWatcher(ctx, opts.fetchOptions(), func(name string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -145,26 +146,43 @@ func (p *parser) requireSignature(n *yaml.Node) {
 // file ({"auths": {...}}, as docker login writes it), or a Kubernetes
 // Secret of type kubernetes.io/dockerconfigjson (YAML or JSON, as kubectl
 // get secret -o yaml prints it), whose .dockerconfigjson is the same. It
-// returns the docker config's JSON.
+// returns the docker config's JSON, checked by CheckDockerConfig.
+//
+// No error it returns quotes the file: the decoders' own messages quote
+// what they could not decode, and here that is a secret. They say which
+// field is wrong, and where, instead.
 func ReadDockerConfig(path string) ([]byte, error) {
 	b, err := input.ReadFile(path, input.MaxSmallBytes, "docker config or pull secret")
 	if err != nil {
 		return nil, fmt.Errorf("read registry credentials: %w", err)
 	}
-	var doc struct {
-		Kind       string            `yaml:"kind"`
-		Data       map[string]string `yaml:"data"`
-		StringData map[string]string `yaml:"stringData"`
-	}
+	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: %w", path, err)
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON%s", path, syntaxErrorLine(err))
 	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not a map; give {\"auths\": {...}} or a Secret", path)
+	}
+	var secret struct {
+		Kind       yaml.Node `yaml:"kind"`
+		Data       yaml.Node `yaml:"data"`
+		StringData yaml.Node `yaml:"stringData"`
+	}
+	if err := doc.Content[0].Decode(&secret); err != nil {
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: its kind:, data: or stringData: cannot be read", path)
+	}
+	kind := secret.Kind.Value
 	switch {
-	case doc.Kind == "Secret":
-		if s, ok := doc.StringData[".dockerconfigjson"]; ok {
-			return checkDockerConfig(path, []byte(s))
+	case kind == "Secret":
+		if s, ok, err := secretValue(&secret.StringData, "stringData"); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		} else if ok {
+			return CheckDockerConfig(path+": stringData[.dockerconfigjson]", []byte(s))
 		}
-		enc, ok := doc.Data[".dockerconfigjson"]
+		enc, ok, err := secretValue(&secret.Data, "data")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		if !ok {
 			return nil, fmt.Errorf("%s is a Secret without .dockerconfigjson; give an image pull secret (type kubernetes.io/dockerconfigjson)", path)
 		}
@@ -172,23 +190,91 @@ func ReadDockerConfig(path string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: data[.dockerconfigjson] is not base64: %w", path, err)
 		}
-		return checkDockerConfig(path, raw)
-	case doc.Kind != "":
-		return nil, fmt.Errorf("%s is a %s; give a docker config file or an image pull secret", path, doc.Kind)
+		return CheckDockerConfig(path+": data[.dockerconfigjson]", raw)
+	case secret.Kind.Kind == yaml.ScalarNode && kind != "":
+		return nil, fmt.Errorf("%s is a %.40q, not a Secret; give a docker config file or an image pull secret", path, kind)
+	case secret.Kind.Kind != 0 && secret.Kind.Kind != yaml.ScalarNode:
+		return nil, fmt.Errorf("%s: kind: is not a string; give a docker config file or an image pull secret", path)
 	}
-	return checkDockerConfig(path, b)
+	return CheckDockerConfig(path, b)
 }
 
-// checkDockerConfig checks that b is a docker config's JSON with auths.
-func checkDockerConfig(path string, b []byte) ([]byte, error) {
+// secretValue returns the .dockerconfigjson key of a Secret's data: or
+// stringData: node n, if it has one.
+func secretValue(n *yaml.Node, field string) (string, bool, error) {
+	if n.Kind == 0 {
+		return "", false, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return "", false, fmt.Errorf("%s: is not a map (line %d; its value is not quoted, as it may hold credentials): write %s: {.dockerconfigjson: ...}", field, n.Line, field)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != ".dockerconfigjson" {
+			continue
+		}
+		v := n.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			return "", false, fmt.Errorf("%s[.dockerconfigjson]: is not a string (line %d)", field, v.Line)
+		}
+		return v.Value, true, nil
+	}
+	return "", false, nil
+}
+
+// syntaxErrorLine returns " (line N)" for a YAML syntax error that names one.
+func syntaxErrorLine(err error) string {
+	var line int
+	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil {
+		return fmt.Sprintf(" (line %d)", line)
+	}
+	return ""
+}
+
+// CheckDockerConfig checks that b, from where from says, is a docker
+// config's JSON with auths, and that each entry's auth, if any, is the
+// base64 of user:password, as registry clients read it. Its errors name
+// the entry and field, never the bytes: they are credentials.
+func CheckDockerConfig(from string, b []byte) ([]byte, error) {
 	var cfg struct {
 		Auths map[string]json.RawMessage `json:"auths"`
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("%s is not a docker config (JSON with auths): %w", path, err)
+		return nil, fmt.Errorf("%s is not a docker config (JSON with auths)%s", from, jsonOffset(err))
 	}
 	if len(cfg.Auths) == 0 {
-		return nil, fmt.Errorf("%s has no credentials under auths; log in (docker login, oras login) or give an image pull secret", path)
+		return nil, fmt.Errorf("%s has no credentials under auths; log in (docker login, oras login) or give an image pull secret", from)
+	}
+	for host, raw := range cfg.Auths {
+		var e struct {
+			Auth          *string `json:"auth"`
+			Username      *string `json:"username"`
+			Password      *string `json:"password"`
+			IdentityToken *string `json:"identitytoken"`
+			RegistryToken *string `json:"registrytoken"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("%s: auths[%.100q]: is not an object of strings (auth, or username and password)", from, host)
+		}
+		if e.Auth == nil || *e.Auth == "" {
+			continue
+		}
+		dec, err := base64.StdEncoding.DecodeString(*e.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("%s: auths[%.100q].auth: is not base64 (%w): write the base64 of user:password", from, host, err)
+		}
+		if !strings.Contains(string(dec), ":") {
+			return nil, fmt.Errorf("%s: auths[%.100q].auth: does not decode to user:password (no colon; %d bytes, not quoted): write the base64 of user:password", from, host, len(dec))
+		}
 	}
 	return b, nil
+}
+
+// jsonOffset returns " (at byte N)" for a JSON syntax error: its own
+// message quotes the character it met.
+func jsonOffset(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf(" (syntax error at byte %d)", se.Offset)
+	}
+	return ""
 }

@@ -3,38 +3,76 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 )
 
-// cache keeps blobs (manifests and modules) on disk, each in a file named
-// by its digest. A file is written to a temporary name and renamed, so a
-// reader never sees half of one; and it is checked against its digest on
-// every read, so a file damaged on disk is never returned.
+// cache keeps blobs (manifests and modules) and the signature bundles that
+// verified manifests on disk, each in a file named by its digest. A file is
+// written to a temporary name and renamed, so a reader never sees half of
+// one. A read trusts nothing on disk: the entry must be a regular file (not
+// a symlink, FIFO or device) no larger than the caller's bound, checked
+// before it is read; a blob must have its digest, and a bundle is verified
+// again with the configured key. An entry that fails is removed and its
+// content fetched again.
 type cache struct{ dir string }
 
 func (c cache) path(d digest.Digest) string {
 	return filepath.Join(c.dir, "blobs", d.Algorithm().String(), d.Encoded())
 }
 
-// get returns the blob with digest d, or nil when the cache does not hold it
-// (or holds a damaged copy, which it removes).
-func (c cache) get(d digest.Digest) []byte {
+// bundlePath is where the signature bundle that verified the manifest d is
+// kept: beside the manifest, under its digest.
+func (c cache) bundlePath(d digest.Digest) string {
+	return c.path(d) + ".sigstore.json"
+}
+
+// get returns the blob with digest d, at most limit bytes. It returns nil
+// and no error when the cache does not hold it, and nil and an ErrCache
+// error saying what was wrong when it holds something else there, which it
+// removes.
+func (c cache) get(d digest.Digest, limit int64) ([]byte, error) {
 	if c.dir == "" || d.Validate() != nil {
-		return nil
+		return nil, nil
 	}
-	b, err := os.ReadFile(c.path(d))
-	if err != nil {
-		return nil
+	b, err := c.read(c.path(d), limit)
+	if b == nil || err != nil {
+		return nil, err
 	}
 	if d.Algorithm().FromBytes(b) != d {
 		_ = os.Remove(c.path(d))
-		return nil
+		return nil, fmt.Errorf("%w: %s does not have the digest it is named by (removed; fetched again)", ErrCache, c.path(d))
 	}
-	return b
+	return b, nil
+}
+
+// getBundle returns the signature bundle kept for the manifest d, nil if
+// none; the caller verifies it.
+func (c cache) getBundle(d digest.Digest) ([]byte, error) {
+	if c.dir == "" || d.Validate() != nil {
+		return nil, nil
+	}
+	return c.read(c.bundlePath(d), maxMetadata)
+}
+
+// read returns the content of the cache file path, nil if there is none;
+// a file that is not regular or is larger than limit is removed and
+// reported.
+func (c cache) read(path string, limit int64) ([]byte, error) {
+	b, err := readRegularFile(path, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		_ = os.Remove(path) // a symlink or FIFO itself, not what it names
+		return nil, fmt.Errorf("%w: %w (removed; fetched again)", ErrCache, err)
+	}
+	return b, nil
 }
 
 // put stores b, whose digest the caller has checked to be d.
@@ -45,30 +83,97 @@ func (c cache) put(d digest.Digest, b []byte) error {
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("cache blob: %w", err)
 	}
-	final := c.path(d)
+	return c.write(c.path(d), b)
+}
+
+// putBundle keeps b, a bundle that verified the manifest d.
+func (c cache) putBundle(d digest.Digest, b []byte) error {
+	if c.dir == "" || d.Validate() != nil {
+		return nil
+	}
+	return c.write(c.bundlePath(d), b)
+}
+
+func (c cache) write(final string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return c.unwritable(d, err)
+		return c.unwritable(final, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(final), ".tmp-*")
 	if err != nil {
-		return c.unwritable(d, err)
+		return c.unwritable(final, err)
 	}
 	_, werr := tmp.Write(b)
 	serr := tmp.Sync()
 	cerr := tmp.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cache blob %s: %w", d, err)
+		return fmt.Errorf("cache %s: %w", final, err)
 	}
+	// A rename replaces a symlink or FIFO planted at final, never what
+	// it names.
 	if err := os.Rename(tmp.Name(), final); err != nil && !errors.Is(err, fs.ErrExist) {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("cache blob %s: %w", d, err)
+		return fmt.Errorf("cache %s: %w", final, err)
 	}
 	return nil
 }
 
-// unwritable says that the cache directory cannot take blob d, and what to do.
-func (c cache) unwritable(d digest.Digest, err error) error {
-	return fmt.Errorf("keep blob %s in the image cache %s: %w: give kubeplug's --image-cache-dir a writable directory, "+
-		"or an empty one to keep no pulled module on disk", d, c.dir, err)
+// unwritable says that the cache directory cannot take the file final,
+// and what to do.
+func (c cache) unwritable(final string, err error) error {
+	return fmt.Errorf("keep %s in the image cache %s: %w: give kubeplug's --image-cache-dir a writable directory, "+
+		"or an empty one to keep no pulled module on disk", filepath.Base(final), c.dir, err)
+}
+
+// readRegularFile reads the file at path, which must be a regular file of
+// at most limit bytes, and is refused otherwise before anything is read:
+// opened without following a final symlink (O_NOFOLLOW) and without
+// waiting for a writer (O_NONBLOCK, so a FIFO does not block the open),
+// its type and size checked on the open file (fstat, so it cannot be
+// swapped after the check), and read through a limit in case it grows.
+// A missing file is an error that matches fs.ErrNotExist.
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink; want a regular file", path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is a %s, not a regular file", path, fileType(st.Mode()))
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", path, st.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s grew past the %d bytes allowed while it was read", path, limit)
+	}
+	return b, nil
+}
+
+// fileType names the type of a file that is not regular.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "special file"
 }

@@ -7,9 +7,9 @@ var (
 	// accepts (see Layouts).
 	ErrLayout = errors.New("not a wasm module artifact")
 
-	// ErrTooLarge: the registry describes a module larger than the limit,
-	// so it is not downloaded.
-	ErrTooLarge = errors.New("module too large")
+	// ErrTooLarge: the registry describes a module, or a manifest, larger
+	// than its limit, so it is not downloaded.
+	ErrTooLarge = errors.New("too large")
 
 	// ErrDigest: bytes read from the registry or the cache do not have the
 	// digest that names them, or a module has another sha256 than its pin.
@@ -31,6 +31,14 @@ var (
 
 	// ErrKey: a key file cannot be used (not PEM, not a supported key).
 	ErrKey = errors.New("unusable key")
+
+	// ErrTimeout: the registry did not answer, or not all of it, within
+	// the operation's timeout (Options.Timeout).
+	ErrTimeout = errors.New("registry timed out")
+
+	// ErrCache: a cache entry is not a regular file of a plausible size,
+	// or not the bytes its name says; it is refused and fetched again.
+	ErrCache = errors.New("bad cache entry")
 
 	// ErrReference: a string given as an image reference does not parse
 	// as one.

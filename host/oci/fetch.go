@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -29,8 +31,13 @@ type Source struct {
 type FetchOptions struct {
 	// CacheDir keeps pulled modules by digest; empty keeps none.
 	CacheDir string
-	// HTTPClient carries registry requests; nil uses http.DefaultClient.
+	// HTTPClient carries registry requests; nil uses one with every wait
+	// bounded (see Options.HTTPClient).
 	HTTPClient *http.Client
+	// Timeout bounds each pull as a whole; 0 takes DefaultTimeout.
+	Timeout time.Duration
+	// Logger is told of cache entries refused; nil discards.
+	Logger *slog.Logger
 }
 
 // Fetch returns the bytes of the module entry m names, verified: a file
@@ -64,7 +71,7 @@ func Fetch(ctx context.Context, m *config.Module, fo FetchOptions) (*Source, err
 // says: plain HTTP, credentials (read now, so that a renewed secret file
 // is used), and the signature it requires.
 func EntryOptions(m *config.Module, fo FetchOptions) (Options, error) {
-	o := Options{PlainHTTP: m.PlainHTTP, HTTPClient: fo.HTTPClient, CacheDir: fo.CacheDir}
+	o := Options{PlainHTTP: m.PlainHTTP, HTTPClient: fo.HTTPClient, CacheDir: fo.CacheDir, Timeout: fo.Timeout, Logger: fo.Logger}
 	if m.DockerConfig != "" {
 		b, err := config.ReadDockerConfig(m.DockerConfig)
 		if err != nil {

@@ -41,15 +41,19 @@ type Artifact struct {
 // digest in ref pins it, and a tag beside it is ignored), checks the
 // manifest's layout, the signature when o.Verifier is set, and the module's
 // size before it downloads it, and its digest after.
+//
+// The whole pull, every request and transfer, is bounded by o.Timeout. A
+// pull that the cache can serve (a digest, the signature bundle kept from
+// an earlier verification, the module) sends no request.
 func Pull(ctx context.Context, ref string, o Options) (*Artifact, error) {
+	ctx, cancel := o.bounded(ctx)
+	defer cancel()
 	r, err := o.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	if o.Verifier != nil {
-		if err := o.Verifier.verify(ctx, r.repo, r.desc); err != nil {
-			return nil, o.explain(ref, err)
-		}
+	if err := o.checkSignature(ctx, r); err != nil {
+		return nil, err
 	}
 	wasm, err := o.blob(ctx, r, r.layer, o.maxSize(), "module")
 	if err != nil {
@@ -66,14 +70,14 @@ func Pull(ctx context.Context, ref string, o Options) (*Artifact, error) {
 // checked first, as Pull checks it: what is described is what Pull would
 // accept.
 func Describe(ctx context.Context, ref string, o Options) (*Artifact, error) {
+	ctx, cancel := o.bounded(ctx)
+	defer cancel()
 	r, err := o.resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	if o.Verifier != nil {
-		if err := o.Verifier.verify(ctx, r.repo, r.desc); err != nil {
-			return nil, o.explain(ref, err)
-		}
+	if err := o.checkSignature(ctx, r); err != nil {
+		return nil, err
 	}
 	a := r.artifact()
 	if !r.layout.HasManifest {
@@ -93,6 +97,8 @@ func Describe(ctx context.Context, ref string, o Options) (*Artifact, error) {
 
 // Resolve returns the digest of the manifest ref names now.
 func Resolve(ctx context.Context, ref string, o Options) (digest.Digest, error) {
+	ctx, cancel := o.bounded(ctx)
+	defer cancel()
 	repo, parsed, err := o.repository(ref)
 	if err != nil {
 		return "", err
@@ -135,18 +141,19 @@ func (o *Options) resolve(ctx context.Context, ref string) (*resolved, error) {
 	}
 	r := &resolved{repo: repo, ref: parsed, given: ref}
 	var raw []byte
+	var cacheErr error
 	if d, err := parsed.Digest(); err == nil {
-		raw = cache{o.CacheDir}.get(d)
+		raw, cacheErr = o.cached(d, maxMetadata)
 		r.desc = ocispec.Descriptor{Digest: d, Size: int64(len(raw))}
 	}
 	if raw == nil {
 		desc, rc, err := repo.FetchReference(ctx, parsed.Reference)
 		if err != nil {
-			return nil, o.explain(ref, err)
+			return nil, errors.Join(o.explain(ref, err), cacheErr)
 		}
 		defer rc.Close()
 		if desc.Size > maxMetadata {
-			return nil, fmt.Errorf("image %s: %w: its manifest is %d bytes, more than the %d a module's takes", ref, ErrLayout, desc.Size, maxMetadata)
+			return nil, fmt.Errorf("image %s: %w: its manifest is %d bytes, more than the %d a module's takes; nothing more was read", ref, ErrTooLarge, desc.Size, maxMetadata)
 		}
 		if raw, err = content.ReadAll(rc, desc); err != nil {
 			return nil, o.readError(ref, "manifest", err)
@@ -205,15 +212,16 @@ func (o *Options) blob(ctx context.Context, r *resolved, desc ocispec.Descriptor
 		return nil, fmt.Errorf("image %s: %w: its %s is %d bytes and the limit is %d; nothing was downloaded",
 			r.given, ErrTooLarge, what, desc.Size, limit)
 	}
-	if b := (cache{o.CacheDir}).get(desc.Digest); b != nil && int64(len(b)) == desc.Size {
+	b, cacheErr := o.cached(desc.Digest, limit)
+	if b != nil && int64(len(b)) == desc.Size {
 		return b, nil
 	}
 	rc, err := r.repo.Fetch(ctx, desc)
 	if err != nil {
-		return nil, o.explain(r.given, err)
+		return nil, errors.Join(o.explain(r.given, err), cacheErr)
 	}
 	defer rc.Close()
-	b, err := content.ReadAll(rc, desc)
+	b, err = content.ReadAll(rc, desc)
 	if err != nil {
 		return nil, o.readError(r.given, what, err)
 	}
@@ -221,6 +229,17 @@ func (o *Options) blob(ctx context.Context, r *resolved, desc ocispec.Descriptor
 		return nil, err
 	}
 	return b, nil
+}
+
+// cached returns the blob d from the cache, nil when the cache does not
+// hold it; an entry the cache refused is logged, and returned as an error
+// for the caller to add to the registry's if fetching it again fails.
+func (o *Options) cached(d digest.Digest, limit int64) ([]byte, error) {
+	b, err := cache{o.CacheDir}.get(d, limit)
+	if err != nil {
+		o.logger().Warn("image cache entry refused; fetching it again", "digest", d, "err", err)
+	}
+	return b, err
 }
 
 // readError says that what the registry sent is not what it described.

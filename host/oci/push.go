@@ -18,6 +18,8 @@ import (
 // with the module's size and digest, as the config blob and the module as
 // its one layer. It returns the pinned reference (repository@digest).
 func Push(ctx context.Context, ref string, wasm []byte, cfg ModuleConfig, o Options) (string, error) {
+	ctx, cancel := o.bounded(ctx)
+	defer cancel()
 	repo, parsed, err := o.repository(ref)
 	if err != nil {
 		return "", err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,13 +31,25 @@ type testRegistry struct {
 	user, password string
 	// corrupt, when set, flips a byte of every blob served.
 	corrupt atomic.Bool
+	// requests counts every request.
+	requests atomic.Int64
+	// misbehave, when set, sees every request first and answers those it
+	// returns true for: a registry that stalls, trickles or lies.
+	misbehave atomic.Pointer[func(http.ResponseWriter, *http.Request) bool]
+	// inner is the registry behind the hooks.
+	inner http.Handler
 }
 
 func newRegistry(t *testing.T, tls bool) *testRegistry {
 	t.Helper()
 	r := &testRegistry{}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true))
+	r.inner = inner
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		if f := r.misbehave.Load(); f != nil && (*f)(w, req) {
+			return
+		}
 		if r.user != "" {
 			u, p, ok := req.BasicAuth()
 			if !ok || u != r.user || p != r.password {
@@ -99,3 +112,6 @@ func (r *testRegistry) dockerConfig(user, password string) []byte {
 func wasmBytes(n int, fill byte) []byte {
 	return append([]byte{0, 'a', 's', 'm', 1, 0, 0, 0}, bytes.Repeat([]byte{fill}, n)...)
 }
+
+// textLogger logs as text to w.
+func textLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -25,6 +25,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"google.golang.org/protobuf/encoding/protojson"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
@@ -43,6 +44,10 @@ const (
 	inTotoStatementType = "https://in-toto.io/Statement/v1"
 	inTotoPayloadType   = "application/vnd.in-toto+json"
 	maxSignatures       = 32 // referrers looked at; a registry may list more
+	// maxReferrerPages bounds the pages of a referrers listing read: a
+	// registry may answer with empty page after empty page, each naming
+	// a next one.
+	maxReferrerPages = 8
 )
 
 // Signer signs artifacts with a private key.
@@ -113,6 +118,8 @@ func (s *Signer) PublicKeyPEM() ([]byte, error) {
 // Sign signs the manifest ref names and attaches the signature to it as a
 // referrer. It returns the manifest's pinned reference.
 func Sign(ctx context.Context, ref string, s *Signer, o Options) (string, error) {
+	ctx, cancel := o.bounded(ctx)
+	defer cancel()
 	r, err := o.resolve(ctx, ref)
 	if err != nil {
 		return "", err
@@ -215,16 +222,51 @@ func NewVerifier(pemKey []byte, from string) (*Verifier, error) {
 	return &Verifier{from: from, verifier: v}, nil
 }
 
+// checkSignature checks r's signature when o requires one: from the bundle
+// the cache kept when it last verified (verified again, with the key
+// configured now), else from the registry, keeping the bundle that
+// verifies. So an image pinned by digest and cached starts without the
+// registry.
+func (o *Options) checkSignature(ctx context.Context, r *resolved) error {
+	v := o.Verifier
+	if v == nil {
+		return nil
+	}
+	c := cache{o.CacheDir}
+	raw, err := c.getBundle(r.desc.Digest)
+	if err != nil {
+		o.logger().Warn("image cache entry refused; fetching the signatures again", "digest", r.desc.Digest, "err", err)
+	}
+	if raw != nil {
+		b, err := parseBundle(raw)
+		if err == nil {
+			err = v.verifyBundle(b, r.desc)
+		}
+		if err == nil {
+			return nil
+		}
+		o.logger().Info("the cached signature of the image does not verify with the key configured; fetching the signatures again",
+			"image", r.given, "digest", r.desc.Digest, "err", err)
+	}
+	raw, err = v.verify(ctx, r.repo, r.desc)
+	if err != nil {
+		return o.explain(r.given, err)
+	}
+	return c.putBundle(r.desc.Digest, raw)
+}
+
 // verify checks that one of the Sigstore bundles attached to desc verifies
 // with the key and names desc's digest as the subject of a cosign signature
-// statement.
-func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) error {
+// statement, and returns that bundle.
+func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
 	// All referrers are listed, not those of the bundle's artifactType:
 	// some registries (go-containerregistry's among them) report a
 	// referrer's config media type as its artifactType, so a filter would
 	// hide cosign's bundles. Each referrer's own manifest says what it is.
 	// A registry may list referrers page after page: past maxSignatures
-	// the listing stops.
+	// referrers, or maxReferrerPages pages (oras-go's
+	// ReferrerListMaxPages, set in Options.repository), the listing stops
+	// and the referrers found so far are looked at.
 	var found []ocispec.Descriptor
 	errEnough := errors.New("enough referrers")
 	err := repo.Referrers(ctx, desc, "", func(rs []ocispec.Descriptor) error {
@@ -234,8 +276,8 @@ func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc oci
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return fmt.Errorf("list signatures: %w", err)
+	if err != nil && !errors.Is(err, errEnough) && !errors.Is(err, errdef.ErrTooManyPages) {
+		return nil, fmt.Errorf("list signatures: %w", err)
 	}
 	bundles := 0
 	var reasons []error
@@ -243,7 +285,7 @@ func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc oci
 		if i == maxSignatures {
 			break
 		}
-		b, err := bundleOf(ctx, repo, r)
+		b, raw, err := bundleOf(ctx, repo, r)
 		if err != nil {
 			reasons = append(reasons, fmt.Errorf("referrer %s: %w", r.Digest, err))
 			continue
@@ -256,33 +298,42 @@ func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc oci
 			reasons = append(reasons, fmt.Errorf("signature %s: %w", r.Digest, err))
 			continue
 		}
-		return nil
+		return raw, nil
 	}
 	if bundles == 0 {
-		return errors.Join(append([]error{fmt.Errorf("%w: %s has no Sigstore bundle attached and the configuration requires one signed by %s: sign it (kubeplug push --sign-key, or cosign sign --key)",
-			ErrUnsigned, desc.Digest, v.from)}, reasons...)...)
+		return nil, errors.Join(append([]error{fmt.Errorf("%w: %s has no Sigstore bundle attached (among the first %d referrers, %d pages) and the configuration requires one signed by %s: sign it (kubeplug push --sign-key, or cosign sign --key)",
+			ErrUnsigned, desc.Digest, maxSignatures, maxReferrerPages, v.from)}, reasons...)...)
 	}
-	return fmt.Errorf("%w: none of the %d signatures of %s verifies with %s: %w", ErrSignature, bundles, desc.Digest, v.from, errors.Join(reasons...))
+	return nil, fmt.Errorf("%w: none of the %d signatures of %s verifies with %s: %w", ErrSignature, bundles, desc.Digest, v.from, errors.Join(reasons...))
 }
 
-// bundleOf returns the Sigstore bundle the referrer r holds, or nil when r
-// is something else (an SBOM, an attestation of another format).
-func bundleOf(ctx context.Context, repo *remote.Repository, r ocispec.Descriptor) (*bundle.Bundle, error) {
+// bundleOf returns the Sigstore bundle the referrer r holds, parsed and
+// as sent, or nil when r is something else (an SBOM, an attestation of
+// another format).
+func bundleOf(ctx context.Context, repo *remote.Repository, r ocispec.Descriptor) (*bundle.Bundle, []byte, error) {
 	raw, err := fetchSmall(ctx, repo, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, nil, fmt.Errorf("manifest: %w", err)
 	}
 	if len(m.Layers) != 1 || m.Layers[0].MediaType != MediaTypeSigstoreBundle {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data, err := fetchSmall(ctx, repo, m.Layers[0])
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	b, err := parseBundle(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, data, nil
+}
+
+func parseBundle(data []byte) (*bundle.Bundle, error) {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)

@@ -161,3 +161,74 @@ func replaySignature(t *testing.T, reg *testRegistry, signed, target string) {
 		oras.PackManifestOptions{Layers: []ocispec.Descriptor{*bundleLayer}, Subject: &subject})
 	require.NoError(t, err)
 }
+
+// TestSignedPinnedOffline: an image pinned by digest, pulled once with its
+// signature checked, is pulled again with the registry gone: the manifest,
+// the module and the signature bundle that verified come from the cache,
+// and the bundle is verified again with the key configured now.
+func TestSignedPinnedOffline(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	signKey, pub := newKey(t, dir, "own")
+	_, otherPub := newKey(t, dir, "other")
+	reg := newRegistry(t, false)
+	o := reg.options()
+	o.CacheDir = t.TempDir()
+	wasm := wasmBytes(50, 4)
+	pinned, err := oci.Push(ctx, reg.ref("m/offline:v1"), wasm, oci.ModuleConfig{}, o)
+	require.NoError(t, err)
+	s, err := oci.LoadSigner(signKey)
+	require.NoError(t, err)
+	_, err = oci.Sign(ctx, pinned, s, o)
+	require.NoError(t, err)
+	v, err := oci.LoadVerifier(pub)
+	require.NoError(t, err)
+	o.Verifier = v
+	_, err = oci.Pull(ctx, pinned, o)
+	require.NoError(t, err)
+
+	before := reg.requests.Load()
+	a, err := oci.Pull(ctx, pinned, o)
+	require.NoError(t, err)
+	require.Equal(t, wasm, a.Wasm)
+	require.Equal(t, before, reg.requests.Load(), "a cached, signed, pinned image is pulled without a request")
+
+	reg.srv.Close()
+	a, err = oci.Pull(ctx, pinned, o)
+	require.NoError(t, err, "the registry is down")
+	require.Equal(t, wasm, a.Wasm)
+
+	// Another key does not accept the cached bundle, and the registry
+	// that could have another signature is down.
+	other, err := oci.LoadVerifier(otherPub)
+	require.NoError(t, err)
+	o.Verifier = other
+	_, err = oci.Pull(ctx, pinned, o)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, oci.ErrCache)
+
+	// A bundle planted in the cache for this digest, signed for another
+	// manifest, does not verify either.
+	o.Verifier = v
+	bundles, err := filepath.Glob(filepath.Join(o.CacheDir, "blobs", "sha256", "*.sigstore.json"))
+	require.NoError(t, err)
+	require.Len(t, bundles, 1)
+	reg2 := newRegistry(t, false)
+	o2 := reg2.options()
+	o2.CacheDir = t.TempDir()
+	otherPinned, err := oci.Push(ctx, reg2.ref("m/other:v1"), wasmBytes(50, 5), oci.ModuleConfig{}, o2)
+	require.NoError(t, err)
+	_, err = oci.Sign(ctx, otherPinned, s, o2)
+	require.NoError(t, err)
+	o2.Verifier = v
+	_, err = oci.Pull(ctx, otherPinned, o2)
+	require.NoError(t, err)
+	planted, err := filepath.Glob(filepath.Join(o2.CacheDir, "blobs", "sha256", "*.sigstore.json"))
+	require.NoError(t, err)
+	require.Len(t, planted, 1)
+	b, err := os.ReadFile(planted[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bundles[0], b, 0o644))
+	_, err = oci.Pull(ctx, pinned, o)
+	require.Error(t, err, "a bundle of another manifest is not this one's signature")
+}

@@ -35,7 +35,7 @@ func (f *registryFlags) add(cmd *cobra.Command, verify bool) {
 
 // options returns the oci options the flags say.
 func (f *registryFlags) options(opts *globalOptions) (oci.Options, error) {
-	o := oci.Options{PlainHTTP: f.plainHTTP, CacheDir: opts.imageCacheDir.dir()}
+	o := oci.Options{PlainHTTP: f.plainHTTP, CacheDir: opts.imageCacheDir.dir(), Timeout: opts.imageTimeout}
 	if f.dockerConfig != "" {
 		b, err := config.ReadDockerConfig(f.dockerConfig)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -168,4 +169,33 @@ func TestRegistryCommands(t *testing.T) {
 		require.Equal(t, exitInput, code, errOut)
 		require.Contains(t, errOut, "is not an image reference")
 	})
+}
+
+// TestStalledRegistry: a registry that accepts requests and never answers
+// fails `kubeplug pull` and `kubeplug test --config` at --image-timeout,
+// with an error that says so, instead of wedging them.
+func TestStalledRegistry(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) })
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/policies/stalled:1.0.0"
+	flags := []string{"--image-cache-dir", t.TempDir(), "--image-timeout", "1s"}
+
+	file := filepath.Join(t.TempDir(), "m.wasm")
+	_, errOut, code := kubeplug(t, "", append(flags, "pull", "--plain-http", ref, "-o", file)...)
+	require.Equal(t, exitFailure, code, errOut)
+	require.Contains(t, errOut, "registry timed out")
+	require.Contains(t, errOut, "within 1s")
+	require.NoFileExists(t, file)
+
+	entry := "modules:\n- image: " + ref + "\n  plainHTTP: true\n" + warnretainAllow
+	_, errOut, code = kubeplug(t, "", append(flags, "test", "--config", writeConfig(t, entry), "testdata/failing.yaml")...)
+	require.NotEqual(t, exitOK, code)
+	require.Contains(t, errOut, "registry timed out")
 }

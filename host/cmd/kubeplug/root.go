@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -23,13 +24,14 @@ type streams struct {
 type globalOptions struct {
 	cacheDir      cacheFlag
 	imageCacheDir cacheFlag
+	imageTimeout  time.Duration
 	logLevel      string
 	logFormat     string
 }
 
 // fetchOptions are the settings every command reads module entries with.
 func (o *globalOptions) fetchOptions() oci.FetchOptions {
-	return oci.FetchOptions{CacheDir: o.imageCacheDir.dir()}
+	return oci.FetchOptions{CacheDir: o.imageCacheDir.dir(), Timeout: o.imageTimeout}
 }
 
 // logger returns the logger commands hand to the host packages: text or
@@ -104,6 +106,8 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 	root.PersistentFlags().Var(&opts.imageCacheDir, "image-cache-dir",
 		"directory for modules pulled from registries, kept by digest; empty keeps none "+
 			"(default: as --cache-dir, under kubeplug/oci)")
+	root.PersistentFlags().DurationVar(&opts.imageTimeout, "image-timeout", oci.DefaultTimeout,
+		"bound of each pull from (or push to) a registry, all its requests and transfers together")
 	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&opts.logFormat, "log-format", "text", "log format on standard error: text or json (log/slog's handlers; client-go's log goes through the same)")
 

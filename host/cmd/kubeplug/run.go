@@ -80,6 +80,7 @@ its allow: list grants included).`,
 				return err
 			}
 			o.ImageCacheDir = opts.imageCacheDir.dir()
+			o.ImageTimeout = opts.imageTimeout
 			if le.enabled {
 				o.LeaderElection = &app.LeaderElection{
 					Namespace: le.namespace, Name: le.name, Identity: le.identity,
