@@ -15,7 +15,7 @@ const OPT_OUT_LABEL = "warnretain.example.com/ignore";
 const CONFIG_SCHEMA = '{"type":"object","properties":{"ignoreNamespaces":{"type":"array","items":{"type":"string"},' +
   '"description":"namespaces whose StatefulSets are never warned about"}},"additionalProperties":false}';
 
-const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.1.0","encoding":"json",' +
+const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.2.0","encoding":"json",' +
   '"subject":"statefulset","hooks":["reconcile"],' +
   '"capabilities":[{"action":"event","resources":["statefulsets"]}],' +
   '"description":"Warns about StatefulSets whose PersistentVolumeClaims are kept after the StatefulSet is deleted.",' +
