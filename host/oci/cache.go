@@ -3,13 +3,13 @@ package oci
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // cache keeps blobs (manifests and modules) and the signature bundles that
@@ -64,7 +64,7 @@ func (c cache) getBundle(d digest.Digest) ([]byte, error) {
 // a file that is not regular or is larger than limit is removed and
 // reported.
 func (c cache) read(path string, limit int64) ([]byte, error) {
-	b, err := readRegularFile(path, limit)
+	b, err := input.ReadOwnFile(path, limit, "image cache entry")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -123,57 +123,4 @@ func (c cache) write(final string, b []byte) error {
 func (c cache) unwritable(final string, err error) error {
 	return fmt.Errorf("keep %s in the image cache %s: %w: give kubeplug's --image-cache-dir a writable directory, "+
 		"or an empty one to keep no pulled module on disk", filepath.Base(final), c.dir, err)
-}
-
-// readRegularFile reads the file at path, which must be a regular file of
-// at most limit bytes, and is refused otherwise before anything is read:
-// opened without following a final symlink (O_NOFOLLOW) and without
-// waiting for a writer (O_NONBLOCK, so a FIFO does not block the open),
-// its type and size checked on the open file (fstat, so it cannot be
-// swapped after the check), and read through a limit in case it grows.
-// A missing file is an error that matches fs.ErrNotExist.
-func readRegularFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symlink; want a regular file", path)
-		}
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is a %s, not a regular file", path, fileType(st.Mode()))
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", path, st.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s grew past the %d bytes allowed while it was read", path, limit)
-	}
-	return b, nil
-}
-
-// fileType names the type of a file that is not regular.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	}
-	return "special file"
 }

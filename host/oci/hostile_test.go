@@ -197,14 +197,14 @@ func TestCacheEntries(t *testing.T) {
 		plant func(t *testing.T, path string)
 		want  string
 	}{
-		{"symlink to /dev/zero", func(t *testing.T, path string) { require.NoError(t, os.Symlink("/dev/zero", path)) }, "is a symlink"},
-		{"FIFO", func(t *testing.T, path string) { require.NoError(t, syscall.Mkfifo(path, 0o644)) }, "is a FIFO"},
+		{"symlink to /dev/zero", func(t *testing.T, path string) { require.NoError(t, os.Symlink("/dev/zero", path)) }, "is a symbolic link"},
+		{"FIFO", func(t *testing.T, path string) { require.NoError(t, syscall.Mkfifo(path, 0o644)) }, "named pipe (FIFO)"},
 		{"3 GiB file", func(t *testing.T, path string) {
 			f, err := os.Create(path)
 			require.NoError(t, err)
 			require.NoError(t, f.Truncate(3<<30)) // sparse: no disk used
 			require.NoError(t, f.Close())
-		}, "more than the 4096 allowed"},
+		}, "more than 4KiB"},
 		{"directory", func(t *testing.T, path string) { require.NoError(t, os.Mkdir(path, 0o755)) }, "is a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,7 +48,21 @@ var (
 // the opened descriptor (fstat), so that a path swapped between a check and
 // the open cannot slip a device through.
 func ReadFile(path string, limit int64, what string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return read(path, limit, what, 0)
+}
+
+// ReadOwnFile is ReadFile for a file only the host writes (an entry of its
+// image cache): a symlink there was planted, and is refused (O_NOFOLLOW)
+// rather than followed.
+func ReadOwnFile(path string, limit int64, what string) ([]byte, error) {
+	return read(path, limit, what, syscall.O_NOFOLLOW)
+}
+
+func read(path string, limit int64, what string, flags int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
+	if errors.Is(err, syscall.ELOOP) && flags&syscall.O_NOFOLLOW != 0 {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: it is a symbolic link; the %s must be the file itself", ErrNotRegular, what)}
+	}
 	if err != nil {
 		return nil, err
 	}
