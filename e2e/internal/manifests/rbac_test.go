@@ -250,6 +250,12 @@ func TestChartNamespacedRules(t *testing.T) {
 	if !bound {
 		t.Error("no RoleBinding in team-a binds the Role kubeplug to the ServiceAccount kubeplug-system/kubeplug")
 	}
+
+	// --set rbac.namespacedRules=null removes the value: no Roles beyond the release's.
+	if _, _, err := manifests.Helm(manifests.Release{Name: "kubeplug", Namespace: "kubeplug-system",
+		Values: map[string]any{"rbac": map[string]any{"namespacedRules": nil}}}); err != nil {
+		t.Errorf("rbac.namespacedRules null: %v", err)
+	}
 }
 
 // helmValues is what kubeplug rbac -o helm prints for file, as values.
