@@ -52,11 +52,16 @@ const (
 )
 
 // TestHelmInstall installs the chart with its default modules (retention
-// and reclaim), a CSI driver in hostConfig and one replica, into a
-// namespace that enforces Pod Security restricted.
+// and reclaim) and storagepolicy, whose admit hook the chart registers as
+// a webhook with the host's own certificate (webhook.certificate.mode
+// self), a CSI driver in hostConfig and one replica, into a namespace that
+// enforces Pod Security restricted.
 func TestHelmInstall(t *testing.T) {
 	ns := restrictedNamespace(t, "kubeplug-helm")
-	metrics, probes := freePort(t), freePort(t)
+	metrics, probes, webhookPort := freePort(t), freePort(t), freePort(t)
+	const release, service = "kp-kubeplug", "kp-kubeplug-webhook"
+	services.Store(ns+"/"+service, fmt.Sprintf("127.0.0.1:%d", webhookPort))
+	t.Cleanup(func() { services.Delete(ns + "/" + service) })
 	_, objs, err := manifests.Helm(manifests.Release{Name: "kp", Namespace: ns, Values: map[string]any{
 		"image":        map[string]any{"repository": "kubeplug", "tag": "e2e"},
 		"replicaCount": 1,
@@ -64,12 +69,16 @@ func TestHelmInstall(t *testing.T) {
 		"probes":       map[string]any{"port": probes},
 		"hostConfig": map[string]any{"csiDrivers": []any{map[string]any{
 			"name": csiDriver, "endpoint": "unix:///var/run/csi/csi.sock"}}},
+		"modules": append(chartModules(t), storagePolicy),
+		"webhook": map[string]any{"enabled": true, "port": webhookPort,
+			"mutating": webhookValues(t, storagePolicy, ns+"/"+service, release, ns)},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: ns, deployment: "kp-kubeplug", configMap: "kp-kubeplug-config",
-		metrics: metrics, probes: probes, csi: true})
+	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config",
+		metrics: metrics, probes: probes, csi: true,
+		webhook: &webhook{configuration: release, secret: "kp-kubeplug-webhook-tls"}})
 }
 
 // TestKustomizeInstall installs deploy/ (the base) as kubectl apply -k
@@ -116,6 +125,16 @@ type installed struct {
 	metrics, probes       int
 	// csi: reclaim knows csiDriver, so it writes a finalizer.
 	csi bool
+	// webhook, when set: storagepolicy's admit hook is registered for the
+	// namespaces labelled webhookLabel=namespace.
+	webhook *webhook
+}
+
+// webhook is what an install with the webhook in self-managed
+// certificate mode names: the webhook configuration whose caBundle the
+// host patches, and the Secret it keeps its CA and certificate in.
+type webhook struct {
+	configuration, secret string
 }
 
 // exercise applies the objects, runs the Deployment's pod and shows the
@@ -162,8 +181,13 @@ func exercise(t *testing.T, in installed) {
 	}
 	before, _ := rt.Status(pod)
 
-	// retention: a set whose claims go with it.
 	work := testenv.Namespace(t, c)
+	if in.webhook != nil {
+		labelNamespace(t, work, map[string]string{webhookLabel: in.namespace})
+		admits(t, in)
+	}
+
+	// retention: a set whose claims go with it.
 	kl.Serve(work)
 	web, err := setctl.Create(ctx, c, setctl.NewStatefulSet(work, "web", "data", setctl.Policy{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete}, 2))
 	if err != nil {
@@ -173,6 +197,10 @@ func exercise(t *testing.T, in installed) {
 		if err := web.AwaitOwners(ctx, ord); err != nil {
 			t.Fatalf("%v\nlog of the host:\n%s", err, rt.Log(pod))
 		}
+	}
+
+	if in.webhook != nil {
+		mutates(t, work, "web")
 	}
 
 	// reclaim: a bound CSI volume with reclaim policy Delete.
@@ -452,7 +480,7 @@ func buildImage() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain"} {
+	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain", "examples/storagepolicy"} {
 		wasm, err := testenv.Guest(dir)
 		if err != nil {
 			return "", err

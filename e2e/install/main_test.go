@@ -8,11 +8,16 @@
 // entrypoint, args, env, ConfigMap volume and service-account token, as the
 // image's user in its root filesystem), and the host reaches the API server
 // through client-go's in-cluster configuration as the installed
-// ServiceAccount, so RBAC is the API server's.
+// ServiceAccount, so RBAC is the API server's. The API server calls the
+// webhook the chart registers by Service at the loopback port the pod's
+// process listens on (no kube-proxy runs here): resolveService.
 package install
 
 import (
+	"fmt"
+	"net/url"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
@@ -27,6 +32,21 @@ func TestMain(m *testing.M) {
 			"deployment-controller",
 			"replicaset-controller",
 			"persistentvolume-binder-controller",
-		}},
+		}, ServiceResolver: resolveService},
 	}))
+}
+
+// services maps NAMESPACE/NAME of a webhook Service to the loopback
+// address of the pod process behind it.
+var services sync.Map
+
+// resolveService is where kube-apiserver sends a webhook call for a
+// Service: the address a test stored for it, the port the pod's container
+// listens on.
+func resolveService(namespace, name string, _ int32) (*url.URL, error) {
+	addr, ok := services.Load(namespace + "/" + name)
+	if !ok {
+		return nil, fmt.Errorf("service %s/%s: no test serves it", namespace, name)
+	}
+	return &url.URL{Scheme: "https", Host: addr.(string)}, nil
 }

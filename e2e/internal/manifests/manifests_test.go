@@ -110,6 +110,7 @@ func TestChartWebhook(t *testing.T) {
 		c := deployment(t, objs, "kubeplug").Spec.Template.Spec.Containers[0]
 		require.Contains(t, c.Args, "--webhook-cert-secret=kp/kubeplug-webhook-tls")
 		require.Contains(t, c.Args, "--webhook-service=kp/kubeplug-webhook")
+		require.Contains(t, c.Args, "--webhook-config-name=kubeplug", "the host patches the caBundle of the configurations the chart names")
 		mwc := manifests.Find(objs, "MutatingWebhookConfiguration", "kubeplug")
 		require.NotNil(t, mwc)
 		require.Empty(t, mwc.GetAnnotations())
