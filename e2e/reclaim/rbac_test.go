@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -70,6 +71,12 @@ func rbacAccount(t *testing.T, name, config string, args ...string) account {
 		t.Fatal(err)
 	}
 	apply(t, rules)
+	// kube-apiserver's RBAC authorizer reads roles and bindings from its
+	// informers: a rule takes effect a moment after it is created. Every
+	// derived set grants the host's informers their list of pods.
+	testenv.Eventually(t, 30*time.Second, "the API server to apply kubeplug rbac's rules", func() (bool, error) {
+		return a.can(t, "list", "", "pods", ""), nil
+	})
 	return a
 }
 
@@ -225,9 +232,9 @@ func TestRBACForRetentionAndReclaim(t *testing.T) {
 		moduleEntry(t, "guests/reclaim", "") +
 		fmt.Sprintf("csiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n", driverName, d.socket)
 	a := rbacAccount(t, "retention-reclaim", config, "--leader-elect")
-	if !a.can(t, "patch", "", "persistentvolumeclaims", apps) {
-		t.Fatal("the account may not patch claims in retention's namespace")
-	}
+	testenv.Eventually(t, 30*time.Second, "the account to be allowed to patch claims in retention's namespace", func() (bool, error) {
+		return a.can(t, "patch", "", "persistentvolumeclaims", apps), nil
+	})
 	if other := namespace(t); a.can(t, "patch", "", "persistentvolumeclaims", other) {
 		t.Errorf("the account may patch claims in %s, outside retention's namespaces", other)
 	}
