@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -92,7 +91,7 @@ modules:
 		t.Fatal(err)
 	}
 	pid := h.PID()
-	t.Logf("host started: peak RSS %.1f MiB", vmHWM(t, pid))
+	t.Logf("host started: peak RSS %.1f MiB", testenv.PeakRSSMiB(t, pid))
 
 	// The host's own answer to the bomb: its failure policy, naming the
 	// module and the limit.
@@ -128,7 +127,7 @@ modules:
 			if h.Exited() {
 				t.Fatalf("the host exited during %s:\n%s", name, h.Log())
 			}
-			t.Logf("class %s: wall %v, host peak RSS %.1f MiB", name, time.Since(start).Round(time.Millisecond), vmHWM(t, pid))
+			t.Logf("class %s: wall %v, host peak RSS %.1f MiB", name, time.Since(start).Round(time.Millisecond), testenv.PeakRSSMiB(t, pid))
 			// Once the flood is over, the host answers reviews again.
 			testenv.Eventually(t, wait, "the host's own answer after "+name, hostDenies)
 		})
@@ -279,22 +278,4 @@ func served(raw net.Conn) *tls.Conn {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// vmHWM is the peak resident set size of process pid so far, in MiB.
-func vmHWM(t *testing.T, pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kib int64
-			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib); err == nil {
-				return float64(kib) / 1024
-			}
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
 }

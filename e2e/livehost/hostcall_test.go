@@ -1,11 +1,9 @@
 package livehost
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,7 +43,7 @@ func TestWedgedHostCallsAreContained(t *testing.T) {
 		for class := range classes {
 			if !seen[class] && m.Sum("kubeplug_guest_errors_total", "module", class, "kind", "trap") >= 1 {
 				seen[class] = true
-				t.Logf("%s: first failure counted %v after the StatefulSet, host peak RSS %s", class, time.Since(start).Round(time.Millisecond), vmHWM(h.PID()))
+				t.Logf("%s: first failure counted %v after the StatefulSet, host peak RSS %.1f MiB", class, time.Since(start).Round(time.Millisecond), testenv.PeakRSSMiB(t, h.PID()))
 			}
 		}
 		n, _ := protected(t, ns)
@@ -91,20 +89,4 @@ func corpusYAML(t *testing.T, ns string, chosen func(class string) bool) string 
 		config += fmt.Sprintf("- path: %s\n  name: %s\n  namespaces: [%s]\n  allow: []\n", path, m.Class, ns)
 	}
 	return config
-}
-
-// vmHWM is process pid's peak resident set (VmHWM in /proc/<pid>/status).
-func vmHWM(pid int) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }

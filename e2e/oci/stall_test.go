@@ -147,7 +147,7 @@ func TestStalledRegistryDuringReload(t *testing.T) {
 	testenv.Eventually(t, testenv.Timeout, "the next pull to reach the stalled registry", func() (bool, error) {
 		return held.Load() > before, nil
 	})
-	rss := peakRSSMiB(t, h.PID())
+	rss := testenv.PeakRSSMiB(t, h.PID())
 	stopAt := time.Now()
 	if err := h.Stop(syscall.SIGTERM, drainBound); err != nil {
 		t.Fatalf("the host did not end cleanly on SIGTERM within %s: %v\n%s", drainBound, err, h.Log())
@@ -165,26 +165,6 @@ func variant(wasm []byte, tag string) []byte {
 	out := append([]byte{}, wasm...)
 	out = append(out, 0, byte(len(body)))
 	return append(out, body...)
-}
-
-// peakRSSMiB is process pid's peak resident set size so far, in MiB: the
-// high-water mark Linux keeps (VmHWM in /proc/PID/status), so one read
-// before the process ends covers its whole life.
-func peakRSSMiB(t *testing.T, pid int) float64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "VmHWM:")
-	var kib float64
-	if !ok {
-		t.Fatalf("/proc/%d/status has no VmHWM", pid)
-	}
-	if _, err := fmt.Sscan(rest, &kib); err != nil {
-		t.Fatalf("/proc/%d/status: VmHWM: %v", pid, err)
-	}
-	return kib / 1024
 }
 
 // TestSignedPinnedImageOffline: a host that ran a signed image pinned by

@@ -151,7 +151,7 @@ func BenchmarkScale(b *testing.B) {
 	m, err = h.Scrape()
 	must(b, err)
 	after := retentionSeconds(m)
-	rss, err := peakRSS(h.PID())
+	rss, err := testenv.PeakRSS(h.PID())
 	must(b, err)
 
 	b.ReportMetric(cs.reconciled.Seconds(), "coldstart-s")

@@ -348,7 +348,7 @@ func reference(t testing.TB) (time.Duration, uint64) {
 		t.Fatalf("informerset: %q, %v", line, err)
 	}
 	synced := time.Since(start)
-	rss, err := peakRSS(cmd.Process.Pid)
+	rss, err := testenv.PeakRSS(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

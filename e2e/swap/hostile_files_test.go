@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,7 +89,7 @@ func TestHostileFileSwaps(t *testing.T) {
 		testenv.Eventually(t, testenv.Timeout, c.class+": the reload refused", func() (bool, error) {
 			return refused() > before, nil
 		})
-		t.Logf("class %s: refused %v after the swap, host peak RSS %s", c.class, time.Since(start).Round(time.Millisecond), hwm(t, h.PID()))
+		t.Logf("class %s: refused %v after the swap, host peak RSS %.1f MiB", c.class, time.Since(start).Round(time.Millisecond), testenv.PeakRSSMiB(t, h.PID()))
 		if c.path == mod {
 			install(t, warn, mod)
 		}
@@ -119,18 +118,4 @@ func TestHostileFileSwaps(t *testing.T) {
 		t.Fatalf("SIGTERM did not end the host cleanly: %v\n%s", err, h.Log())
 	}
 	t.Logf("SIGTERM ended the host in %v", time.Since(start).Round(time.Millisecond))
-}
-
-// hwm is the peak resident set (VmHWM) of process pid.
-func hwm(t *testing.T, pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
