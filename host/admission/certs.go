@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // CertWatcher serves the key pair of a directory (tls.crt, tls.key) and
@@ -50,12 +52,27 @@ func NewCertWatcher(dir string, log *slog.Logger) (*CertWatcher, error) {
 }
 
 func (w *CertWatcher) load() error {
-	c, err := tls.LoadX509KeyPair(w.crt, w.key)
+	c, err := loadKeyPair(w.crt, w.key)
 	if err != nil {
 		return fmt.Errorf("webhook certificate: load %s and %s: %w: put the serving certificate and its key there (a kubernetes.io/tls Secret mounted at --webhook-cert-dir has them)", w.crt, w.key, err)
 	}
 	w.current.Store(&c)
 	return nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair through the host's bounded reader:
+// the files are mounted from a Secret, and a FIFO or a huge file there must
+// not hang or grow the webhook server.
+func loadKeyPair(crt, key string) (tls.Certificate, error) {
+	crtPEM, err := input.ReadFile(crt, input.MaxSmallBytes, "serving certificate")
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := input.ReadFile(key, input.MaxSmallBytes, "serving certificate's key")
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(crtPEM, keyPEM)
 }
 
 func (w *CertWatcher) watch() {

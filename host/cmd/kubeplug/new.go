@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/modfile"
+
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // scaffold holds the files of a new module, each a text/template (with [[ ]]
@@ -153,7 +155,7 @@ func readSource(dir string) (kubeplugSource, error) {
 		return kubeplugSource{}, err
 	}
 	path := filepath.Join(abs, "go.mod")
-	data, err := readBounded(path, 1<<20)
+	data, err := input.ReadFile(path, input.MaxSmallBytes, "go.mod")
 	if err != nil {
 		return kubeplugSource{}, err
 	}
@@ -172,19 +174,6 @@ func readSource(dir string) (kubeplugSource, error) {
 		s.goVersion = f.Go.Version
 	}
 	return s, nil
-}
-
-// readBounded reads the regular file at path, refusing one of more than max
-// bytes.
-func readBounded(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
-	}
-	return os.ReadFile(path)
 }
 
 // renderScaffold fills every template with d, by the path of the file it
