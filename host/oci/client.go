@@ -19,12 +19,13 @@ import (
 	"oras.land/oras-go/v2/registry/remote/retry"
 
 	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
-// DefaultMaxSize bounds a module's size when Options.MaxSize is 0: far
-// above the few megabytes a Go or TinyGo module takes, far below what would
-// strain the host.
-const DefaultMaxSize = 64 << 20
+// DefaultMaxSize bounds a module's size when Options.MaxSize is 0: the
+// bound of a module file (input.MaxModuleBytes), so that neither source is
+// a way around the other.
+const DefaultMaxSize = input.MaxModuleBytes
 
 // maxMetadata bounds manifests, config blobs, referrer pages and signature
 // bundles, which are a few kilobytes.
