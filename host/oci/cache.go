@@ -1,6 +1,8 @@
 package oci
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,10 +28,14 @@ func (c cache) path(d digest.Digest) string {
 	return filepath.Join(c.dir, "blobs", d.Algorithm().String(), d.Encoded())
 }
 
-// bundlePath is where the signature bundle that verified the manifest d is
-// kept: beside the manifest, under its digest.
-func (c cache) bundlePath(d digest.Digest) string {
-	return c.path(d) + ".sigstore.json"
+// bundlePath is where the signature bundle that verified the manifest d in
+// repository repo (registry/name) is kept: beside the manifest, named by
+// the repository too, because a signature is looked up in the repository
+// an image is pulled from, and the same manifest pushed unsigned to another
+// repository is not signed there.
+func (c cache) bundlePath(repo string, d digest.Digest) string {
+	h := sha256.Sum256([]byte(repo))
+	return c.path(d) + "." + hex.EncodeToString(h[:8]) + ".sigstore.json"
 }
 
 // get returns the blob with digest d, at most limit bytes. It returns nil
@@ -51,13 +57,13 @@ func (c cache) get(d digest.Digest, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// getBundle returns the signature bundle kept for the manifest d, nil if
+// getBundle returns the signature bundle kept for the manifest d in repo, nil if
 // none; the caller verifies it.
-func (c cache) getBundle(d digest.Digest) ([]byte, error) {
+func (c cache) getBundle(repo string, d digest.Digest) ([]byte, error) {
 	if c.dir == "" || d.Validate() != nil {
 		return nil, nil
 	}
-	return c.read(c.bundlePath(d), maxMetadata)
+	return c.read(c.bundlePath(repo, d), maxMetadata)
 }
 
 // read returns the content of the cache file path, nil if there is none;
@@ -87,11 +93,11 @@ func (c cache) put(d digest.Digest, b []byte) error {
 }
 
 // putBundle keeps b, a bundle that verified the manifest d.
-func (c cache) putBundle(d digest.Digest, b []byte) error {
+func (c cache) putBundle(repo string, d digest.Digest, b []byte) error {
 	if c.dir == "" || d.Validate() != nil {
 		return nil
 	}
-	return c.write(c.bundlePath(d), b)
+	return c.write(c.bundlePath(repo, d), b)
 }
 
 func (c cache) write(final string, b []byte) error {

@@ -233,7 +233,8 @@ func (o *Options) checkSignature(ctx context.Context, r *resolved) error {
 		return nil
 	}
 	c := cache{o.CacheDir}
-	raw, err := c.getBundle(r.desc.Digest)
+	repo := r.ref.Registry + "/" + r.ref.Repository
+	raw, err := c.getBundle(repo, r.desc.Digest)
 	if err != nil {
 		o.logger().Warn("image cache entry refused; fetching the signatures again", "digest", r.desc.Digest, "err", err)
 	}
@@ -252,7 +253,7 @@ func (o *Options) checkSignature(ctx context.Context, r *resolved) error {
 	if err != nil {
 		return o.explain(r.given, err)
 	}
-	return c.putBundle(r.desc.Digest, raw)
+	return c.putBundle(repo, r.desc.Digest, raw)
 }
 
 // verify checks that one of the Sigstore bundles attached to desc verifies
