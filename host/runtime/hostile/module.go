@@ -1,5 +1,7 @@
 package hostile
 
+import "strings"
+
 // Stage says where the host stops a hostile module.
 type Stage int
 
@@ -37,4 +39,15 @@ type Module struct {
 	// Want is a substring of the error (or refusal) the host reports: it
 	// names what the module did.
 	Want string
+	// OrWant, when set, is the other report the host may make instead:
+	// two budgets race (the call's deadline and its host-work budget), and
+	// which of them ends the call first depends on the machine's speed.
+	// Either stops the module; neither depends on the module's cooperation.
+	OrWant string
+}
+
+// Reported says whether text (an error, or the host's output) carries the
+// report the host makes about m: Want, or OrWant.
+func (m Module) Reported(text string) bool {
+	return strings.Contains(text, m.Want) || (m.OrWant != "" && strings.Contains(text, m.OrWant))
 }
