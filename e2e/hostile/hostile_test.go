@@ -36,6 +36,7 @@ type entry struct {
 	limits string // the entry's limits besides instances, e.g. "maxOutput: 4Mi"
 	pv     bool   // subject persistentvolume: cluster-scoped, no namespaces
 	want   string // what the log must say beside the name; "" for nothing
+	orWant string // or this instead (corpus.Module.OrWant)
 	quiet  bool   // runs with nothing to report (shadow mode)
 }
 
@@ -54,7 +55,7 @@ const guestTimeout = "timeout: 10s"
 // their whole 1 s deadlines, long enough to starve a Go guest's
 // _initialize past a 1 s deadline of its own.
 func entries(m corpus.Module, w *world) []entry {
-	e := entry{name: m.Class, mod: m, want: m.Want, limits: guestTimeout}
+	e := entry{name: m.Class, mod: m, want: m.Want, orWant: m.OrWant, limits: guestTimeout}
 	switch m.Class {
 	case "invalid-utf8-type", "invalid-utf8-version", "unknown-types", "empty-actions", "event-flood":
 		e.yaml = allowEvent
@@ -109,7 +110,7 @@ func refusedAtLoad(mods []corpus.Module, w *world) []entry {
 	for _, m := range mods {
 		switch {
 		case m.Stage == corpus.StageLoad && m.Class == "beyond-allow":
-			out = append(out, entry{name: m.Class, mod: m, want: m.Want, yaml: allowEvent})
+			out = append(out, entry{name: m.Class, mod: m, want: m.Want, orWant: m.OrWant, yaml: allowEvent})
 		case m.Stage == corpus.StageLoad:
 			out = append(out, entries(m, w)...)
 		}
@@ -278,7 +279,7 @@ func TestCorpusInOneHost(t *testing.T) {
 			if e.quiet || e.want == "" {
 				continue
 			}
-			if !until(wait, func() bool { return logNames(h.Log(), e.name, e.want) }) {
+			if !until(wait, func() bool { return logNames(h.Log(), e.name, e.want, e.orWant) }) {
 				t.Errorf("no log line names module %s and %q (class %s)", e.name, e.want, e.mod.Class)
 			}
 		}
@@ -355,7 +356,7 @@ func TestRefusedAtLoad(t *testing.T) {
 			if code := h.exitCode(); code != 2 {
 				t.Errorf("exit status %d, want 2 (a refused module)", code)
 			}
-			if !logNames(h.Log(), e.name, e.want) {
+			if !logNames(h.Log(), e.name, e.want, e.orWant) {
 				t.Errorf("the output does not name module %s and %q:\n%s", e.name, e.want, tail(h.Log(), 4000))
 			}
 		})
@@ -380,11 +381,13 @@ func reconcileTimes(m testenv.Metrics, module string) (uint64, time.Duration) {
 	return 0, 0
 }
 
-// logNames reports whether one line of log names module and says want.
-func logNames(log, module, want string) bool {
+// logNames reports whether one line of log names module and says want, or
+// orWant when that is set.
+func logNames(log, module, want, orWant string) bool {
 	name := regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(module) + `($|[^a-z0-9-])`)
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, want) && name.MatchString(line) {
+		says := strings.Contains(line, want) || (orWant != "" && strings.Contains(line, orWant))
+		if says && name.MatchString(line) {
 			return true
 		}
 	}
