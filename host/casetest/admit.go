@@ -109,7 +109,7 @@ func admissionRequest(a *AdmitRequest) (*admissionv1.AdmissionRequest, error) {
 		obj = a.OldObject
 	}
 	kind, _ := obj["kind"].(string)
-	info := abi.Kinds[kind]
+	info := abi.KindOf(kind)
 	gv, err := schema.ParseGroupVersion(info.APIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("admit: kind %s: %w", kind, err)

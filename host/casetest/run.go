@@ -77,7 +77,7 @@ func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case, log *s
 	}
 	kind, ok := subjectKinds[m.Subject]
 	if !ok {
-		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
+		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects())
 	}
 	now := c.Now
 	if now.IsZero() {

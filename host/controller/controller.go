@@ -213,7 +213,7 @@ func (c *Controller) inScope(key string) bool {
 }
 
 func inScope(g *generation, subject, key string) bool {
-	if len(g.mod.Namespaces) == 0 || subject != abi.SubjectStatefulSet {
+	if len(g.mod.Namespaces) == 0 || !abi.Subject(subject).Namespaced() {
 		return true
 	}
 	ns, _, _ := cut(key)
@@ -481,10 +481,10 @@ func (c *Controller) countActions(rep actions.Report) {
 // know.
 const UnknownAction = "unknown"
 
-// ActionLabel returns t when it is an action type of abi.ActionTypes, else
+// ActionLabel returns t when it is an action type of abi.ActionTypes(), else
 // UnknownAction.
 func ActionLabel(t string) string {
-	if slices.Contains(abi.ActionTypes, t) {
+	if slices.Contains(abi.ActionTypes(), t) {
 		return t
 	}
 	return UnknownAction

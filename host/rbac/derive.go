@@ -103,10 +103,10 @@ func (b *builder) add(namespaces []string, group, resource, name string, verbs .
 	}
 }
 
-// addKind is add for a kind of abi.Kinds: namespaces apply only to a
+// addKind is add for a kind of abi.Kinds(): namespaces apply only to a
 // namespaced kind; a cluster-scoped kind is granted cluster-wide.
 func (b *builder) addKind(namespaces []string, kind, subresource string, verbs ...string) {
-	info := abi.Kinds[kind]
+	info := abi.KindOf(kind)
 	group, _, _ := strings.Cut(info.APIVersion, "/")
 	if !strings.Contains(info.APIVersion, "/") {
 		group = ""
@@ -134,7 +134,7 @@ var inputKinds = map[string][]string{
 
 // kindOf returns the kind whose resource is r.
 func kindOf(r string) (string, bool) {
-	for k, info := range abi.Kinds {
+	for k, info := range abi.Kinds() {
 		if info.Resource == r {
 			return k, true
 		}
@@ -155,7 +155,7 @@ func Derive(h Host) (Rules, error) {
 	if h.ShardNamespace != "" {
 		shard = []string{h.ShardNamespace}
 	}
-	for _, k := range slices.Sorted(maps.Keys(abi.Kinds)) {
+	for _, k := range slices.Sorted(maps.Keys(abi.Kinds())) {
 		b.addKind(shard, k, "", "list", "watch")
 	}
 	// Reloader.event: the host's own Warning events (a module or
@@ -248,7 +248,7 @@ func (b *builder) module(m Module) error {
 		if slices.Contains(targets, "*") {
 			targets = nil
 			for _, k := range kinds {
-				targets = append(targets, abi.Kinds[k].Resource)
+				targets = append(targets, abi.KindOf(k).Resource)
 			}
 		}
 		for _, r := range targets {
@@ -304,7 +304,7 @@ func (b *builder) module(m Module) error {
 // namespace, a cluster-scoped object's in "default" (client-go's
 // recorder).
 func (b *builder) addEvents(ns []string, kind string) {
-	if !abi.Kinds[kind].Namespaced {
+	if !abi.KindOf(kind).Namespaced {
 		ns = []string{"default"}
 	}
 	b.add(ns, "", "events", "", "create", "patch")

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,13 +49,6 @@ const extismWASIOutputEnv = "EXTISM_ENABLE_WASI_OUTPUT"
 // are Extism plugins stopped by the same checkpoints?").
 var extismCloseOnDone bool
 
-// extismHookExports are the Extism functions of the hooks, by hook name.
-// A hook is one entry here and one typed call in extism_call.go.
-var extismHookExports = map[string]string{
-	abi.HookReconcile: "reconcile",
-	abi.HookAdmit:     "admit",
-}
-
 // A plugin may import from ExtismEnv the kernel's memory, input, output
 // and error functions, and logging (extismEnvFuncs). The rest (config_get,
 // var_get, var_set, http_request, http_status_code, http_headers, and the
@@ -90,7 +81,7 @@ type Plugin struct {
 	compiled *extism.CompiledPlugin
 	// pools holds a pool per hook the manifest declares (nil for the
 	// others), as Module's do.
-	pools [numHooks]*pool[*pluginInstance]
+	pools []*pool[*pluginInstance]
 	log   atomic.Pointer[slog.Logger]
 
 	closeOnce   sync.Once
@@ -192,6 +183,7 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 		return err
 	}
 	p.manifest, p.encoding = man.Manifest, man.Encoding
+	p.pools = make([]*pool[*pluginInstance], len(hookTable))
 	for _, name := range man.Hooks {
 		h, _ := hookNamed(name) // checkHookFunctions refuses a hook not in the table
 		p.pools[h] = newPool[*pluginInstance](p.limits.Instances)
@@ -257,11 +249,11 @@ func allowedExtismImports() []string {
 // declares.
 func checkHookFunctions(source string, fns map[string]api.FunctionDefinition, hooks []string) error {
 	for _, h := range hooks {
-		export, ok := extismHookExports[h]
+		info, ok := abi.Hook(h).Info()
 		if !ok {
-			return loadError(source, ErrManifest, "hooks: %q has no Extism function in this host (it knows %s): fix the manifest", h, strings.Join(slices.Sorted(maps.Keys(extismHookExports)), ", "))
+			return loadError(source, ErrManifest, "hooks: %q has no Extism function in this host (it knows %s): fix the manifest", h, strings.Join(abi.HookNames(), ", "))
 		}
-		if err := checkExport(source, fns, export, sigExtismFunc, h); err != nil {
+		if err := checkExport(source, fns, info.Extism, sigExtismFunc, h); err != nil {
 			return err
 		}
 	}

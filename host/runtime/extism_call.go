@@ -133,14 +133,14 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 // fewer than Limits.Instances exist, or waiting for one) with the encoded
 // request in, and hands the output to decode, which returns the answer's
 // status and message. It is the one way into a plugin's hooks: each hook is
-// an entry in extismHookExports and a typed method over invoke.
+// an Extism function of abi's hook table and a typed method over invoke.
 func (p *Plugin) invoke(ctx context.Context, h hookID, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
-	return invokeOn(ctx, p.pools[h], p.name, hookTable[h].name, key, &p.interrupted, p.newInstance,
+	return invokeOn(ctx, p.pools[h], p.name, string(hookTable[h].Name), key, &p.interrupted, p.newInstance,
 		func(inst *pluginInstance) (ErrorKind, bool, error) { return p.roundTrip(ctx, inst, h, in, decode) })
 }
 
 func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, h hookID, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
-	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hookTable[h].name], in)
+	out, kind, keep, err := inst.call(ctx, p.limits, hookTable[h].Extism, in)
 	if err != nil {
 		return kind, keep, err
 	}
@@ -184,7 +184,7 @@ func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 // (decodeOutput for MessagePack; for JSON the shape bounds, then
 // ownStrings, then fromJSON turns the JSON form J into the wire type), its
 // status turned into an error, and an ok answer held to the hook's check.
-// A new hook is an entry in extismHookExports and a method that calls this.
+// A new hook is a row of abi's hook table and a method that calls this.
 //
 // The check runs inside the call, as instance.call runs it for a native
 // module, so that an answer it refuses discards the instance too.
@@ -200,7 +200,7 @@ func callHook[J any](ctx context.Context, p *Plugin, h hookID, key string,
 		in, err = json.Marshal(asJSON)
 	}
 	if err != nil {
-		return nil, &CallError{Module: p.name, Hook: spec.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
+		return nil, &CallError{Module: p.name, Hook: string(spec.Name), Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
 	}
 	var resp *abi.Response
 	err = p.invoke(ctx, h, key, in, func(out []byte) (abi.Status, string, error) {

@@ -9,31 +9,54 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// hookID indexes the hook table.
+// hookID indexes the hook table: a hook's position in abi.Hooks().
 type hookID int
 
-const (
-	hookReconcile hookID = iota
-	hookAdmit
-	numHooks
+// The hooks the runtime has typed methods for (Module.Reconcile, .Admit).
+var (
+	hookReconcile = hookIndex(abi.HookReconcile)
+	hookAdmit     = hookIndex(abi.HookAdmit)
 )
 
-// hookSpec is one row of the hook table: everything that differs between
+// hookSpec is one row of the hook table: abi's descriptor of the hook and
+// the one thing the runtime adds to it. Everything that differs between
 // hooks is data here, and every hook goes through the one call path
-// (Module.invoke, instance.call). A new hook is a new row, an encoder for its
-// request and a reader of its answer in the Response.
+// (Module.invoke, instance.call). A new hook is a row of abi's table, a
+// check here, and a typed method over invoke.
 type hookSpec struct {
-	name   string // in Manifest.Hooks
-	export string
+	abi.HookInfo
 	// check refuses an ok response that does not carry this hook's answer
 	// (a module answering another hook's question is confused or hostile)
 	// or whose answer is larger than the limits allow.
 	check func(resp *abi.Response, l Limits) error
 }
 
-var hookTable = [numHooks]hookSpec{
-	hookReconcile: {abi.HookReconcile, abi.ExportReconcile, checkReconcile},
-	hookAdmit:     {abi.HookAdmit, abi.ExportAdmit, checkAdmit},
+// hookChecks holds each hook's answer check, by name.
+var hookChecks = map[abi.Hook]func(*abi.Response, Limits) error{
+	abi.HookReconcile: checkReconcile,
+	abi.HookAdmit:     checkAdmit,
+}
+
+// hookTable is abi.Hooks() with the runtime's checks, in abi's order.
+var hookTable = func() []hookSpec {
+	var t []hookSpec
+	for _, h := range abi.Hooks() {
+		check, ok := hookChecks[h.Name]
+		if !ok {
+			panic("runtime: hook " + string(h.Name) + " of package abi has no answer check in hookChecks")
+		}
+		t = append(t, hookSpec{h, check})
+	}
+	return t
+}()
+
+// hookIndex is the hookID of a hook of abi's table.
+func hookIndex(name abi.Hook) hookID {
+	i := name.Index()
+	if i < 0 {
+		panic("runtime: " + string(name) + " is not a hook of package abi")
+	}
+	return hookID(i)
 }
 
 func checkReconcile(r *abi.Response, _ Limits) error {
@@ -70,7 +93,7 @@ type message interface {
 // key names the call in errors (a subject's key, an admission's object).
 func (m *Module) invoke(ctx context.Context, h hookID, key string, req message) (*abi.Response, error) {
 	var resp *abi.Response
-	err := invokeOn(ctx, m.pools[h], m.name, hookTable[h].name, key, &m.interrupted, m.newInstance,
+	err := invokeOn(ctx, m.pools[h], m.name, string(hookTable[h].Name), key, &m.interrupted, m.newInstance,
 		func(inst *instance) (kind ErrorKind, keep bool, err error) {
 			resp, kind, keep, err = inst.call(ctx, m.limits, h, req)
 			return kind, keep, err
@@ -169,12 +192,8 @@ func (m *Module) HasHook(hook string) bool {
 
 // hookNamed returns the hook of the table named name (in Manifest.Hooks).
 func hookNamed(name string) (hookID, bool) {
-	for h, spec := range hookTable {
-		if spec.name == name {
-			return hookID(h), true
-		}
-	}
-	return 0, false
+	i := abi.Hook(name).Index()
+	return hookID(i), i >= 0
 }
 
 // admitKey names an admission request in errors and logs, as a subject's

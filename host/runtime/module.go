@@ -34,7 +34,7 @@ type Module struct {
 	compiled wazero.CompiledModule
 	// pools holds one pool per hook the manifest declares (nil for the
 	// others), so that one hook's calls never queue behind another's.
-	pools [numHooks]*pool[*instance]
+	pools []*pool[*instance]
 	log   atomic.Pointer[slog.Logger]
 
 	closeOnce sync.Once
@@ -109,8 +109,9 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	}
 	m.manifest = *man
 	var first *pool[*instance]
+	m.pools = make([]*pool[*instance], len(hookTable))
 	for h, spec := range hookTable {
-		if slices.Contains(man.Hooks, spec.name) {
+		if slices.Contains(man.Hooks, string(spec.Name)) {
 			m.pools[h] = newPool[*instance](m.limits.Instances)
 			if first == nil {
 				first = m.pools[h]

@@ -46,7 +46,7 @@ func encode(resp abi.Response) []byte {
 }
 
 func reconcile(in []byte) abi.Response {
-	if module.handler == nil {
+	if module.Reconcile == nil {
 		return noHook(abi.HookReconcile)
 	}
 	req, err := abi.DecodeTrustedReconcileRequest(in, &last)
@@ -56,7 +56,7 @@ func reconcile(in []byte) abi.Response {
 	if req.Subject != "" && req.Subject != module.manifest.Subject {
 		return abi.Response{Status: abi.StatusBadInput, Message: fmt.Sprintf("request for subject %q, but module %q handles %q", req.Subject, module.manifest.Name, module.manifest.Subject)}
 	}
-	res, resp := call(module.handler, req)
+	res, resp := call(module.Reconcile, req)
 	if resp.Status == abi.StatusOK {
 		if res == nil {
 			res = &abi.Result{}
@@ -78,14 +78,14 @@ func Admit(in []byte) []byte {
 }
 
 func admit(in []byte) abi.Response {
-	if module.admit == nil {
+	if module.Admit == nil {
 		return noHook(abi.HookAdmit)
 	}
 	req, err := abi.DecodeTrustedAdmitRequest(in, &lastAdmit)
 	if err != nil {
 		return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
 	}
-	res, resp := call(module.admit, req)
+	res, resp := call(module.Admit, req)
 	if resp.Status == abi.StatusOK {
 		if res == nil {
 			// A handler that says nothing denies nothing it was not asked
