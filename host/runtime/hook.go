@@ -83,30 +83,9 @@ type message interface {
 	MarshalMsg([]byte) ([]byte, error)
 }
 
-// invoke calls hook h with req on an idle instance of the hook's own pool,
-// creating one if none is idle and fewer than Limits.Instances exist, or
-// waiting (until ctx is done) for one to be free. Each hook has its own pool
-// so that a call of one hook never waits behind calls of another (an
-// admission request, which the API server times out, behind a burst of
-// reconciles): RATIONALE.md, "Why a pool per hook?".
-//
-// key names the call in errors (a subject's key, an admission's object).
-func (m *Module) invoke(ctx context.Context, h hookID, key string, req message) (*abi.Response, error) {
-	var resp *abi.Response
-	err := invokeOn(ctx, m.pools[h], m.name, string(hookTable[h].Name), key, &m.interrupted, m.newInstance,
-		func(inst *instance) (kind ErrorKind, keep bool, err error) {
-			resp, kind, keep, err = inst.call(ctx, m.limits, h, req)
-			return kind, keep, err
-		})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// invokeOn is the call path of both kinds of module (Module.invoke,
-// Plugin.invoke): it takes an idle instance of p (nil when the module lacks
-// the hook), or makes one with newInstance, runs call on it, and puts it
+// invokeOn is the call path of every kind of module (base.invoke): it
+// takes an idle instance of p (nil when the module lacks the hook), or
+// makes one with newInstance, runs call on it, and puts it
 // back unless call says it may not serve another call. interrupted is the
 // module's flag that Close gave up waiting for calls in flight.
 func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key string, interrupted *atomic.Bool,
@@ -145,49 +124,6 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 		return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 	}
 	return nil
-}
-
-// Reconcile calls the module's reconcile hook with req (see invoke).
-//
-// A failure of the guest is a *CallError; the instance is discarded unless
-// the guest itself reported a status other than abi.StatusPanic. Calls
-// after Close fail with ErrClosed.
-func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
-	if req == nil {
-		return nil, &CallError{Module: m.name, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	resp, err := m.invoke(ctx, hookReconcile, req.Key, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Result == nil {
-		return &abi.Result{}, nil
-	}
-	return resp.Result, nil
-}
-
-// Admit calls the module's admit hook (ABI 1.1) with req, under the same
-// rules as Reconcile, on instances of its own. The answer's patch is not
-// checked here beyond its size: applying it to the object and holding it to
-// the operator's allow: list is the admission package's business, which
-// knows the object.
-func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
-	if req == nil {
-		return nil, &CallError{Module: m.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	key := admitKey(req)
-	resp, err := m.invoke(ctx, hookAdmit, key, req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Admit, nil
-}
-
-// HasHook reports whether the module implements hook (abi.HookReconcile,
-// abi.HookAdmit).
-func (m *Module) HasHook(hook string) bool {
-	h, ok := hookNamed(hook)
-	return ok && m.pools[h] != nil
 }
 
 // hookNamed returns the hook of the table named name (in Manifest.Hooks).
