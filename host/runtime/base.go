@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -90,48 +89,6 @@ func (b *base[T]) invoke(ctx context.Context, h hookID, key string, req message)
 		return nil, err
 	}
 	return resp, nil
-}
-
-// Reconcile calls the module's reconcile hook with req (see invoke).
-//
-// A failure of the guest is a *CallError; the instance is discarded unless
-// the guest itself reported a status other than abi.StatusPanic. Calls
-// after Close fail with ErrClosed.
-func (b *base[T]) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
-	if req == nil {
-		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	resp, err := b.invoke(ctx, hookReconcile, req.Key, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Result == nil {
-		return &abi.Result{}, nil
-	}
-	return resp.Result, nil
-}
-
-// Admit calls the module's admit hook (ABI 1.1) with req, under the same
-// rules as Reconcile, on instances of its own. The answer's patch is not
-// checked here beyond its size: applying it to the object and holding it to
-// the operator's allow: list is the admission package's business, which
-// knows the object.
-func (b *base[T]) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
-	if req == nil {
-		return nil, &CallError{Module: b.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	resp, err := b.invoke(ctx, hookAdmit, admitKey(req), req)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Admit, nil
-}
-
-// HasHook reports whether the module implements hook (abi.HookReconcile,
-// abi.HookAdmit).
-func (b *base[T]) HasHook(hook string) bool {
-	h, ok := hookNamed(hook)
-	return ok && b.pools[h] != nil
 }
 
 // Manifest returns the manifest the module declared.

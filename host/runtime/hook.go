@@ -20,9 +20,9 @@ var (
 
 // hookSpec is one row of the hook table: abi's descriptor of the hook and
 // the one thing the runtime adds to it. Everything that differs between
-// hooks is data here, and every hook goes through the one call path
-// (Module.invoke, instance.call). A new hook is a row of abi's table, a
-// check here, and a typed method over invoke.
+// hooks is data here or a typed method below, and every hook goes through
+// the one call path (base.invoke, a profile's call). A new hook is a row of
+// abi's table, and here a check and a typed method over invoke.
 type hookSpec struct {
 	abi.HookInfo
 	// check refuses an ok response that does not carry this hook's answer
@@ -124,6 +124,48 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 		return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 	}
 	return nil
+}
+
+// Reconcile calls the module's reconcile hook with req (see invoke).
+//
+// A failure of the guest is a *CallError; the instance is discarded unless
+// the guest itself reported a status other than abi.StatusPanic. Calls
+// after Close fail with ErrClosed.
+func (b *base[T]) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+	if req == nil {
+		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
+	}
+	resp, err := b.invoke(ctx, hookReconcile, req.Key, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Result == nil {
+		return &abi.Result{}, nil
+	}
+	return resp.Result, nil
+}
+
+// Admit calls the module's admit hook (ABI 1.1) with req, under the same
+// rules as Reconcile, on instances of its own. The answer's patch is not
+// checked here beyond its size: applying it to the object and holding it to
+// the operator's allow: list is the admission package's business, which
+// knows the object.
+func (b *base[T]) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	if req == nil {
+		return nil, &CallError{Module: b.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
+	}
+	resp, err := b.invoke(ctx, hookAdmit, admitKey(req), req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Admit, nil
+}
+
+// HasHook reports whether the module implements hook (abi.HookReconcile,
+// abi.HookAdmit).
+func (b *base[T]) HasHook(hook string) bool {
+	h, ok := hookNamed(hook)
+	return ok && b.pools[h] != nil
 }
 
 // hookNamed returns the hook of the table named name (in Manifest.Hooks).
