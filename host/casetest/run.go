@@ -75,7 +75,8 @@ func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case, log *s
 	if c.Admit != nil {
 		return o.runAdmission(ctx, mod, c, log)
 	}
-	kind, ok := subjectKinds[m.Subject]
+	subject, ok := abi.Subject(m.Subject).Info()
+	kind := subject.Kind
 	if !ok {
 		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects())
 	}

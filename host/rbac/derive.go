@@ -121,15 +121,12 @@ func (b *builder) addKind(namespaces []string, kind, subresource string, verbs .
 	b.add(namespaces, group, r, "", verbs...)
 }
 
-// inputKinds are the kinds a reconcile input of each subject holds: the
-// only objects an action may target (actions.Validate).
-var inputKinds = map[string][]string{
-	abi.SubjectStatefulSet: {
-		abi.KindStatefulSet, abi.KindPod, abi.KindPersistentVolumeClaim, abi.KindStorageClass, abi.KindVolumeClaimUpdate,
-	},
-	abi.SubjectPersistentVolume: {
-		abi.KindPersistentVolume, abi.KindPersistentVolumeClaim, abi.KindStorageClass,
-	},
+// inputKinds are the kinds a reconcile input of subject holds (abi's
+// subject descriptor: its own kind and the related ones): the only objects
+// an action may target (actions.Validate).
+func inputKinds(subject string) ([]string, bool) {
+	info, ok := abi.Subject(subject).Info()
+	return append([]string{info.Kind}, info.Related...), ok
 }
 
 // kindOf returns the kind whose resource is r.
@@ -224,9 +221,9 @@ func Derive(h Host) (Rules, error) {
 
 // module adds what the executor does for m's granted capabilities.
 func (b *builder) module(m Module) error {
-	kinds, ok := inputKinds[m.Subject]
+	kinds, ok := inputKinds(m.Subject)
 	if !ok {
-		return fmt.Errorf("module %q: subject %q is not one of %s, %s", m.Name, m.Subject, abi.SubjectStatefulSet, abi.SubjectPersistentVolume)
+		return fmt.Errorf("module %q: subject %q is not one of %s", m.Name, m.Subject, strings.Join(abi.Subjects(), ", "))
 	}
 	if m.Shadow || !slices.Contains(m.Hooks, abi.HookReconcile) {
 		// Shadow mode executes nothing and records nothing in the
