@@ -23,12 +23,11 @@ import (
 
 // Guest is a loaded module as the controller calls it. *runtime.Module
 // and *runtime.Plugin (an Extism plugin) implement it; tests use fakes.
+// The admit hook is admission.Admitter's: the webhook server and kubeplug
+// test take it from the same module.
 type Guest interface {
 	Manifest() abi.Manifest
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
-	// Admit is the admit hook (ABI 1.1); the webhook server calls it for
-	// modules whose manifest lists the hook, the controller never does.
-	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 	// Close is called once, when the module was swapped out or removed and
 	// its last call has ended.
 	Close(ctx context.Context) error
