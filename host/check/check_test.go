@@ -21,7 +21,7 @@ type guest struct {
 	memory map[string]bool
 	// stateless makes crashforget decide on its input alone.
 	stateless bool
-	decide func(g *guest, req *abi.ReconcileRequest) []abi.Action
+	decide    func(g *guest, req *abi.ReconcileRequest) []abi.Action
 }
 
 func (g *guest) Manifest() abi.Manifest {
