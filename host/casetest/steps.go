@@ -345,7 +345,7 @@ func stepUID(i int, kind, namespace, name string) string {
 // spec.replicas, create the claims of its templates and then its pod where
 // missing; delete the pods of ordinals at or above it, highest first. A set
 // that is gone or being deleted gets nothing. Pods are created running
-// (no kubelet runs) and claims pending (no binder runs).
+// and Ready (no kubelet runs) and claims pending (no binder runs).
 func statefulSetWrites(i int, s Step, c *memcluster.Cluster) []Write {
 	set, ok := c.Get(abi.KindStatefulSet, s.Namespace, s.Name)
 	if !ok {
@@ -419,7 +419,7 @@ func statefulSetWrites(i int, s Step, c *memcluster.Cluster) []Write {
 			"metadata": map[string]any{"name": podName, "namespace": s.Namespace, "labels": labels,
 				"uid": stepUID(i, abi.KindPod, s.Namespace, podName), "ownerReferences": []any{owner}},
 			"spec":   ps,
-			"status": map[string]any{"phase": "Running"},
+			"status": map[string]any{"phase": "Running", "conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
 		}
 		out = append(out, Write{Op: "create", Kind: abi.KindPod, Namespace: s.Namespace, Name: podName, Object: pod})
 	}
