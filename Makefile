@@ -100,7 +100,7 @@ test-cases: build guests
 # kubeplug check (crashes, stale caches, unobserved states, interleavings) on
 # every module with case files, each within CHECK_BUDGET. Its fixture modules
 # (host/check/testdata/guests) are built and caught by host's go test.
-CHECK_BUDGET ?= 20s
+CHECK_BUDGET ?= 50s
 test-check: build guests
 	@set -e; for d in $(GUEST_SRC); do \
 		if [ -d $$d/testdata ]; then \

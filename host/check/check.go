@@ -304,9 +304,10 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	for _, o := range x.prev {
 		x.res.alive[uidOf(o)] = keyOf(o)
 	}
-	// Every run starts on a fresh module instance: what a module keeps in
-	// memory must not cross from one run to the next.
-	x.restart(ctx, true)
+	// A run starts on the module instance every run shares (a fresh load
+	// per run would cost more than the run); a crash or a restarted stale
+	// round gets a fresh one (see RATIONALE.md).
+	x.restart(ctx, false)
 	if err := x.runAll(ctx); err != nil {
 		return nil, err
 	}

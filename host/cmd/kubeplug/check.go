@@ -161,10 +161,16 @@ unperturbed), 2 for unusable input.`,
 			}
 			violations, failed, explored, truncated := 0, 0, 0, false
 			for i, c := range cases {
-				// Each case gets an equal share of the time left.
-				share := time.Until(start.Add(budget)) / time.Duration(len(cases)-i)
+				// Each case may take up to three times an equal share of
+				// the time left (most take far less, and what they leave
+				// goes to the cases after them), never past the budget.
+				end := start.Add(budget)
+				deadline := time.Now().Add(3 * time.Until(end) / time.Duration(len(cases)-i))
+				if deadline.After(end) {
+					deadline = end
+				}
 				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: newGuest, Log: hostLog, Only: only,
-					Deadline: time.Now().Add(share), Executions: &left})
+					Deadline: deadline, Executions: &left})
 				explored += rep.Executions
 				truncated = truncated || rep.Truncated
 				switch {
