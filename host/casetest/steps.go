@@ -470,7 +470,7 @@ func nestedMap(m map[string]any, path ...string) (map[string]any, bool) {
 // kind order.
 func garbageWrites(c *memcluster.Cluster) []Write {
 	var out []Write
-	for _, kind := range sortedKinds() {
+	for _, kind := range SortedKinds() {
 		for _, obj := range c.List(kind) {
 			meta, _ := obj["metadata"].(map[string]any)
 			refs, _ := meta["ownerReferences"].([]any)
@@ -523,7 +523,8 @@ func releaseWrites(c *memcluster.Cluster) []Write {
 	return out
 }
 
-func sortedKinds() []string {
+// SortedKinds returns the kinds a case may hold, sorted.
+func SortedKinds() []string {
 	out := make([]string, 0, len(abi.Kinds))
 	for k := range abi.Kinds {
 		out = append(out, k)

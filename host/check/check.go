@@ -626,11 +626,4 @@ func hashKind(c *memcluster.Cluster, kind string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func sortedKinds() []string {
-	out := make([]string, 0, len(abi.Kinds))
-	for k := range abi.Kinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func sortedKinds() []string { return casetest.SortedKinds() }

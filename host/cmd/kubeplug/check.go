@@ -16,10 +16,8 @@ import (
 	"github.com/kubeplug/kubeplug/host/app"
 	"github.com/kubeplug/kubeplug/host/casetest"
 	"github.com/kubeplug/kubeplug/host/check"
-	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/internal/input"
-	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -65,33 +63,11 @@ unperturbed), 2 for unusable input.`,
 			if budget <= 0 || executions <= 0 {
 				return inputErrorf("--budget and --executions must be positive")
 			}
-			var (
-				entry *config.Module
-				wasm  []byte
-			)
-			if configPath != "" {
-				f, err := config.Load(configPath)
-				if err != nil {
-					return inputError(err)
-				}
-				if entry, err = pickModule(f, moduleName); err != nil {
-					return inputError(err)
-				}
-				if modulePath == "" {
-					src, err := oci.Fetch(ctx, entry, opts.fetchOptions())
-					if err != nil {
-						return inputError(err)
-					}
-					modulePath, wasm = src.Name, src.Wasm
-				}
-			} else if moduleName != "" {
-				return inputErrorf("--module-name %s chooses a module of --config: give the host configuration too", moduleName)
-			}
-			if modulePath == "" {
-				return inputErrorf("--module is required without --config: name the module file (.wasm) to check")
+			entry, modulePath, wasm, err := caseModule(ctx, opts, configPath, moduleName, modulePath, "check")
+			if err != nil {
+				return err
 			}
 			if wasm == nil {
-				var err error
 				if wasm, err = input.ReadFile(modulePath, input.MaxModuleBytes, "module file"); err != nil {
 					return inputErrorf("cannot read module: %w", err)
 				}
@@ -99,7 +75,6 @@ unperturbed), 2 for unusable input.`,
 			var (
 				only  *check.Perturbation
 				files []casetest.File
-				err   error
 			)
 			switch {
 			case replay != "" && len(args) > 0:
