@@ -57,6 +57,7 @@
 //	                                            above deleted, highest first
 //	garbageCollector: {}                        objects none of whose owners exists are deleted
 //	releaseVolumes: {}                          Bound PVs whose claim is gone become Released
+//	resizeVolumes: {}                           a Bound claim's capacity grows to its request
 //
 // A controller's step decides its writes on the state it starts from
 // (Step.Writes), so that `kubeplug check` (package check) can interleave the

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -30,10 +31,11 @@ const (
 	StepStatefulSetController = "statefulSetController"
 	StepGarbageCollector      = "garbageCollector"
 	StepReleaseVolumes        = "releaseVolumes"
+	StepResizeVolumes         = "resizeVolumes"
 )
 
 var (
-	stepActions = []string{StepScale, StepDelete, StepCreate, StepPatch, StepStatefulSetController, StepGarbageCollector, StepReleaseVolumes}
+	stepActions = []string{StepScale, StepDelete, StepCreate, StepPatch, StepStatefulSetController, StepGarbageCollector, StepReleaseVolumes, StepResizeVolumes}
 	scaleFields = []string{"statefulSet", "namespace", "replicas"}
 	deleteStep  = []string{"kind", "namespace", "name"}
 	patchFields = []string{"kind", "namespace", "name", "patch"}
@@ -72,7 +74,7 @@ func (s Step) String() string {
 	switch s.Action {
 	case StepScale:
 		what = fmt.Sprintf("scale %s to %d", k, s.Replicas)
-	case StepGarbageCollector, StepReleaseVolumes:
+	case StepGarbageCollector, StepReleaseVolumes, StepResizeVolumes:
 		what = s.Action
 	default:
 		what = s.Action + " " + k.String()
@@ -214,7 +216,7 @@ func (p *parser) stepBody(s *Step, v *yaml.Node) error {
 			return p.errorf(v, "%s", strings.TrimPrefix(err.Error(), memcluster.ErrInvalidObject.Error()+": "))
 		}
 		s.Object, s.Kind, s.Namespace, s.Name = obj, k.Kind, k.Namespace, k.Name
-	case StepGarbageCollector, StepReleaseVolumes:
+	case StepGarbageCollector, StepReleaseVolumes, StepResizeVolumes:
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			return nil
 		}
@@ -223,6 +225,18 @@ func (p *parser) stepBody(s *Step, v *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// Controller reports whether the step stands for a controller that keeps
+// running (statefulSetController, garbageCollector, releaseVolumes,
+// resizeVolumes), whose writes are decided on the state, as opposed to a
+// user's one-off action.
+func (s Step) Controller() bool {
+	switch s.Action {
+	case StepStatefulSetController, StepGarbageCollector, StepReleaseVolumes, StepResizeVolumes:
+		return true
+	}
+	return false
 }
 
 // Write is one write a step makes to the cluster: steps that stand for a
@@ -273,6 +287,8 @@ func (s Step) Writes(i int, c *memcluster.Cluster) ([]Write, error) {
 		return garbageWrites(c), nil
 	case StepReleaseVolumes:
 		return releaseWrites(c), nil
+	case StepResizeVolumes:
+		return resizeWrites(c), nil
 	}
 	return nil, fmt.Errorf("unknown step action %q", s.Action)
 }
@@ -519,6 +535,31 @@ func releaseWrites(c *memcluster.Cluster) []Write {
 		pvName, _ := meta["name"].(string)
 		out = append(out, Write{Op: "patch", Kind: abi.KindPersistentVolume, Name: pvName,
 			Patch: map[string]any{"status": map[string]any{"phase": "Released"}}})
+	}
+	return out
+}
+
+// resizeWrites is the external resizer and kubelet finishing an
+// expansion: a Bound claim whose storage request is above its capacity gets
+// that capacity.
+func resizeWrites(c *memcluster.Cluster) []Write {
+	var out []Write
+	for _, claim := range c.List(abi.KindPersistentVolumeClaim) {
+		meta, _ := claim["metadata"].(map[string]any)
+		status, _ := claim["status"].(map[string]any)
+		reqs, _ := nestedMap(claim, "spec", "resources", "requests")
+		caps, _ := nestedMap(claim, "status", "capacity")
+		req, _ := reqs["storage"].(string)
+		cur, _ := caps["storage"].(string)
+		rq, err1 := resource.ParseQuantity(req)
+		cq, err2 := resource.ParseQuantity(cur)
+		if status["phase"] != "Bound" || err1 != nil || (cur != "" && err2 != nil) || (cur != "" && rq.Cmp(cq) <= 0) {
+			continue
+		}
+		ns, _ := meta["namespace"].(string)
+		name, _ := meta["name"].(string)
+		out = append(out, Write{Op: "patch", Kind: abi.KindPersistentVolumeClaim, Namespace: ns, Name: name,
+			Patch: map[string]any{"status": map[string]any{"capacity": map[string]any{"storage": req}}}})
 	}
 	return out
 }

@@ -144,7 +144,10 @@ type runner struct {
 }
 
 func (r *runner) stepName(phase int) string {
-	if phase == 0 || phase > len(r.c.Steps) {
+	if phase > len(r.c.Steps) {
+		return "the controllers' resync after the last step"
+	}
+	if phase == 0 {
 		return phaseName(phase)
 	}
 	s := r.c.Steps[phase-1]
@@ -331,7 +334,36 @@ func (x *execution) runAll(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return x.resync(ctx)
+}
+
+// resync applies the case's controller steps once more after the last
+// step, and settles: controllers keep running, so every run, perturbed or
+// not, is judged once they have caught up with what the host did (a
+// resizer grows a volume whatever round the host grew its claim in).
+func (x *execution) resync(ctx context.Context) error {
+	steps := x.r.c.Steps
+	any := false
+	x.phase = len(steps) + 1
+	for i, s := range steps {
+		if !s.Controller() {
+			continue
+		}
+		any = true
+		ws, err := s.Writes(i, x.sess.Cluster)
+		if err != nil {
+			continue
+		}
+		for _, w := range ws {
+			if w.Apply(ctx, x.sess.Cluster) == nil {
+				x.wrote(fmt.Sprintf("resync of step %d: %s", i+1, w))
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return x.settle(ctx)
 }
 
 // step makes the writes of step phase (from 1), settling after the first
