@@ -136,12 +136,12 @@ unperturbed), 2 for unusable input.`,
 			}
 			violations, failed, explored, truncated := 0, 0, 0, false
 			for i, c := range cases {
-				// Each case may take up to three times an equal share of
-				// the time left (most take far less, and what they leave
-				// goes to the cases after them), never past the budget.
+				// Each case may take half the time left (most take far
+				// less, and what they leave goes to the cases after
+				// them), so that one large case cannot starve the rest.
 				end := start.Add(budget)
-				deadline := time.Now().Add(3 * time.Until(end) / time.Duration(len(cases)-i))
-				if deadline.After(end) {
+				deadline := time.Now().Add(time.Until(end) / 2)
+				if len(cases)-i == 1 {
 					deadline = end
 				}
 				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: newGuest, Log: hostLog, Only: only,

@@ -86,6 +86,15 @@ func TestCheckPassesExample(t *testing.T) {
 	require.Contains(t, out, "0 violations, 0 failed unperturbed")
 }
 
+// The budget is checked before each run: a run cut short says so, and is
+// not a failure.
+func TestCheckBudget(t *testing.T) {
+	out, _, code := kubeplug(t, "", "check", "--executions", "3", "--module", warnretain(t), filepath.Join("..", "..", "..", "examples", "warnretain", "testdata"))
+	require.Equal(t, exitOK, code, out)
+	require.Contains(t, out, "3 executions explored in ")
+	require.Contains(t, out, "the budget ended the exploration")
+}
+
 func TestCheckBadInput(t *testing.T) {
 	wasm := warnretain(t)
 	dir := t.TempDir()
