@@ -174,3 +174,28 @@ func TestStatelessModulePasses(t *testing.T) {
 	require.Empty(t, rep.Violations)
 	require.Greater(t, rep.Executions, 10, "the exploration ran")
 }
+
+// A module that never stops writing fails unperturbed: there is no run to
+// compare the perturbed ones with, and the report says why.
+func TestEndlessWritesFailUnperturbed(t *testing.T) {
+	flip := func() *guest {
+		return &guest{
+			memory: map[string]bool{},
+			caps:   []abi.Capability{{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}}, {Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}}},
+			decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
+				c := req.StatefulSet.Claims[0]
+				typ := abi.ActionAddFinalizer
+				if len(c.Metadata.Finalizers) > 0 {
+					typ = abi.ActionRemoveFinalizer
+				}
+				return []abi.Action{{Type: typ, Target: ref(abi.KindPersistentVolumeClaim, c.Metadata), Finalizer: "example.com/flip"}}
+			},
+		}
+	}
+	left := 100
+	rep := check.Explore(context.Background(), controller.Module{Runtime: flip()}, loadCase(t, "testdata/stalereap.yaml"),
+		check.Options{Deadline: time.Now().Add(time.Minute), Executions: &left})
+	require.Contains(t, rep.Failure, "the unperturbed run: ")
+	require.Contains(t, rep.Failure, "the rounds before the first step did not settle in 10 rounds")
+	require.Equal(t, 1, rep.Executions)
+}
