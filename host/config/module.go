@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,11 +111,6 @@ func (m *Module) SameAs(o *Module) bool {
 	a, b := *m, *o
 	a.pinnedAt, a.definedAt, b.pinnedAt, b.definedAt = "", "", "", ""
 	return reflect.DeepEqual(a, b)
-}
-
-// InNamespace reports whether the module reconciles subjects in namespace ns.
-func (m *Module) InNamespace(ns string) bool {
-	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
 // Accept checks the manifest of the module loaded from m.Source() against its

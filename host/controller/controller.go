@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -213,16 +214,17 @@ func (c *Controller) inScope(key string) bool {
 }
 
 func inScope(g *generation, subject, key string) bool {
-	if len(g.mod.Namespaces) == 0 || subject != abi.SubjectStatefulSet {
+	if subject != abi.SubjectStatefulSet {
 		return true
 	}
-	ns, _, _ := cut(key)
-	for _, n := range g.mod.Namespaces {
-		if n == ns {
-			return true
-		}
-	}
-	return false
+	ns, _, _ := cache.SplitMetaNamespaceKey(key) // a key without a namespace is in none
+	return g.mod.InNamespace(ns)
+}
+
+// InNamespace reports whether the module reconciles subjects in namespace
+// ns; it is the one test of Namespaces, for namespaced subjects.
+func (m *Module) InNamespace(ns string) bool {
+	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
 // Run runs the workers until ctx is done, then stops taking new keys, lets
@@ -556,15 +558,6 @@ func actionReason(action string) string {
 		return "VolumeDeleted"
 	}
 	return "ActionExecuted"
-}
-
-func cut(key string) (ns, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return "", key, false
 }
 
 // initSeries creates the module's series at zero, so that a scrape shows
