@@ -7,9 +7,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
@@ -156,11 +157,19 @@ func ReadDockerConfig(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read registry credentials: %w", err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON%s", path, syntaxErrorLine(err))
+	doc, err := input.NewYAMLDecoder(b, secretBudget).Next()
+	var se *input.YAMLSyntaxError
+	var ex *input.Exceeded
+	switch {
+	case errors.As(err, &ex):
+		// Its message names keys and bounds, never values.
+		return nil, fmt.Errorf("%s is not a docker config file or an image pull secret the host reads: %v", path, ex)
+	case errors.As(err, &se) && se.Line > 0:
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON (line %d)", path, se.Line)
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON", path)
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	if doc == nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not a map; give {\"auths\": {...}} or a Secret", path)
 	}
 	var secret struct {
@@ -221,14 +230,9 @@ func secretValue(n *yaml.Node, field string) (string, bool, error) {
 	return "", false, nil
 }
 
-// syntaxErrorLine returns " (line N)" for a YAML syntax error that names one.
-func syntaxErrorLine(err error) string {
-	var line int
-	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil {
-		return fmt.Sprintf(" (line %d)", line)
-	}
-	return ""
-}
+// secretBudget bounds a docker config or pull secret as a host
+// configuration is bounded: a few registries' credentials need far less.
+var secretBudget = input.Budget{Bytes: input.MaxSmallBytes, Nodes: maxConfigNodes, Depth: maxNesting, ScalarBytes: maxScalarBytes, Entries: maxEntries}
 
 // CheckDockerConfig checks that b, from where from says, is a docker
 // config's JSON with auths, and that each entry's auth, if any, is the
