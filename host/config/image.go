@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +18,43 @@ import (
 )
 
 var signatureFields = []string{"publicKey"}
+
+// ImageSource is a module in an OCI registry, pulled by host/oci with the
+// entry's registry settings (Module.PlainHTTP, DockerConfig, ResolveEvery,
+// PublicKey).
+type ImageSource struct {
+	// Ref is the image reference as written: tag, digest, or both.
+	Ref string
+}
+
+func (s ImageSource) String() string { return s.Ref }
+
+func (s ImageSource) Read(context.Context) ([]byte, error) {
+	return nil, fmt.Errorf("it comes from image %s, not a file; host/oci pulls it", s.Ref)
+}
+
+func (s ImageSource) Remote() bool    { return true }
+func (s ImageSource) Files() []string { return nil }
+
+func (s ImageSource) pinAdvice() (what, fix string) {
+	return "image's module", "pin the image's digest (image: REF@sha256:...) to the pinned version"
+}
+
+func init() {
+	registerSource(sourceKind{
+		rank: 1, field: "image", fields: []string{"plainHTTP", "dockerConfig", "resolveEvery", "signature"},
+		example: "its image, e.g. image: registry.example.com/policies/retention:1.2.0",
+		parse: func(p *parser, vals map[string]*yaml.Node, field string, m *Module, _, _ bool) (string, *yaml.Node) {
+			return p.imageSource(vals, field, m)
+		},
+		of: func(m *Module) Source {
+			if m.Image == "" {
+				return nil
+			}
+			return ImageSource{Ref: m.Image}
+		},
+	})
+}
 
 // imageSource converts the fields of an entry whose module comes from an
 // OCI registry (image, plainHTTP, dockerConfig, resolveEvery, signature)
@@ -48,7 +86,7 @@ func (p *parser) imageSource(vals map[string]*yaml.Node, field string, m *Module
 		p.addf(v, join(field, "image"), "%s names no tag or digest; add one, e.g. %s:1.2.0 (a digest, @sha256:..., pins the module)", input.Quote(s), s)
 		return "", nil
 	}
-	m.Image = s
+	m.Image, m.src = s, ImageSource{Ref: s}
 	_, notPinned := ref.Digest()
 	pinned := notPinned == nil
 	if n, ok := vals["plainHTTP"]; ok {
