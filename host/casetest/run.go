@@ -2,6 +2,7 @@ package casetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -112,16 +113,17 @@ func runRound(ctx context.Context, n int, ctrl *controller.Controller, kind stri
 		out := ctrl.Reconcile(ctx, key)
 		rec := Reconcile{Key: key, Actions: out.Actions, Report: out.Report, Err: out.Err}
 		round.Reconciles = append(round.Reconciles, rec)
-		switch out.Result {
-		case "conflict":
+		switch {
+		case out.Err == nil:
+		case controller.IsTerminal(out.Err):
+			// A refusal is recorded as a Warning event (ActionRefused)
+			// that the case's expectations can check; the actions after it
+			// were not run, as on a live cluster.
+		case errors.Is(out.Err, actions.ErrConflict):
 			// As on a live cluster: the subject is reconciled again,
 			// on the state that caused the conflict.
 			round.Changed = true
-		case "refused":
-			// The refusal is recorded as a Warning event (ActionRefused)
-			// that the case's expectations can check; the actions after it
-			// were not run, as on a live cluster.
-		case "error":
+		default:
 			// The live host would retry with backoff; a case is a fixed
 			// state, so the retry would fail the same way. A failed call
 			// already names the module and key.
