@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	caseFields   = []string{"name", "now", "config", "objects", "admit", "expect"}
+	caseFields   = []string{"name", "now", "config", "objects", "admit", "expect", "steps"}
 	expectFields = []string{"present", "absent", "volumeDeletes", "events", "noActions", "allowed", "message", "warnings", "object"}
 	admitFields  = []string{"operation", "object", "oldObject", "userInfo", "dryRun", "namespaceLabels"}
 	userFields   = []string{"username", "groups"}
@@ -148,6 +148,16 @@ func (p *parser) parseCase(n *yaml.Node) (Case, error) {
 	if v, ok := fields["admit"]; ok {
 		if c.Admit, err = p.admit(v); err != nil {
 			return Case{}, err
+		}
+	}
+	// steps: is parsed by steps.go (issue 24), and belongs to reconcile
+	// cases only.
+	if v, ok := fields["steps"]; ok {
+		if c.Steps, err = p.steps(v); err != nil {
+			return Case{}, err
+		}
+		if c.Admit != nil && len(c.Steps) > 0 {
+			return Case{}, p.errorf(v, "an admission case (with admit:) has no steps: steps are applied between reconcile rounds")
 		}
 	}
 	if v, ok := fields["expect"]; ok {
