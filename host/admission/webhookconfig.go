@@ -7,8 +7,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubeplug/kubeplug/abi"
 )
 
 // Endpoint is where the API server reaches the host's webhook server:
@@ -130,6 +128,3 @@ func (ep Endpoint) clientConfig(name string) (admissionregistrationv1.WebhookCli
 	cc.URL = &s
 	return cc, nil
 }
-
-// HasAdmit reports whether man declares the admit hook.
-func HasAdmit(man abi.Manifest) bool { return man.Admission != nil }

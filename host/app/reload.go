@@ -162,8 +162,8 @@ func (r *Reloader) loadAll(file *config.File) ([]loaded, error) {
 	var wg sync.WaitGroup
 	for i := range file.Modules {
 		c := &file.Modules[i]
-		if c.Image != "" {
-			r.log.Info("pulling the module's image", "module", c.Name, "image", c.Image)
+		if c.From().Remote() {
+			r.log.Info("pulling the module's image", "module", c.Name, "image", c.Source())
 		}
 		wg.Go(func() { srcs[i], errs[i] = r.readModule(r.ctx, c) })
 	}
@@ -327,7 +327,7 @@ func (r *Reloader) Reload(reason string) {
 	for i := range file.Modules {
 		c := &file.Modules[i]
 		want[c.Name] = true
-		if c.Image != "" {
+		if c.From().Remote() {
 			r.startPull(*c)
 			continue
 		}
@@ -382,7 +382,7 @@ func (r *Reloader) startPull(c config.Module) {
 		r.pulls = map[string]*pull{}
 	}
 	r.pulls[c.Name] = p
-	r.log.Info("pulling the module's image", "module", c.Name, "image", c.Image)
+	r.log.Info("pulling the module's image", "module", c.Name, "image", c.Source())
 	fo := r.fetch // read under mu, not from the goroutine
 	r.pulling.Go(func() {
 		defer cancel()
@@ -625,8 +625,10 @@ func (r *Reloader) watchedFiles() []string {
 	defer r.mu.Unlock()
 	files := []string{r.path}
 	for _, c := range r.file.Modules {
-		if c.Image == "" && c.Path != "" && !slices.Contains(files, c.Path) {
-			files = append(files, c.Path)
+		for _, f := range c.From().Files() {
+			if f != "" && !slices.Contains(files, f) {
+				files = append(files, f)
+			}
 		}
 	}
 	return files

@@ -34,7 +34,10 @@ type Case struct {
 	// Admit, when set, makes this an admission case: the request is
 	// reviewed once, with Objects as the host's caches, and Expect's
 	// admission fields are checked instead of the cluster.
-	Admit  *AdmitRequest
+	Admit *AdmitRequest
+	// Steps are applied one after another once the rounds before each
+	// have settled (steps.go); nil for a case of one state.
+	Steps  []Step
 	Expect Expect
 }
 

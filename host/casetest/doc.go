@@ -9,6 +9,9 @@
 //	config: {}                  # optional: the module's configuration
 //	objects:                    # full Kubernetes objects, as `kubectl get -o yaml` shows them
 //	- {apiVersion: apps/v1, kind: StatefulSet, metadata: {...}, spec: {...}}
+//	steps:                      # optional: actions between rounds (steps.go)
+//	- scale: {statefulSet: web, replicas: 1}
+//	- statefulSetController: {statefulSet: web}
 //	expect:
 //	  present: [...]            # objects that must exist and match
 //	  absent: [...]             # {apiVersion, kind, namespace, name} that must not exist
@@ -38,6 +41,28 @@
 //     and 1.0 are equal but 1 and "1" are not;
 //   - an expected empty list or map matches a missing field, and null
 //     matches only a missing or null field.
+//
+// A case's steps are what users and other controllers do between the host's
+// rounds: once the rounds settle, the next step's writes are made (without
+// preconditions, as their actors make them) and the rounds settle again, at
+// most MaxRounds after each step. A step is a mapping with one action:
+//
+//	scale: {statefulSet, namespace, replicas}   a user sets spec.replicas
+//	delete: {kind, namespace, name}             a user or controller deletes an object
+//	create: OBJECT                              an object is created (its own uid)
+//	patch: {kind, namespace, name, patch}       a JSON merge patch (.status to the subresource)
+//	statefulSetController: {statefulSet, namespace}
+//	                                            kube-controller-manager's StatefulSet sync: claims
+//	                                            then pods for ordinals below replicas, pods at or
+//	                                            above deleted, highest first
+//	garbageCollector: {}                        objects none of whose owners exists are deleted
+//	releaseVolumes: {}                          Bound PVs whose claim is gone become Released
+//	resizeVolumes: {}                           a Bound claim's capacity grows to its request
+//
+// A controller's step decides its writes on the state it starts from
+// (Step.Writes), so that `kubeplug check` (package check) can interleave the
+// host with them. Run and package check share Session: the cluster, the host
+// on it, and its rounds.
 //
 // casetest imports the host's controller, memcluster, metrics and actions
 // packages and abi: it runs the live host's pipeline on an in-memory cluster.

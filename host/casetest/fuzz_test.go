@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		"../../guests/*/testdata/*.yaml",
 		"../../examples/*/testdata/*.yaml",
 		"../cmd/kubeplug/testdata/*.yaml",
+		"../check/testdata/*.yaml",
 	} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {

@@ -1,18 +1,15 @@
 package casetest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/internal/input"
@@ -20,7 +17,7 @@ import (
 )
 
 var (
-	caseFields   = []string{"name", "now", "config", "objects", "admit", "expect"}
+	caseFields   = []string{"name", "now", "config", "objects", "admit", "expect", "steps"}
 	expectFields = []string{"present", "absent", "volumeDeletes", "events", "noActions", "allowed", "message", "warnings", "object"}
 	admitFields  = []string{"operation", "object", "oldObject", "userInfo", "dryRun", "namespaceLabels"}
 	userFields   = []string{"username", "groups"}
@@ -33,27 +30,19 @@ var (
 // Parse parses the case file data, read from path. Errors are *InputError.
 func Parse(path string, data []byte) (File, error) {
 	p := parser{file: path}
-	if len(data) > input.MaxCaseBytes {
-		return File{}, inputErrorf(path, 0, "has %s, more than the %s a case file may have; split its cases over several files",
-			input.Bytes(int64(len(data))), input.Bytes(input.MaxCaseBytes))
-	}
 	f := File{Path: path}
 	names := map[string]int{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := input.NewYAMLDecoder(data, budget)
 	for {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
+		doc, err := dec.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return File{}, p.yamlError(err)
+			return File{}, p.decodeError(err)
 		}
-		if ex := input.CheckTree(&doc, budget); ex != nil {
-			return File{}, p.overBudget(ex)
-		}
-		root := documentRoot(&doc)
-		if root == nil {
+		root := input.YAMLRoot(doc)
+		if root == nil || input.IsNull(root) {
 			continue
 		}
 		c, err := p.parseCase(root)
@@ -72,18 +61,30 @@ func Parse(path string, data []byte) (File, error) {
 	return f, nil
 }
 
-// budget bounds one case once its aliases and merge keys are expanded (see
-// input.Budget): far above a recorded StatefulSet of a thousand pods, far
-// below what would exhaust the machine.
-var budget = input.Budget{Nodes: 1_000_000, Depth: 128, ScalarBytes: 1 << 20, Entries: 100_000}
+// budget bounds a case file, and each case once its aliases and merge keys
+// are expanded (see input.Budget): far above a recorded StatefulSet of a
+// thousand pods, far below what would exhaust the machine.
+var budget = input.Budget{Bytes: input.MaxCaseBytes, Nodes: 1_000_000, Depth: 128, ScalarBytes: 1 << 20, Entries: 100_000}
 
-// overBudget is the error of a case over budget.
-func (p *parser) overBudget(ex *input.Exceeded) error {
+// decodeError is the error of a file the decoder refused: not YAML, or
+// over budget, before any of it is read.
+func (p *parser) decodeError(err error) error {
+	var se *input.YAMLSyntaxError
+	if errors.As(err, &se) {
+		return inputErrorf(p.file, se.Line, "invalid YAML: %s", se.Msg)
+	}
+	var ex *input.Exceeded
+	if !errors.As(err, &ex) {
+		return inputErrorf(p.file, 0, "cannot be read: %v", err)
+	}
 	at := ex.Path
 	if at == "" {
 		at = "the case"
 	}
 	switch ex.Limit {
+	case input.LimitBytes:
+		return inputErrorf(p.file, 0, "has %s, more than the %s a case file may have; split its cases over several files",
+			input.Bytes(int64(ex.Size)), input.Bytes(int64(ex.Max)))
 	case input.LimitNodes:
 		return p.errorf(ex.Node, "%s expands to more than %d values through aliases and merge keys: write the case out, or reuse less of it", at, ex.Max)
 	case input.LimitDepth:
@@ -95,56 +96,12 @@ func (p *parser) overBudget(ex *input.Exceeded) error {
 	return p.errorf(ex.Node, "%s has more than %d entries", at, ex.Max)
 }
 
-// documentRoot returns the content of a document, nil for an empty one.
-func documentRoot(doc *yaml.Node) *yaml.Node {
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil
-	}
-	n := doc.Content[0]
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
-	}
-	return n
-}
-
 type parser struct {
 	file string
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) error {
 	return inputErrorf(p.file, n.Line, format, args...)
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlParserErrors are the messages of yaml.v3's parser (as opposed to its
-// scanner). yaml.v3 reports their lines counting from 0, and the line where
-// the unfinished construct starts; the scanner's count from 1.
-var yamlParserErrors = []string{
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"did not find expected '-' indicator",
-	"did not find expected <document start>",
-	"did not find expected <stream-start>",
-	"did not find expected key",
-	"did not find expected node content",
-	"found duplicate %TAG directive",
-	"found duplicate %YAML directive",
-	"found incompatible YAML document",
-	"found undefined tag handle",
-}
-
-// yamlError turns a yaml.v3 syntax error into an InputError with its line.
-func (p *parser) yamlError(err error) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		if slices.Contains(yamlParserErrors, m[2]) {
-			line++
-		}
-		return inputErrorf(p.file, line, "invalid YAML: %s", m[2])
-	}
-	return inputErrorf(p.file, 0, "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
 }
 
 func (p *parser) parseCase(n *yaml.Node) (Case, error) {
@@ -191,6 +148,16 @@ func (p *parser) parseCase(n *yaml.Node) (Case, error) {
 	if v, ok := fields["admit"]; ok {
 		if c.Admit, err = p.admit(v); err != nil {
 			return Case{}, err
+		}
+	}
+	// steps: is parsed by steps.go (issue 24), and belongs to reconcile
+	// cases only.
+	if v, ok := fields["steps"]; ok {
+		if c.Steps, err = p.steps(v); err != nil {
+			return Case{}, err
+		}
+		if c.Admit != nil && len(c.Steps) > 0 {
+			return Case{}, p.errorf(v, "an admission case (with admit:) has no steps: steps are applied between reconcile rounds")
 		}
 	}
 	if v, ok := fields["expect"]; ok {
@@ -548,25 +515,38 @@ func (p *parser) records(n *yaml.Node, list string, known []string, nested map[s
 	return out, nil
 }
 
-// fields returns the values of mapping n by key, refusing keys not in known
-// and duplicate keys.
+// fields returns the values of mapping n by key (merge keys expanded),
+// refusing keys not in known and keys written twice.
 func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]*yaml.Node, error) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errorf(n, "%s must be a mapping with fields %s", what, strings.Join(known, ", "))
 	}
-	out := make(map[string]*yaml.Node, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !slices.Contains(known, k.Value) {
-			return nil, p.errorf(k, "unknown field %s in %s: known fields are %s", input.Quote(k.Value), what, strings.Join(known, ", "))
-		}
-		if _, dup := out[k.Value]; dup {
-			return nil, p.errorf(k, "field %s appears twice in %s", input.Quote(k.Value), what)
-		}
-		out[k.Value] = resolve(v)
+	out, problems := input.Fields(n, known)
+	if len(problems) == 0 {
+		return out, nil
 	}
-	return out, nil
+	pr := problems[0]
+	for _, q := range problems[1:] { // the first in the file
+		if q.Node.Line < pr.Node.Line || q.Node.Line == pr.Node.Line && q.Node.Column < pr.Node.Column {
+			pr = q
+		}
+	}
+	switch pr.Kind {
+	case input.KeyUnknown:
+		msg := fmt.Sprintf("unknown field %s in %s: known fields are %s", input.Quote(pr.Key), what, strings.Join(known, ", "))
+		if pr.Suggest != "" {
+			msg += "; did you mean " + pr.Suggest + "?"
+		}
+		return nil, p.errorf(pr.Node, "%s", msg)
+	case input.KeyRepeated:
+		return nil, p.errorf(pr.Node, "field %s appears twice in %s", input.Quote(pr.Key), what)
+	case input.KeyNotString:
+		return nil, p.errorf(pr.Node, "a key of %s is a list or a mapping: keys are field names, one of %s", what, strings.Join(known, ", "))
+	case input.KeyBadMerge, input.KeyBadMergeItem:
+		return nil, p.errorf(pr.Node, "<< in %s merges a mapping or a list of mappings", what)
+	}
+	return nil, p.errorf(pr.Node, "%s is nested too deep through merge keys", what)
 }
 
 // valueNode returns the value of key in mapping n, or n itself.
@@ -639,9 +619,5 @@ func jsonable(v any) any {
 	return v
 }
 
-func resolve(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
+// resolve follows an alias to the node it names.
+var resolve = input.Deref

@@ -2,17 +2,16 @@ package casetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/memcluster"
-	"github.com/kubeplug/kubeplug/host/metrics"
 )
 
 // Outcome is the result of running one case.
@@ -75,52 +74,30 @@ func (o *Outcome) run(ctx context.Context, mod controller.Module, c Case, log *s
 	if c.Admit != nil {
 		return o.runAdmission(ctx, mod, c, log)
 	}
-	subject, ok := abi.Subject(m.Subject).Info()
-	kind := subject.Kind
-	if !ok {
-		return fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects())
+	// The rounds settle, then each step is applied and they settle again
+	// (Session, steps.go): the one way through for `kubeplug check` too.
+	sess, err := NewSession(mod, c, log)
+	if err != nil {
+		return err
 	}
-	now := c.Now
-	if now.IsZero() {
-		now = DefaultNow
+	if err := sess.Settle(ctx, 1, &o.Rounds); err != nil {
+		return err
 	}
-	clock := func() time.Time { return now }
-	drivers := csiDrivers(c.Objects)
-	cluster := memcluster.New(memcluster.Config{Now: clock, Drivers: drivers})
-	if err := cluster.Load(c.Objects...); err != nil {
-		return fmt.Errorf("load objects: %w", err)
-	}
-	ctrl := controller.New(mod, controller.Deps{
-		Lister:  cluster,
-		Cluster: cluster,
-		Volumes: cluster,
-		Drivers: func() []string { return drivers },
-		// A registry of its own per case: the metrics take the same path
-		// as on the live host, so that a label a module could break them
-		// with breaks the case too.
-		Metrics: metrics.New(),
-		Logger:  log,
-		Now:     clock,
-	})
-
-	acted := false
-	for n := 1; ; n++ {
-		round, err := runRound(ctx, n, ctrl, kind, cluster)
-		o.Rounds = append(o.Rounds, round)
-		if err != nil {
-			return fmt.Errorf("round %d: %w", n, err)
+	for i, st := range c.Steps {
+		if err := ApplyStep(ctx, sess.Cluster, i, st); err != nil {
+			return stepError(c, i, st, err)
 		}
-		for _, rec := range round.Reconciles {
+		if err := sess.Settle(ctx, len(o.Rounds)+1, &o.Rounds); err != nil {
+			return fmt.Errorf("after step %d (line %d): %w", i+1, st.Line, err)
+		}
+	}
+	acted := false
+	for _, r := range o.Rounds {
+		for _, rec := range r.Reconciles {
 			acted = acted || len(rec.Actions) > 0
 		}
-		if !round.Changed {
-			break
-		}
-		if n == MaxRounds {
-			return fmt.Errorf("did not converge after %d rounds: round %d still %s", MaxRounds, n, changes(round))
-		}
 	}
-	return check(c.Expect, cluster, acted, o.Rounds)
+	return check(c.Expect, sess.Cluster, acted, o.Rounds)
 }
 
 // runRound reconciles every subject object once, in key order, and reports
@@ -136,16 +113,17 @@ func runRound(ctx context.Context, n int, ctrl *controller.Controller, kind stri
 		out := ctrl.Reconcile(ctx, key)
 		rec := Reconcile{Key: key, Actions: out.Actions, Report: out.Report, Err: out.Err}
 		round.Reconciles = append(round.Reconciles, rec)
-		switch out.Result {
-		case "conflict":
+		switch {
+		case out.Err == nil:
+		case controller.IsTerminal(out.Err):
+			// A refusal is recorded as a Warning event (ActionRefused)
+			// that the case's expectations can check; the actions after it
+			// were not run, as on a live cluster.
+		case errors.Is(out.Err, actions.ErrConflict):
 			// As on a live cluster: the subject is reconciled again,
 			// on the state that caused the conflict.
 			round.Changed = true
-		case "refused":
-			// The refusal is recorded as a Warning event (ActionRefused)
-			// that the case's expectations can check; the actions after it
-			// were not run, as on a live cluster.
-		case "error":
+		default:
 			// The live host would retry with backoff; a case is a fixed
 			// state, so the retry would fail the same way. A failed call
 			// already names the module and key.

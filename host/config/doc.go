@@ -13,7 +13,7 @@
 // so that the host never starts on a configuration it would misread.
 //
 // This package reads files but opens nothing else: it imports the standard
-// library, gopkg.in/yaml.v3, k8s.io/apimachinery's labels, resource and
+// library, go.yaml.in/yaml/v3, k8s.io/apimachinery's labels, resource and
 // validation packages, abi (for subject names), host/runtime (for Limits) and
 // host/internal/input (bounded reads of files and YAML).
 // It must not import client-go or any other host package.

@@ -1,18 +1,13 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
@@ -76,7 +71,7 @@ func Load(path string) (*File, error) {
 // budget bounds a host configuration once its aliases and merge keys are
 // expanded (see input.Budget): the whole file to maxConfigNodes values, a
 // guest configuration's own bound, and its nesting to maxNesting.
-var budget = input.Budget{Nodes: maxConfigNodes, Depth: maxNesting, ScalarBytes: maxScalarBytes, Entries: maxEntries}
+var budget = input.Budget{Bytes: input.MaxConfigBytes, Nodes: maxConfigNodes, Depth: maxNesting, ScalarBytes: maxScalarBytes, Entries: maxEntries}
 
 // Bounds of one value and one list or mapping of a host configuration.
 const (
@@ -121,11 +116,6 @@ var topFields = []string{"modules", "csiDrivers", "resync", "reconcileTimeout", 
 // parseFile converts the whole document into a File.
 func (p *parser) parseFile(data []byte) *File {
 	f := &File{Resync: DefaultResync, ReconcileTimeout: DefaultReconcileTimeout, APIQPS: DefaultAPIQPS}
-	if len(data) > input.MaxConfigBytes {
-		p.addf(nil, "", "has %s, more than the %s a host configuration may have; check that this is the right file, and move large guest configurations out of it",
-			input.Bytes(int64(len(data))), input.Bytes(input.MaxConfigBytes))
-		return f
-	}
 	root, ok := p.document(data)
 	if !ok {
 		return f
@@ -179,37 +169,47 @@ func (p *parser) parseFile(data []byte) *File {
 // document decodes data into its root node: nil for an empty file. It
 // refuses a second document, which would otherwise be silently ignored.
 func (p *parser) document(data []byte) (*yaml.Node, bool) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, true
-		}
-		p.syntax(data, err)
-		return nil, false
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case err == nil:
-		p.addf(&next, "", "a second YAML document; put the whole configuration in one document (remove ---)")
-		return nil, false
-	case !errors.Is(err, io.EOF):
-		p.syntax(data, err)
-		return nil, false
-	}
-	if len(doc.Content) == 0 {
+	dec := input.NewYAMLDecoder(data, budget)
+	doc, err := dec.Next()
+	if errors.Is(err, io.EOF) {
 		return nil, true
 	}
-	if ex := input.CheckTree(&doc, budget); ex != nil {
-		p.overBudget(ex)
+	if doc == nil {
+		p.decodeError(err)
 		return nil, false
 	}
-	return deref(doc.Content[0]), true
+	switch next, err2 := dec.Next(); {
+	case next != nil:
+		p.addf(next, "", "a second YAML document; put the whole configuration in one document (remove ---)")
+		return nil, false
+	case !errors.Is(err2, io.EOF):
+		p.decodeError(err2)
+		return nil, false
+	}
+	if err != nil {
+		p.decodeError(err)
+		return nil, false
+	}
+	return input.YAMLRoot(doc), true
 }
 
-// overBudget records a document over budget, before any of it is read.
-func (p *parser) overBudget(ex *input.Exceeded) {
+// decodeError records what the decoder refused: text that is not YAML, or
+// a document over budget, before any of it is read.
+func (p *parser) decodeError(err error) {
+	var se *input.YAMLSyntaxError
+	if errors.As(err, &se) {
+		p.problems = append(p.problems, &problem{file: p.file, line: max(se.Line, 1), msg: "not valid YAML: " + se.Msg})
+		return
+	}
+	var ex *input.Exceeded
+	if !errors.As(err, &ex) {
+		p.addf(nil, "", "cannot be read: %v", err)
+		return
+	}
 	switch ex.Limit {
+	case input.LimitBytes:
+		p.addf(nil, "", "has %s, more than the %s a host configuration may have; check that this is the right file, and move large guest configurations out of it",
+			input.Bytes(int64(ex.Size)), input.Bytes(int64(ex.Max)))
 	case input.LimitNodes:
 		p.addf(ex.Node, ex.Path, "expands to more than %d values through aliases and merge keys; write the configuration out, or reuse less of it", ex.Max)
 	case input.LimitDepth:
@@ -220,45 +220,4 @@ func (p *parser) overBudget(ex *input.Exceeded) {
 	case input.LimitEntries:
 		p.addf(ex.Node, ex.Path, "has more than %d entries; a host configuration needs far fewer (leave namespaces out to watch them all)", ex.Max)
 	}
-}
-
-var (
-	yamlLine   = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-	yamlAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-)
-
-// parserProblems are the messages of yaml.v3's parser, as opposed to its
-// scanner. yaml.v3 reports the parser's lines counting from 0 and the
-// scanner's counting from 1, and leaves the line out when it counts 0.
-var parserProblems = []string{
-	"did not find expected <",
-	"did not find expected node content",
-	"did not find expected '-' indicator",
-	"did not find expected key",
-	"did not find expected ',' or",
-	"found undefined tag handle",
-	"found duplicate %",
-	"found incompatible YAML document",
-}
-
-// syntax records a YAML syntax error at its line, counted from 1.
-func (p *parser) syntax(data []byte, err error) {
-	msg, line := err.Error(), 1
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		msg = m[2]
-		if m[1] != "" {
-			line, _ = strconv.Atoi(m[1])
-			if slices.ContainsFunc(parserProblems, func(pp string) bool { return strings.HasPrefix(msg, pp) }) {
-				line++
-			}
-		}
-	}
-	if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
-		// yaml.v3 gives no line for an unknown anchor: find its first use.
-		msg = fmt.Sprintf("alias *%s names no anchor; define &%s before using it", m[1], m[1])
-		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
-			line = 1 + bytes.Count(data[:i], []byte("\n"))
-		}
-	}
-	p.problems = append(p.problems, &problem{file: p.file, line: line, msg: "not valid YAML: " + msg})
 }

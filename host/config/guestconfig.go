@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
@@ -19,8 +19,7 @@ const maxConfigNodes = 100_000
 // receives. Scalars keep their YAML types (numbers, booleans, null); keys
 // must be scalars, as JSON keys are strings.
 func (p *parser) guestConfig(n *yaml.Node, field string) []byte {
-	budget := maxConfigNodes
-	v, ok := p.jsonValue(n, field, &budget)
+	v, ok := p.jsonValue(n, field)
 	if !ok {
 		return nil
 	}
@@ -32,31 +31,23 @@ func (p *parser) guestConfig(n *yaml.Node, field string) []byte {
 	return out
 }
 
-// jsonValue converts one node into a value encoding/json can marshal.
-func (p *parser) jsonValue(n *yaml.Node, field string, budget *int) (any, bool) {
+// jsonValue converts one node into a value encoding/json can marshal. The
+// document is within budget (see parser.document), so the recursion ends
+// and the value is bounded however the node's aliases nest.
+func (p *parser) jsonValue(n *yaml.Node, field string) (any, bool) {
 	n = deref(n)
-	if *budget--; *budget < 0 {
-		if *budget == -1 { // report once, not for every node past the budget
-			p.addf(n, field, "expands to more than %d values through aliases; write the configuration out", maxConfigNodes)
-		}
-		return nil, false
-	}
-	if !p.enter(n, field) {
-		return nil, false
-	}
-	defer p.leave()
 	switch n.Kind {
 	case yaml.MappingNode:
 		obj := map[string]any{}
 		ok := true
 		for _, kv := range p.pairs(n, field) {
-			if isNull(kv.key) {
-				p.addf(kv.key, field, "a null key has no JSON form; quote it if you mean the string")
+			if isNull(kv.Key) {
+				p.addf(kv.Key, field, "a null key has no JSON form; quote it if you mean the string")
 				ok = false
 				continue
 			}
-			v, vok := p.jsonValue(kv.value, join(field, kv.key.Value), budget)
-			obj[kv.key.Value] = v
+			v, vok := p.jsonValue(kv.Value, join(field, kv.Key.Value))
+			obj[kv.Key.Value] = v
 			ok = ok && vok
 		}
 		return obj, ok
@@ -64,7 +55,7 @@ func (p *parser) jsonValue(n *yaml.Node, field string, budget *int) (any, bool) 
 		arr := make([]any, len(n.Content))
 		ok := true
 		for i, e := range n.Content {
-			v, vok := p.jsonValue(e, index(field, i), budget)
+			v, vok := p.jsonValue(e, index(field, i))
 			arr[i] = v
 			ok = ok && vok
 		}

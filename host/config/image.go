@@ -1,21 +1,60 @@
 package config
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 var signatureFields = []string{"publicKey"}
+
+// ImageSource is a module in an OCI registry, pulled by host/oci with the
+// entry's registry settings (Module.PlainHTTP, DockerConfig, ResolveEvery,
+// PublicKey).
+type ImageSource struct {
+	// Ref is the image reference as written: tag, digest, or both.
+	Ref string
+}
+
+func (s ImageSource) String() string { return s.Ref }
+
+func (s ImageSource) Read(context.Context) ([]byte, error) {
+	return nil, fmt.Errorf("it comes from image %s, not a file; host/oci pulls it", s.Ref)
+}
+
+func (s ImageSource) Remote() bool    { return true }
+func (s ImageSource) Files() []string { return nil }
+
+func (s ImageSource) pinAdvice() (what, fix string) {
+	return "image's module", "pin the image's digest (image: REF@sha256:...) to the pinned version"
+}
+
+func init() {
+	registerSource(sourceKind{
+		rank: 1, field: "image", fields: []string{"plainHTTP", "dockerConfig", "resolveEvery", "signature"},
+		example: "its image, e.g. image: registry.example.com/policies/retention:1.2.0",
+		parse: func(p *parser, vals map[string]*yaml.Node, field string, m *Module, _, _ bool) (string, *yaml.Node) {
+			return p.imageSource(vals, field, m)
+		},
+		of: func(m *Module) Source {
+			if m.Image == "" {
+				return nil
+			}
+			return ImageSource{Ref: m.Image}
+		},
+	})
+}
 
 // imageSource converts the fields of an entry whose module comes from an
 // OCI registry (image, plainHTTP, dockerConfig, resolveEvery, signature)
@@ -47,7 +86,7 @@ func (p *parser) imageSource(vals map[string]*yaml.Node, field string, m *Module
 		p.addf(v, join(field, "image"), "%s names no tag or digest; add one, e.g. %s:1.2.0 (a digest, @sha256:..., pins the module)", input.Quote(s), s)
 		return "", nil
 	}
-	m.Image = s
+	m.Image, m.src = s, ImageSource{Ref: s}
 	_, notPinned := ref.Digest()
 	pinned := notPinned == nil
 	if n, ok := vals["plainHTTP"]; ok {
@@ -156,11 +195,19 @@ func ReadDockerConfig(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read registry credentials: %w", err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON%s", path, syntaxErrorLine(err))
+	doc, err := input.NewYAMLDecoder(b, secretBudget).Next()
+	var se *input.YAMLSyntaxError
+	var ex *input.Exceeded
+	switch {
+	case errors.As(err, &ex):
+		// Its message names keys and bounds, never values.
+		return nil, fmt.Errorf("%s is not a docker config file or an image pull secret the host reads: %v", path, ex)
+	case errors.As(err, &se) && se.Line > 0:
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON (line %d)", path, se.Line)
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not YAML or JSON", path)
 	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+	if doc == nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not a map; give {\"auths\": {...}} or a Secret", path)
 	}
 	var secret struct {
@@ -221,14 +268,9 @@ func secretValue(n *yaml.Node, field string) (string, bool, error) {
 	return "", false, nil
 }
 
-// syntaxErrorLine returns " (line N)" for a YAML syntax error that names one.
-func syntaxErrorLine(err error) string {
-	var line int
-	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil {
-		return fmt.Sprintf(" (line %d)", line)
-	}
-	return ""
-}
+// secretBudget bounds a docker config or pull secret as a host
+// configuration is bounded: a few registries' credentials need far less.
+var secretBudget = input.Budget{Bytes: input.MaxSmallBytes, Nodes: maxConfigNodes, Depth: maxNesting, ScalarBytes: maxScalarBytes, Entries: maxEntries}
 
 // CheckDockerConfig checks that b, from where from says, is a docker
 // config's JSON with auths, and that each entry's auth, if any, is the

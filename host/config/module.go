@@ -1,18 +1,17 @@
 package config
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeplug/kubeplug/abi"
-	"github.com/kubeplug/kubeplug/host/internal/input"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -103,6 +102,9 @@ type Module struct {
 	// definedAt says where the entry is (file:line and field), so that a
 	// refused capability can say where to allow it.
 	definedAt string
+	// src is the source the entry names; nil for a Module built in Go,
+	// whose Path or Image name it (see From).
+	src Source
 }
 
 // SameAs reports whether o configures the module as m does, wherever in
@@ -112,11 +114,6 @@ func (m *Module) SameAs(o *Module) bool {
 	a, b := *m, *o
 	a.pinnedAt, a.definedAt, b.pinnedAt, b.definedAt = "", "", "", ""
 	return reflect.DeepEqual(a, b)
-}
-
-// InNamespace reports whether the module reconciles subjects in namespace ns.
-func (m *Module) InNamespace(ns string) bool {
-	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
 // Accept checks the manifest of the module loaded from m.Source() against its
@@ -136,24 +133,20 @@ func (m *Module) Accept(man abi.Manifest) ([]abi.Capability, error) {
 }
 
 // Source names where the module comes from: its file, or its image.
-func (m *Module) Source() string {
-	if m.Image != "" {
-		return m.Image
-	}
-	return m.Path
-}
+func (m *Module) Source() string { return m.From().String() }
 
 // Where says where the entry is in its file (file:line and field), for
 // messages about it.
 func (m *Module) Where() string { return m.definedAt }
 
-// Read returns the module file's bytes. When SHA256 is set and the file's
-// digest differs, the error wraps ErrDigest. An image is read by host/oci.
-func (m *Module) Read() ([]byte, error) {
-	if m.Path == "" {
-		return nil, fmt.Errorf("read module %q: it comes from image %s, not a file", m.Name, m.Image)
-	}
-	wasm, err := input.ReadFile(m.Path, input.MaxModuleBytes, "module file")
+// Read is ReadContext without a deadline, for a module file.
+func (m *Module) Read() ([]byte, error) { return m.ReadContext(context.Background()) }
+
+// ReadContext returns the bytes of the module's source (see Source.Read).
+// When SHA256 is set and their digest differs, the error wraps ErrDigest.
+// An image is read by host/oci.
+func (m *Module) ReadContext(ctx context.Context) ([]byte, error) {
+	wasm, err := m.From().Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read module %q: %w", m.Name, err)
 	}
@@ -175,10 +168,7 @@ func (m *Module) CheckPin(wasm []byte) error {
 		if where == "" {
 			where = "the host configuration"
 		}
-		what, fix := "file", "put back the pinned file"
-		if m.Image != "" {
-			what, fix = "image's module", "pin the image's digest (image: REF@sha256:...) to the pinned version"
-		}
+		what, fix := m.From().pinAdvice()
 		return fmt.Errorf("module %q: %w: %s has sha256 %s but %s pins %s; "+
 			"if this %s is the one to run, set sha256: %s there, otherwise %s",
 			m.Name, ErrDigest, m.Source(), got, where, m.SHA256, what, got, fix)

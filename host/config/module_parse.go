@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -20,8 +20,9 @@ import (
 )
 
 var (
-	moduleFields = []string{"path", "name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission",
-		"image", "plainHTTP", "dockerConfig", "resolveEvery", "signature", "compareWith"}
+	// entryFields are the fields of a module entry other than its
+	// source's (see sourceKind) and compareWith (see moduleFields).
+	entryFields = []string{"name", "sha256", "subject", "namespaces", "labelSelector", "config", "mode", "workers", "limits", "allow", "admission"}
 	limitFields = []string{"memory", "timeout", "instances", "maxOutput", "maxActions", "maxTableElements"}
 )
 
@@ -101,25 +102,14 @@ func valueOf(n *yaml.Node, key string) *yaml.Node {
 // from (the name, or the path it defaults from), for messages about it.
 func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node) {
 	m = Module{Mode: ModeEnforce, Workers: DefaultWorkers, LabelSelector: labels.Everything()}
-	vals, ok := p.fields(n, field, "a module: a mapping with at least path: FILE.wasm", moduleFields...)
+	vals, ok := p.fields(n, field, "a module: a mapping with at least path: FILE.wasm", moduleFields()...)
 	if !ok {
 		return m, n
 	}
 	nameAt = n
-	var given string // the path as written, or the image's repository
-	_, hasImage := vals["image"]
-	if v, ok := vals["path"]; !ok {
-		if !hasImage {
-			p.addf(n, field, "path is missing; name the module's file, e.g. path: guests/retention.wasm, or its image, e.g. image: registry.example.com/policies/retention:1.2.0")
-		}
-	} else if hasImage {
-		p.addf(v, join(field, "path"), "path and image are both set; keep the one the module comes from")
-	} else if s, ok := p.scalar(v, join(field, "path"), "guests/retention.wasm"); ok {
-		given, nameAt = s, v
-		m.Path = p.modulePath(v, join(field, "path"), s)
-	}
-	if g, at := p.imageSource(vals, field, &m); g != "" {
-		given, nameAt = g, at
+	given, at := p.source(n, vals, field, &m) // the path as written, or the image's repository
+	if at != nil {
+		nameAt = at
 	}
 	if v, ok := vals["name"]; ok {
 		nameAt = v

@@ -175,24 +175,3 @@ func TestParseWithoutPath(t *testing.T) {
 	_, err = config.Parse([]byte("modules: []\n"), "")
 	require.ErrorContains(t, err, "host configuration:1: modules: names no modules")
 }
-
-// TestInNamespace checks a module's namespace scope.
-func TestInNamespace(t *testing.T) {
-	tests := []struct {
-		namespaces []string
-		ns         string
-		want       bool
-	}{
-		{nil, "default", true},
-		{nil, "", true},
-		{[]string{"default", "prod"}, "prod", true},
-		{[]string{"default", "prod"}, "kube-system", false},
-		{[]string{"default"}, "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.ns, func(t *testing.T) {
-			m := &config.Module{Namespaces: tt.namespaces}
-			require.Equal(t, tt.want, m.InNamespace(tt.ns))
-		})
-	}
-}

@@ -7,14 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
 
 // maxNesting bounds how deep anchors, merges and the guest configuration may
-// nest. It is far above any real file and stops an alias that refers to
-// itself (`&a [*a]`) from recursing forever.
+// nest (see budget). It is far above any real file and stops an alias that
+// refers to itself (`&a [*a]`) from recursing forever.
 const maxNesting = 64
 
 // maxField bounds the field paths messages quote.
@@ -27,8 +27,6 @@ type parser struct {
 	dir      string // absolute directory of the file, for relative module paths
 	dirIs    string // what dir is, for messages
 	problems []*problem
-	nesting  int
-	tooDeep  bool // the nesting problem is reported once, not per node
 	// requireKey is requireSignature's public key file, which every
 	// module entry must be signed with unless it names its own;
 	// requireLine is where it was set.
@@ -62,85 +60,46 @@ func (p *parser) err() error {
 	return errors.Join(errs...)
 }
 
-// enter counts one level of nesting, to be undone by leave, and reports
-// false (with a problem, and nothing to undo) when there are too many.
-func (p *parser) enter(n *yaml.Node, field string) bool {
-	if p.nesting < maxNesting {
-		p.nesting++
-		return true
-	}
-	if !p.tooDeep {
-		p.tooDeep = true
-		if len(field) > 80 { // a path 64 levels deep says nothing more than its start
-			field = field[:80] + "..."
-		}
-		p.addf(n, field, "nested more than %d levels deep; does an alias refer to the node that contains it?", maxNesting)
-	}
-	return false
+// pairs returns the entries of mapping n, merge keys expanded (see
+// input.Pairs), and records the problems of its keys.
+func (p *parser) pairs(n *yaml.Node, field string) []input.Pair {
+	ps, problems := input.Pairs(n)
+	p.keyProblems(problems, field, nil)
+	return ps
 }
 
-func (p *parser) leave() { p.nesting-- }
-
-// pair is one key and its value in a mapping.
-type pair struct{ key, value *yaml.Node }
-
-// pairs returns the entries of mapping n with merge keys (`<<: *defaults`)
-// expanded: keys written in n win over merged ones, and earlier merged
-// mappings over later ones, as the YAML merge key specification says. A
-// repeated key is a problem: YAML forbids it and yaml.v3's Node does not
-// check it.
-func (p *parser) pairs(n *yaml.Node, field string) []pair {
-	if !p.enter(n, field) {
-		return nil
-	}
-	defer p.leave()
-	var own, merged []pair
-	first := map[string]int{} // key -> line of its first occurrence
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-			merged = append(merged, p.merge(v, field)...)
-			continue
-		}
-		if k.Kind != yaml.ScalarNode {
-			p.addf(k, field, "a key must be a plain string; got %s", describe(k))
-			continue
-		}
-		if line, ok := first[k.Value]; ok {
-			p.addf(k, join(field, k.Value), "repeated (first at line %d); keep one", line)
-			continue
-		}
-		first[k.Value] = k.Line
-		own = append(own, pair{k, v})
-	}
-	for _, kv := range merged {
-		if _, ok := first[kv.key.Value]; !ok {
-			first[kv.key.Value] = kv.key.Line
-			own = append(own, kv)
-		}
-	}
-	return own
-}
-
-// merge returns the entries a merge key's value brings in.
-func (p *parser) merge(v *yaml.Node, field string) []pair {
-	v = deref(v)
-	switch v.Kind {
-	case yaml.MappingNode:
-		return p.pairs(v, field)
-	case yaml.SequenceNode:
-		var out []pair
-		for _, m := range v.Content {
-			if m = deref(m); m.Kind != yaml.MappingNode {
-				p.addf(m, field, "<< merges mappings; got %s", describe(m))
-				continue
+// keyProblems records the problems of a mapping's keys; known lists the
+// fields of the mapping, for an unknown key.
+func (p *parser) keyProblems(problems []input.KeyProblem, field string, known []string) {
+	for _, pr := range problems {
+		switch pr.Kind {
+		case input.KeyUnknown:
+			msg := fmt.Sprintf("unknown field; the fields here are %s", strings.Join(known, ", "))
+			if pr.Suggest != "" {
+				msg = fmt.Sprintf("unknown field; did you mean %s? (the fields here are %s)", pr.Suggest, strings.Join(known, ", "))
 			}
-			out = append(out, p.pairs(m, field)...)
+			p.addf(pr.Node, join(field, pr.Key), "%s", msg)
+		case input.KeyRepeated:
+			p.addf(pr.Node, join(field, pr.Key), "repeated (first at line %d); keep one", pr.First)
+		case input.KeyNotString:
+			p.addf(pr.Node, field, "a key must be a plain string; got %s", describe(pr.Node))
+		case input.KeyBadMergeItem:
+			p.addf(pr.Node, field, "<< merges mappings; got %s", describe(pr.Node))
+		case input.KeyBadMerge:
+			p.addf(pr.Node, field, "<< merges a mapping or a list of mappings; got %s", describe(pr.Node))
+		case input.KeyTooDeep:
+			p.addf(pr.Node, clip(field), "nested more than %d levels deep; does an alias refer to the node that contains it?", maxNesting)
 		}
-		return out
 	}
-	p.addf(v, field, "<< merges a mapping or a list of mappings; got %s", describe(v))
-	return nil
+}
+
+// clip shortens a field path 64 levels deep, which says nothing more than
+// its start.
+func clip(field string) string {
+	if len(field) > 80 {
+		return field[:80] + "..."
+	}
+	return field
 }
 
 // fields checks that n is a mapping (what says of what, for the message)
@@ -152,22 +111,14 @@ func (p *parser) fields(n *yaml.Node, field, what string, known ...string) (map[
 		p.addf(n, field, "must be %s; got %s", what, describe(n))
 		return nil, false
 	}
-	out := map[string]*yaml.Node{}
-	for _, kv := range p.pairs(n, field) {
-		name := kv.key.Value
-		if !slices.Contains(known, name) {
-			msg := fmt.Sprintf("unknown field; the fields here are %s", strings.Join(known, ", "))
-			if s := suggest(name, known); s != "" {
-				msg = fmt.Sprintf("unknown field; did you mean %s? (the fields here are %s)", s, strings.Join(known, ", "))
-			}
-			p.addf(kv.key, join(field, name), "%s", msg)
-			continue
-		}
-		if v := deref(kv.value); !isNull(v) {
-			out[name] = v
+	vals, problems := input.Fields(n, known)
+	p.keyProblems(problems, field, known)
+	for name, v := range vals {
+		if isNull(v) {
+			delete(vals, name)
 		}
 	}
-	return out, true
+	return vals, true
 }
 
 // list checks that n is a sequence and returns its elements, aliases
@@ -208,17 +159,10 @@ func (p *parser) integer(n *yaml.Node, field string, lo, hi int) (int, bool) {
 	return v, true
 }
 
-// deref follows an alias to the node it names.
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
-}
+var (
+	deref  = input.Deref
+	isNull = input.IsNull
+)
 
 // describe names what a node is, for "got ..." in messages.
 func describe(n *yaml.Node) string {
@@ -258,36 +202,4 @@ func index(path string, i int) string {
 
 // suggest returns the known name that an unknown one is most likely a typo
 // of, or "" when none is close.
-func suggest(name string, known []string) string {
-	best, bestDist := "", 3 // more than two edits away is not a typo
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			return k
-		}
-		if d := distance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+var suggest = input.Suggest

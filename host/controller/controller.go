@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -212,16 +213,17 @@ func (c *Controller) inScope(key string) bool {
 }
 
 func inScope(g *generation, subject, key string) bool {
-	if len(g.mod.Namespaces) == 0 || !abi.Subject(subject).Namespaced() {
+	if !abi.Subject(subject).Namespaced() {
 		return true
 	}
-	ns, _, _ := cut(key)
-	for _, n := range g.mod.Namespaces {
-		if n == ns {
-			return true
-		}
-	}
-	return false
+	ns, _, _ := cache.SplitMetaNamespaceKey(key) // a key without a namespace is in none
+	return g.mod.InNamespace(ns)
+}
+
+// InNamespace reports whether the module reconciles subjects in namespace
+// ns; it is the one test of Namespaces, for namespaced subjects.
+func (m *Module) InNamespace(ns string) bool {
+	return len(m.Namespaces) == 0 || slices.Contains(m.Namespaces, ns)
 }
 
 // Run runs the workers until ctx is done, then stops taking new keys, lets
@@ -284,7 +286,7 @@ func (c *Controller) next(ctx, writes context.Context) bool {
 	defer cancel()
 	out := c.Reconcile(rctx, key)
 	switch {
-	case out.Err != nil && out.Retry:
+	case out.Retry:
 		c.order.mark(key) // a retry is the work of a change, not of a resync
 		c.queue.AddRateLimited(key)
 	case out.RequeueAfter > 0:
@@ -297,31 +299,38 @@ func (c *Controller) next(ctx, writes context.Context) bool {
 	return true
 }
 
-// Outcome is what one reconcile came to.
+// Outcome is what one reconcile came to: the (Result, error) pair that says
+// when its key is reconciled again (see Requeue), and what it did.
 type Outcome struct {
-	// Result is the metric label: success, requeue, conflict, refused or
-	// error; or stale, for a reconcile put off until the caches show the
-	// host's own last writes, which the reconcile series do not count.
+	// Result is the metric label of the reconcile, derived from
+	// RequeueAfter and Err by outcome: success, requeue, conflict, refused
+	// or error; or stale, for a reconcile put off until the caches show
+	// the host's own last writes, which the reconcile series do not count.
 	Result string
 	// Report lists what became of each action; empty when the module was
 	// not called or failed.
 	Report actions.Report
-	// RequeueAfter is the module's request for another reconcile, within
-	// MinRequeue and MaxRequeue.
+	// RequeueAfter is the Result's: the module's request for another
+	// reconcile, within MinRequeue and MaxRequeue.
 	RequeueAfter time.Duration
 	// Actions are the actions the module returned, as it returned them.
 	Actions []abi.Action
-	// Retry asks for the key again with backoff.
+	// Retry says the key is reconciled again with backoff: Err is set and
+	// not a TerminalError (a refused action).
 	Retry bool
 	// Err says what went wrong, if anything.
 	Err error
 }
 
+// Requeue returns the outcome in controller-runtime's shape.
+func (o Outcome) Requeue() (Result, error) { return Result{RequeueAfter: o.RequeueAfter}, o.Err }
+
 // Reconcile reconciles key once: check that the subject is in the module's
 // namespaces and matches its selector, build the input from the caches, call
 // the module, execute its result. A conflict or failure asks for a retry
-// with backoff; a refusal does not, as the module would only ask again for
-// the same thing: the next change to the subject reconciles it again.
+// with backoff; a refusal is a TerminalError, as the module would only ask
+// again for the same thing: the next change to the subject reconciles it
+// again.
 //
 // It is the one reconcile pipeline: the workers of Run call it, and so does
 // `kubeplug test` for every subject of every round. A panic on the way (in
@@ -331,15 +340,21 @@ type Outcome struct {
 // every other key and module.
 func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	start := time.Now()
+	stale := false
 	defer func() {
 		if v := recover(); v != nil {
-			out = Outcome{Result: "error", Retry: true, Err: fmt.Errorf("%w: %v", ErrPanic, v)}
+			out = Outcome{Err: fmt.Errorf("%w: %v", ErrPanic, v)}
 			c.log.Error("reconcile panicked", "key", key, "panic", v, "stack", string(debug.Stack()))
 			if m := c.deps.Metrics; m != nil {
 				m.Panics.WithLabelValues(c.name).Inc()
 			}
 		}
-		if m := c.deps.Metrics; m != nil && out.Result != resultStale {
+		out.Result = outcome(out.Requeue())
+		out.Retry = out.Err != nil && !IsTerminal(out.Err)
+		if stale {
+			out.Result = resultStale
+		}
+		if m := c.deps.Metrics; m != nil && !stale {
 			m.Reconciles.WithLabelValues(c.name, out.Result).Inc()
 			m.ReconcileSeconds.WithLabelValues(c.name).Observe(time.Since(start).Seconds())
 		}
@@ -350,32 +365,40 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 			c.log.Debug("reconcile", "key", key, "result", out.Result, "actions", len(out.Report.Actions))
 		}
 	}()
+	res, err := c.reconcile(ctx, key, &out, &stale)
+	out.RequeueAfter, out.Err = res.RequeueAfter, err
+	return out
+}
 
+// reconcile is Reconcile's pipeline. It fills in out's Report and Actions,
+// and sets stale for a reconcile put off until the caches catch up.
+func (c *Controller) reconcile(ctx context.Context, key string, out *Outcome, stale *bool) (Result, error) {
 	// The generation is held from here to the end: the whole reconcile
 	// sees one module and one entry, and a swap does not close it under
 	// the call.
 	g := c.h.acquire()
 	defer c.h.release(g)
 	if !inScope(g, c.subject, key) {
-		return Outcome{Result: "success"}
+		return Result{}, nil
 	}
 	req, err := c.builder.Build(c.subject, key, g.mod.Config)
 	if err != nil {
-		return Outcome{Result: "error", Retry: true, Err: fmt.Errorf("build input: %w", err)}
+		return Result{}, fmt.Errorf("build input: %w", err)
 	}
 	if req == nil {
 		c.writes.forget(key)
-		return Outcome{Result: "success"}
+		return Result{}, nil
 	}
 	if !selected(g, req) {
-		return Outcome{Result: "success"}
+		return Result{}, nil
 	}
-	if ref, stale := c.writes.stale(key, req); stale {
+	if ref, isStale := c.writes.stale(key, req); isStale {
 		c.log.Debug("input predates the host's own write; waiting for the cache", "key", key, "object", ref)
 		if m := c.deps.Metrics; m != nil {
 			m.StaleInputs.WithLabelValues(c.name).Inc()
 		}
-		return Outcome{Result: resultStale, RequeueAfter: staleRetry}
+		*stale = true
+		return Result{RequeueAfter: staleRetry}, nil
 	}
 
 	compare := c.callShadows(ctx, req)
@@ -395,7 +418,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 		if m := c.deps.Metrics; m != nil {
 			m.GuestErrors.WithLabelValues(c.name, callErrorKind(err)).Inc()
 		}
-		return Outcome{Result: "error", Retry: true, Err: err}
+		return Result{}, err
 	}
 
 	if res == nil {
@@ -405,21 +428,15 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (out Outcome) {
 	c.writes.record(key, rep)
 	c.countActions(rep)
 	c.recordExecuted(ctx, rep)
-	out = Outcome{Report: rep, Result: "success", Actions: res.Actions}
+	out.Report, out.Actions = rep, res.Actions
+	var result Result
 	if res.RequeueAfterMillis > 0 {
-		out.RequeueAfter = c.requeueAfter(key, res.RequeueAfterMillis)
-		out.Result = "requeue"
+		result.RequeueAfter = c.requeueAfter(key, res.RequeueAfterMillis)
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, actions.ErrRefused):
-		out.Result, out.Err = "refused", err
-	case errors.Is(err, actions.ErrConflict):
-		out.Result, out.Err, out.Retry = "conflict", err, true
-	default:
-		out.Result, out.Err, out.Retry = "error", err, true
+	if errors.Is(err, actions.ErrRefused) {
+		err = TerminalError(err)
 	}
-	return out
+	return result, err
 }
 
 // callErrorKind is the kind label of a failed guest call.
@@ -495,16 +512,13 @@ func ActionLabel(t string) string {
 // driver refused, say), so that the object says why it is stuck.
 func (c *Controller) recordExecuted(ctx context.Context, rep actions.Report) {
 	for _, a := range rep.Actions {
-		var eventType, reason, msg string
-		switch {
-		case a.Outcome == actions.Executed && a.Type != abi.ActionEvent:
-			eventType, reason = abi.EventNormal, actionReason(a.Type)
-			msg = fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.name, a.Type, a.Write)
-		case a.Outcome == actions.Failed:
-			eventType, reason = abi.EventWarning, failureReason(a.Type)
-			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.name, a.Type, a.Err)
-		default:
+		eventType, reason, ok := event(a)
+		if !ok {
 			continue
+		}
+		msg := fmt.Sprintf("%s%s: %s: %s", writeRecordPrefix, c.name, a.Type, a.Write)
+		if a.Outcome == actions.Failed {
+			msg = fmt.Sprintf("kubeplug module %s: %s failed, will retry: %v", c.name, a.Type, a.Err)
 		}
 		if err := c.deps.Cluster.RecordEvent(ctx, a.Target, eventType, reason, msg, c.name); err != nil {
 			c.log.Warn("record action event", "target", a.Target, "err", err)
@@ -524,52 +538,10 @@ func IsWriteRecord(eventType, message string) bool {
 	return eventType == abi.EventNormal && strings.HasPrefix(message, writeRecordPrefix)
 }
 
-// failureReason is the reason of the Warning event recording a failed
-// action: external-provisioner's for a failed volume deletion, so that
-// existing alerts on it keep working.
-func failureReason(action string) string {
-	if action == abi.ActionDeleteVolume {
-		return "VolumeFailedDelete"
-	}
-	return "ActionFailed"
-}
-
-// actionReason is the reason of the event recording an executed action.
-func actionReason(action string) string {
-	switch action {
-	case abi.ActionUpdateOwnerReferences:
-		return "OwnerReferencesUpdated"
-	case abi.ActionAddFinalizer:
-		return "FinalizerAdded"
-	case abi.ActionRemoveFinalizer:
-		return "FinalizerRemoved"
-	case abi.ActionDeleteObject:
-		return "Deleted"
-	case abi.ActionApplyClaim:
-		return "ClaimApplied"
-	case abi.ActionSetPartition:
-		return "PartitionSet"
-	case abi.ActionUpdateClaimUpdateStatus:
-		return "StatusUpdated"
-	case abi.ActionDeleteVolume:
-		return "VolumeDeleted"
-	}
-	return "ActionExecuted"
-}
-
-func cut(key string) (ns, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return "", key, false
-}
-
 // initSeries creates the module's series at zero, so that a scrape shows
 // every series from the start and rates work from the first event.
 func initSeries(m *metrics.Metrics, name string, caps []abi.Capability) {
-	for _, r := range []string{"success", "requeue", "conflict", "refused", "error"} {
+	for _, r := range outcomes {
 		m.Reconciles.WithLabelValues(name, r)
 	}
 	m.ReconcileSeconds.WithLabelValues(name)

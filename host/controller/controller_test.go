@@ -126,3 +126,24 @@ func TestRunHonoursNamespaces(t *testing.T) {
 		require.Equal(t, "prod", e.InvolvedObject.Namespace, "dev is out of the module's namespaces")
 	}
 }
+
+// TestInNamespace checks a module's namespace scope.
+func TestInNamespace(t *testing.T) {
+	tests := []struct {
+		namespaces []string
+		ns         string
+		want       bool
+	}{
+		{nil, "default", true},
+		{nil, "", true},
+		{[]string{"default", "prod"}, "prod", true},
+		{[]string{"default", "prod"}, "kube-system", false},
+		{[]string{"default"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ns, func(t *testing.T) {
+			m := &controller.Module{Namespaces: tt.namespaces}
+			require.Equal(t, tt.want, m.InNamespace(tt.ns))
+		})
+	}
+}

@@ -40,24 +40,25 @@ type FetchOptions struct {
 	Logger *slog.Logger
 }
 
-// Fetch returns the bytes of the module entry m names, verified: a file
-// (with its sha256 pin checked), or an image (pulled with the entry's
-// registry settings, its signature checked when the entry or the file
-// requires one, then its pin). The host and `kubeplug test --config` both
-// read modules through it.
+// Fetch returns the bytes of the module entry m names, verified: an image
+// (pulled with the entry's registry settings, its signature checked when
+// the entry or the file requires one, then its pin), or what any other
+// source reads (a file, with its sha256 pin checked; see config.Source).
+// The host and `kubeplug test --config` both read modules through it.
 func Fetch(ctx context.Context, m *config.Module, fo FetchOptions) (*Source, error) {
-	if m.Image == "" {
-		wasm, err := m.Read()
+	img, ok := m.From().(config.ImageSource)
+	if !ok {
+		wasm, err := m.ReadContext(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return newSource(wasm, m.Path, ""), nil
+		return newSource(wasm, m.Source(), ""), nil
 	}
 	o, err := EntryOptions(m, fo)
 	if err != nil {
 		return nil, err
 	}
-	a, err := Pull(ctx, m.Image, o)
+	a, err := Pull(ctx, img.Ref, o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: module %q: %w", m.Where(), m.Name, err)
 	}

@@ -41,7 +41,7 @@ func NewWatcher(ctx context.Context, fo FetchOptions, changed func(moduleName st
 // nothing for a file, an image pinned by digest, or resolveEvery 0.
 func (w *Watcher) Watch(m config.Module, loaded digest.Digest) {
 	w.Stop(m.Name)
-	if m.Image == "" || m.ResolveEvery <= 0 {
+	if _, image := m.From().(config.ImageSource); !image || m.ResolveEvery <= 0 {
 		return
 	}
 	ctx, cancel := context.WithCancel(w.ctx)

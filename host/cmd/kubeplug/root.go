@@ -114,6 +114,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 	root.AddCommand(
 		newInspectCommand(opts, s),
 		newTestCommand(opts, s),
+		newCheckCommand(opts, s),
 		newRunCommand(opts, s),
 		newHarnessCommand(opts, s),
 		newWebhookConfigCommand(opts, s),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -47,32 +48,9 @@ host configuration or a module it does not allow).`,
   kubeplug test -v --module reclaim.wasm cases/leak.yaml
   kubeplug test --config host.yaml --module-name retention guests/retention/testdata`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var (
-				entry *config.Module
-				wasm  []byte // the entry's module, when --module does not name another
-			)
-			if configPath != "" {
-				f, err := config.Load(configPath)
-				if err != nil {
-					return inputError(err)
-				}
-				if entry, err = pickModule(f, moduleName); err != nil {
-					return inputError(err)
-				}
-				if modulePath == "" {
-					// The module the host would run, read as the host
-					// reads it: its pin and signature checked.
-					src, err := oci.Fetch(cmd.Context(), entry, opts.fetchOptions())
-					if err != nil {
-						return inputError(err)
-					}
-					modulePath, wasm = src.Name, src.Wasm
-				}
-			} else if moduleName != "" {
-				return inputErrorf("--module-name %s chooses a module of --config: give the host configuration too", moduleName)
-			}
-			if modulePath == "" {
-				return inputErrorf("--module is required without --config: name the module file (.wasm) to test")
+			entry, modulePath, wasm, err := caseModule(cmd.Context(), opts, configPath, moduleName, modulePath, "test")
+			if err != nil {
+				return err
 			}
 			if len(args) == 0 {
 				return inputErrorf("no case files: give at least one case file or directory")
@@ -134,6 +112,35 @@ host configuration or a module it does not allow).`,
 	cmd.Flags().StringVar(&moduleName, "module-name", "", "the module of --config to run, when it has several")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the actions of every round and what became of them")
 	return cmd
+}
+
+// caseModule resolves the module of a command that runs case files (test,
+// check): the entry of --config named by --module-name, if any, and the
+// module's path, with its bytes when they come from the entry (read as the
+// host reads them: its pin and signature checked) rather than from --module.
+func caseModule(ctx context.Context, opts *globalOptions, configPath, moduleName, modulePath, verb string) (entry *config.Module, path string, wasm []byte, err error) {
+	if configPath != "" {
+		f, err := config.Load(configPath)
+		if err != nil {
+			return nil, "", nil, inputError(err)
+		}
+		if entry, err = pickModule(f, moduleName); err != nil {
+			return nil, "", nil, inputError(err)
+		}
+		if modulePath == "" {
+			src, err := oci.Fetch(ctx, entry, opts.fetchOptions())
+			if err != nil {
+				return nil, "", nil, inputError(err)
+			}
+			modulePath, wasm = src.Name, src.Wasm
+		}
+	} else if moduleName != "" {
+		return nil, "", nil, inputErrorf("--module-name %s chooses a module of --config: give the host configuration too", moduleName)
+	}
+	if modulePath == "" {
+		return nil, "", nil, inputErrorf("--module is required without --config: name the module file (.wasm) to %s", verb)
+	}
+	return entry, modulePath, wasm, nil
 }
 
 // pickModule returns the entry of f named name, or its only entry when name

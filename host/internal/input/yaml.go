@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Budget bounds a YAML document as its readers will see it: with every
 // alias replaced by the node it names and every merge key (`<<: *a`) by
-// the entries it brings in. yaml.v3 bounds none of this for a yaml.Node
+// the entries it brings in. yaml bounds none of this for a yaml.Node
 // (its alias ratio applies only to decoding into Go values), and a few
 // lines of anchors can name 2^40 nodes.
 type Budget struct {
+	// Bytes bounds the stream as written (checked by YAMLDecoder, before it
+	// reads any of it); 0 is no bound.
+	Bytes int
 	// Nodes bounds the nodes of the document once expanded.
 	Nodes int
 	// Depth bounds how deep the expanded document nests; an alias inside
@@ -33,6 +36,7 @@ const (
 	LimitDepth
 	LimitScalar
 	LimitEntries
+	LimitBytes
 )
 
 // Exceeded is a document over its Budget: where, and which bound.
@@ -47,6 +51,27 @@ type Exceeded struct {
 	Limit Limit
 	// Max is the bound exceeded.
 	Max int
+	// Size is the stream's length in bytes, for LimitBytes (whose Node
+	// is nil).
+	Size int
+}
+
+func (e *Exceeded) Error() string {
+	at := e.Path
+	if at == "" {
+		at = "the document"
+	}
+	switch e.Limit {
+	case LimitNodes:
+		return fmt.Sprintf("%s expands to more than %d values", at, e.Max)
+	case LimitDepth:
+		return fmt.Sprintf("%s is nested more than %d levels deep", at, e.Max)
+	case LimitScalar:
+		return fmt.Sprintf("%s: a value of more than %d bytes", at, e.Max)
+	case LimitEntries:
+		return fmt.Sprintf("%s has more than %d entries", at, e.Max)
+	}
+	return fmt.Sprintf("%d bytes, more than %d", e.Size, e.Max)
 }
 
 // CheckTree checks the document under root against b, in time linear in

@@ -1,0 +1,661 @@
+package check
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/casetest"
+	"github.com/kubeplug/kubeplug/host/controller"
+	"github.com/kubeplug/kubeplug/host/memcluster"
+)
+
+// MaxLag is how many writes behind a stale perturbation shows a kind, at
+// most.
+const MaxLag = 3
+
+// maxRounds bounds one phase of a perturbed run: casetest.MaxRounds, and
+// the rounds a crash or a stale round may add.
+const maxRounds = casetest.MaxRounds + 2
+
+// Budget bounds an exploration: executions (runs of a case, the
+// unperturbed ones included) and time, both checked before each run.
+type Budget struct {
+	Executions int
+	Time       time.Duration
+}
+
+// DefaultBudget keeps `kubeplug check` on the reference modules' case files
+// under a minute on a laptop.
+var DefaultBudget = Budget{Executions: 5000, Time: 50 * time.Second}
+
+// Options configure Explore.
+type Options struct {
+	// NewGuest returns a fresh instance of the module, and what releases
+	// it, for each host restarted after a crash: a crashed process loses
+	// the module's memory too. nil restarts on the same instance.
+	NewGuest func(ctx context.Context) (controller.Guest, func(), error)
+	// Log receives the host's records; nil discards them.
+	Log *slog.Logger
+	// Only, when set, runs the unperturbed run and this perturbation alone
+	// (--replay).
+	Only *Perturbation
+	// Deadline and Executions are what is left of the budget; the caller
+	// shares them between cases.
+	Deadline   time.Time
+	Executions *int
+}
+
+// Report is what exploring one case came to.
+type Report struct {
+	File, Case string
+	// Violations are the distinct violations found, each with the first
+	// (smallest) perturbation that showed it.
+	Violations []Violation
+	// Executions counts the runs made, the unperturbed one included;
+	// Skipped the perturbations left out as leading to a state explored
+	// already.
+	Executions, Skipped int
+	// Truncated is set when the budget ended the exploration.
+	Truncated bool
+	// Failure is set when the unperturbed run itself fails: the case or
+	// the module is wrong before any perturbation (kubeplug test says how).
+	Failure string
+}
+
+// ErrBudget ends an exploration that ran out of budget.
+var ErrBudget = errors.New("budget exhausted")
+
+// Explore runs case c against mod unperturbed, then under every
+// perturbation within bounds (or opts.Only), and reports what the oracles
+// found.
+func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts Options) Report {
+	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}}
+	rep := Report{File: c.File, Case: c.Name}
+	base, err := r.run(ctx, Perturbation{Class: "none"})
+	rep.Executions = r.executions
+	if err != nil {
+		if errors.Is(err, ErrBudget) {
+			rep.Truncated = true
+		} else {
+			rep.Failure = "the unperturbed run: " + err.Error()
+		}
+		return rep
+	}
+	if base.loop != "" {
+		rep.Failure = "the unperturbed run: " + base.loop
+		return rep
+	}
+	r.base = base
+	perturbations := r.plan()
+	if opts.Only != nil {
+		perturbations = []Perturbation{*opts.Only}
+	}
+	for _, p := range perturbations {
+		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p) {
+			rep.Skipped++
+			continue
+		}
+		res, err := r.run(ctx, p)
+		rep.Executions = r.executions
+		switch {
+		case errors.Is(err, ErrBudget), ctx.Err() != nil:
+			rep.Truncated = true
+			return rep
+		case errors.Is(err, errDuplicate):
+			rep.Skipped++
+			continue
+		case err != nil:
+			rep.Violations = append(rep.Violations, Violation{File: c.File, Case: c.Name, Oracle: OracleError,
+				Detail: err.Error(), Perturbation: p, Step: r.stepName(p.Phase)})
+			continue
+		}
+		for _, v := range r.compare(res) {
+			key := v.Oracle + "\x00" + v.Object
+			if r.found[key] && opts.Only == nil {
+				continue
+			}
+			r.found[key] = true
+			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, p, r.stepName(p.Phase)
+			rep.Violations = append(rep.Violations, v)
+		}
+	}
+	return rep
+}
+
+// runner explores one case.
+type runner struct {
+	mod        controller.Module
+	c          casetest.Case
+	opts       Options
+	base       *result
+	seen       map[string]bool
+	found      map[string]bool
+	executions int
+}
+
+func (r *runner) stepName(phase int) string {
+	if phase > len(r.c.Steps) {
+		return "the controllers' resync after the last step"
+	}
+	if phase == 0 {
+		return phaseName(phase)
+	}
+	s := r.c.Steps[phase-1]
+	return fmt.Sprintf("step %d (line %d): %s", phase, s.Line, s)
+}
+
+// plan lists the perturbations of every class for the unperturbed run's
+// rounds and steps, smallest first within each class.
+func (r *runner) plan() []Perturbation {
+	var out []Perturbation
+	b := r.base
+	for _, pr := range b.rounds {
+		for k := 1; k <= pr.writes; k++ {
+			out = append(out, Perturbation{Class: Crash, Phase: pr.phase, Round: pr.round, After: k})
+		}
+	}
+	for _, pr := range b.rounds {
+		kinds := append(sortedKinds(), AllKinds)
+		for lag := 1; lag <= MaxLag && lag < pr.version+1; lag++ {
+			for _, kind := range kinds {
+				for _, restart := range []bool{false, true} {
+					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: kind, Lag: lag, Restart: restart})
+				}
+			}
+		}
+	}
+	for phase := 0; phase < len(r.c.Steps); phase++ {
+		out = append(out, Perturbation{Class: Unobserved, Phase: phase})
+	}
+	for i, n := range b.stepWrites {
+		for j := 1; j < n; j++ {
+			out = append(out, Perturbation{Class: Interleave, Phase: i + 1, After: j})
+		}
+	}
+	return out
+}
+
+// staleDiffers reports whether p shows the module anything but the
+// current state, and a view no other stale perturbation of the same round
+// showed; it marks the view seen.
+func (r *runner) staleDiffers(p Perturbation) bool {
+	var pr *roundInfo
+	for i := range r.base.rounds {
+		if r.base.rounds[i].phase == p.Phase && r.base.rounds[i].round == p.Round {
+			pr = &r.base.rounds[i]
+		}
+	}
+	if pr == nil || p.Lag > pr.version {
+		return false
+	}
+	now, then := r.base.versions[pr.version], r.base.versions[pr.version-p.Lag]
+	h := sha256.New()
+	differs := false
+	for _, kind := range sortedKinds() {
+		v := now
+		if kind == p.Kind || p.Kind == AllKinds {
+			v = then
+			differs = differs || hashKind(then, kind) != hashKind(now, kind)
+		}
+		h.Write([]byte(hashKind(v, kind)))
+	}
+	key := fmt.Sprintf("stale %d %d %v %x", p.Phase, p.Round, p.Restart, h.Sum(nil))
+	if !differs || r.seen[key] {
+		return false
+	}
+	r.seen[key] = true
+	return true
+}
+
+// errDuplicate ends a run whose perturbation led to a state explored
+// already.
+var errDuplicate = errors.New("state explored already")
+
+// roundInfo is one round of the unperturbed run.
+type roundInfo struct {
+	phase, round int
+	// writes the host made in it; version is the index of the cluster's
+	// version the round started from.
+	writes, version int
+}
+
+// result is what one run came to.
+type result struct {
+	rounds     []roundInfo
+	stepWrites []int
+	// versions are the cluster after each write (the loaded state first):
+	// the unperturbed run's are the views of stale perturbations.
+	versions []*memcluster.Cluster
+	end      map[string]map[string]any
+	// alive are the objects of any version by uid; deleted those removed
+	// or marked for deletion, with the write that did it.
+	alive   map[string]string
+	deleted map[string]string
+	// volumes deleted through CSI, by "driver/handle", with the write.
+	volumes map[string]string
+	// leaks are backing volumes whose PersistentVolume (reclaim policy
+	// Delete) is gone while the volume was never deleted.
+	leaks map[string]string
+	// shrinks are claims whose request a write lowered to or below their
+	// capacity.
+	shrinks map[string]string
+	// loop says how the run failed to settle, if it did.
+	loop string
+}
+
+// execution is one run of the case.
+type execution struct {
+	r       *runner
+	p       Perturbation
+	sess    *casetest.Session
+	h       *host
+	l       *lister
+	res     *result
+	prev    map[string]map[string]any // the objects of the last version, by key
+	by      string
+	phase   int
+	round   int
+	n       int // rounds so far, for round numbers
+	closers []func()
+	// counts is the cluster's write and volume-deletion counts at the
+	// last version.
+	counts [2]int
+}
+
+func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.opts.Executions != nil {
+		if *r.opts.Executions <= 0 {
+			return nil, ErrBudget
+		}
+		*r.opts.Executions--
+	}
+	if !r.opts.Deadline.IsZero() && !time.Now().Before(r.opts.Deadline) {
+		return nil, ErrBudget
+	}
+	r.executions++
+	sess, err := casetest.NewSession(r.mod, r.c, r.opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	x := &execution{r: r, p: p, sess: sess, res: &result{
+		alive: map[string]string{}, deleted: map[string]string{}, volumes: map[string]string{},
+		leaks: map[string]string{}, shrinks: map[string]string{},
+	}}
+	defer func() {
+		for _, c := range x.closers {
+			c()
+		}
+	}()
+	x.h = &host{c: sess.Cluster, x: x, crashAfter: -1}
+	x.l = &lister{now: sess.Cluster}
+	x.res.versions = []*memcluster.Cluster{sess.Cluster.Clone()}
+	x.prev = objects(sess.Cluster)
+	x.counts = [2]int{sess.Cluster.WriteCount(), 0}
+	for _, o := range x.prev {
+		x.res.alive[uidOf(o)] = keyOf(o)
+	}
+	// A run starts on the module instance every run shares (a fresh load
+	// per run would cost more than the run); a crash or a restarted stale
+	// round gets a fresh one (see RATIONALE.md).
+	x.restart(ctx, false)
+	if err := x.runAll(ctx); err != nil {
+		return nil, err
+	}
+	x.finish()
+	return x.res, nil
+}
+
+func (x *execution) runAll(ctx context.Context) error {
+	steps := x.r.c.Steps
+	for phase := 0; phase <= len(steps); phase++ {
+		x.phase = phase
+		if phase > 0 {
+			if err := x.step(ctx, phase); err != nil {
+				return err
+			}
+		}
+		if x.p.Class == Unobserved && x.p.Phase == phase && phase < len(steps) {
+			continue
+		}
+		if err := x.settle(ctx); err != nil || x.res.loop != "" {
+			return err
+		}
+	}
+	return x.resync(ctx)
+}
+
+// resync applies the case's controller steps once more after the last
+// step, and settles: controllers keep running, so every run, perturbed or
+// not, is judged once they have caught up with what the host did (a
+// resizer grows a volume whatever round the host grew its claim in).
+func (x *execution) resync(ctx context.Context) error {
+	steps := x.r.c.Steps
+	any := false
+	x.phase = len(steps) + 1
+	for i, s := range steps {
+		if !s.Controller() {
+			continue
+		}
+		any = true
+		ws, err := s.Writes(i, x.sess.Cluster)
+		if err != nil {
+			continue
+		}
+		for _, w := range ws {
+			if w.Apply(ctx, x.sess.Cluster) == nil {
+				x.wrote(fmt.Sprintf("resync of step %d: %s", i+1, w))
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return x.settle(ctx)
+}
+
+// step makes the writes of step phase (from 1), settling after the first
+// After of them for an interleaving.
+func (x *execution) step(ctx context.Context, phase int) error {
+	s := x.r.c.Steps[phase-1]
+	ws, err := s.Writes(phase-1, x.sess.Cluster)
+	if err != nil {
+		if x.p.Class == "none" {
+			return err
+		}
+		ws = nil // the perturbed run left the step nothing to do
+	}
+	x.res.stepWrites = append(x.res.stepWrites, len(ws))
+	for j, w := range ws {
+		if x.p.Class == Interleave && x.p.Phase == phase && x.p.After == j {
+			if err := x.dedupe("interleave"); err != nil {
+				return err
+			}
+			if err := x.settle(ctx); err != nil || x.res.loop != "" {
+				return err
+			}
+		}
+		writes := x.sess.Cluster.WriteCount()
+		err := w.Apply(ctx, x.sess.Cluster)
+		if err != nil && x.p.Class == "none" {
+			return fmt.Errorf("step %d (line %d): %s: %w", phase, s.Line, w, err)
+		}
+		if x.sess.Cluster.WriteCount() != writes {
+			x.wrote(fmt.Sprintf("step %d: %s", phase, w))
+		}
+	}
+	return nil
+}
+
+// dedupe ends the run when the state it reached at this point was reached
+// by another run already.
+func (x *execution) dedupe(what string) error {
+	key := fmt.Sprintf("%s %d %s", what, x.phase, stateHash(x.sess.Cluster))
+	if x.r.seen[key] {
+		return errDuplicate
+	}
+	x.r.seen[key] = true
+	return nil
+}
+
+// settle runs rounds until one changes nothing, applying the
+// perturbation at its round.
+func (x *execution) settle(ctx context.Context) error {
+	limit := casetest.MaxRounds
+	if x.p.Class != "none" {
+		limit = maxRounds
+	}
+	for round := 1; ; round++ {
+		x.round = round
+		x.n++
+		here := x.p.Phase == x.phase && x.p.Round == round
+		crash := here && x.p.Class == Crash
+		stale := here && x.p.Class == Stale
+		if crash {
+			x.h.crashAfter = x.p.After
+		}
+		if stale {
+			x.lag()
+			if x.p.Restart {
+				x.restart(ctx, true)
+			}
+		}
+		info := roundInfo{phase: x.phase, round: round, version: len(x.res.versions) - 1}
+		x.h.writes = 0
+		out, err := x.sess.Round(ctx, x.n)
+		info.writes = x.h.writes
+		x.res.rounds = append(x.res.rounds, info)
+		changed := out.Changed
+		switch {
+		case x.h.crashed:
+			x.h.crashed, x.h.crashAfter = false, -1
+			if err := x.dedupe("crash"); err != nil {
+				return err
+			}
+			x.restart(ctx, true)
+			changed = true
+		case err != nil && x.p.Class == "none":
+			return fmt.Errorf("%s, round %d: %w", phaseName(x.phase), round, err)
+		case err != nil:
+			// The live host would retry; a state that keeps failing ends
+			// as a run that does not settle.
+			changed = true
+		}
+		if stale {
+			x.l.lags = nil // the informers catch up
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		if round >= limit {
+			x.res.loop = fmt.Sprintf("%s did not settle in %d rounds: round %d still changed the cluster", phaseName(x.phase), limit, round)
+			if err != nil {
+				x.res.loop += ": " + err.Error()
+			}
+			return nil
+		}
+	}
+}
+
+// lag points the lagging informers at the cluster some writes ago.
+func (x *execution) lag() {
+	vs := x.res.versions
+	i := len(vs) - 1 - x.p.Lag
+	if i < 0 {
+		i = 0
+	}
+	x.l.lags = map[string]*memcluster.Cluster{}
+	for _, kind := range sortedKinds() {
+		if kind == x.p.Kind || x.p.Kind == AllKinds {
+			x.l.lags[kind] = vs[i]
+		}
+	}
+}
+
+// restart starts a fresh host on the cluster: no memory of its last
+// writes, and a fresh module instance when Options.NewGuest is set.
+func (x *execution) restart(ctx context.Context, fresh bool) {
+	var guest controller.Guest
+	if fresh && x.r.opts.NewGuest != nil {
+		g, release, err := x.r.opts.NewGuest(ctx)
+		if err == nil {
+			guest = g
+			x.closers = append(x.closers, release)
+		}
+	}
+	deps := x.sess.Deps()
+	deps.Lister, deps.Cluster, deps.Volumes = x.l, x.h, x.h
+	x.sess.Restart(guest, &deps)
+}
+
+// wrote records a write that changed the cluster: a new version, and any
+// object it removed or marked for deletion.
+func (x *execution) wrote(by string) {
+	c := x.sess.Cluster
+	counts := [2]int{c.WriteCount(), len(c.VolumeDeletes())}
+	if counts == x.counts {
+		return // the write changed nothing
+	}
+	x.counts = counts
+	x.res.versions = append(x.res.versions, c.Clone())
+	now := objects(c)
+	for k, o := range x.prev {
+		n, ok := now[k]
+		gone := !ok || uidOf(n) != uidOf(o)
+		if (gone || deleting(n)) && !deleting(o) {
+			if _, done := x.res.deleted[uidOf(o)]; !done {
+				x.res.deleted[uidOf(o)] = by
+			}
+		}
+	}
+	for _, o := range now {
+		x.res.alive[uidOf(o)] = keyOf(o)
+	}
+	for _, d := range c.VolumeDeletes() {
+		v := d.Driver + "/" + d.VolumeHandle
+		if _, ok := x.res.volumes[v]; !ok {
+			x.res.volumes[v] = by
+		}
+	}
+	x.prev = now
+	x.by = by
+}
+
+// checkShrink records a claim whose storage request a write lowered to or
+// below its capacity.
+func (x *execution) checkShrink(before, after map[string]any) {
+	oldReq, _ := storage(before)
+	newReq, capacity := storage(after)
+	if oldReq == nil || newReq == nil || capacity == nil {
+		return
+	}
+	if newReq.Cmp(*oldReq) < 0 && newReq.Cmp(*capacity) <= 0 {
+		x.res.shrinks[keyOf(after)] = fmt.Sprintf("request lowered from %s to %s, capacity %s", oldReq, newReq, capacity)
+	}
+}
+
+// finish computes the end state and the volumes left behind.
+func (x *execution) finish() {
+	c := x.sess.Cluster
+	x.res.end = map[string]map[string]any{}
+	for k, o := range objects(c) {
+		x.res.end[k] = normalize(o)
+	}
+	deleted := map[string]bool{}
+	for _, d := range c.VolumeDeletes() {
+		deleted[d.Driver+"/"+d.VolumeHandle] = true
+	}
+	for _, v := range x.res.versions {
+		for _, pv := range v.List(abi.KindPersistentVolume) {
+			spec, _ := pv["spec"].(map[string]any)
+			csi, _ := spec["csi"].(map[string]any)
+			driver, _ := csi["driver"].(string)
+			handle, _ := csi["volumeHandle"].(string)
+			if handle == "" || spec["persistentVolumeReclaimPolicy"] != "Delete" || deleted[driver+"/"+handle] {
+				continue
+			}
+			if cur, ok := c.Get(abi.KindPersistentVolume, "", keyName(pv)); ok && uidOf(cur) == uidOf(pv) {
+				continue
+			}
+			x.res.leaks[driver+"/"+handle] = keyOf(pv)
+		}
+	}
+}
+
+// objects returns every object of c by "Kind namespace/name".
+func objects(c *memcluster.Cluster) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, kind := range sortedKinds() {
+		for _, o := range c.List(kind) {
+			out[keyOf(o)] = o
+		}
+	}
+	return out
+}
+
+func meta(o map[string]any) map[string]any {
+	m, _ := o["metadata"].(map[string]any)
+	return m
+}
+
+func uidOf(o map[string]any) string { s, _ := meta(o)["uid"].(string); return s }
+
+func keyName(o map[string]any) string { s, _ := meta(o)["name"].(string); return s }
+
+func keyOf(o map[string]any) string {
+	kind, _ := o["kind"].(string)
+	ns, _ := meta(o)["namespace"].(string)
+	return describe(kind, ns, keyName(o))
+}
+
+func deleting(o map[string]any) bool { return o != nil && meta(o)["deletionTimestamp"] != nil }
+
+// normalize drops what differs between two runs that reach the same state
+// by different paths: uids, resourceVersions, generations, timestamps.
+func normalize(o map[string]any) map[string]any {
+	o = runtime.DeepCopyJSON(o)
+	m := meta(o)
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+		delete(m, f)
+	}
+	if m["deletionTimestamp"] != nil {
+		m["deletionTimestamp"] = "set"
+	}
+	if refs, ok := m["ownerReferences"].([]any); ok {
+		for _, r := range refs {
+			if rm, ok := r.(map[string]any); ok {
+				delete(rm, "uid")
+			}
+		}
+	}
+	if spec, ok := o["spec"].(map[string]any); ok {
+		if ref, ok := spec["claimRef"].(map[string]any); ok {
+			delete(ref, "uid")
+			delete(ref, "resourceVersion")
+		}
+	}
+	return o
+}
+
+// stateHash hashes the cluster's normalised objects and deleted volumes.
+func stateHash(c *memcluster.Cluster) string {
+	objs := objects(c)
+	keys := make([]string, 0, len(objs))
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		b, _ := json.Marshal(normalize(objs[k]))
+		h.Write([]byte(k))
+		h.Write(b)
+	}
+	for _, d := range c.VolumeDeletes() {
+		h.Write([]byte(d.Driver + "/" + d.VolumeHandle))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashKind hashes the objects of one kind as stored, resourceVersions
+// included: what an informer of the kind holds.
+func hashKind(c *memcluster.Cluster, kind string) string {
+	b, _ := json.Marshal(c.List(kind))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func sortedKinds() []string { return casetest.SortedKinds() }

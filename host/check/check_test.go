@@ -1,0 +1,201 @@
+package check_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/casetest"
+	"github.com/kubeplug/kubeplug/host/check"
+	"github.com/kubeplug/kubeplug/host/controller"
+)
+
+// guest is a module whose decision is a Go function of its input and of a
+// memory that lives as long as the guest.
+type guest struct {
+	caps   []abi.Capability
+	memory map[string]bool
+	// stateless makes crashforget decide on its input alone.
+	stateless bool
+	decide    func(g *guest, req *abi.ReconcileRequest) []abi.Action
+}
+
+func (g *guest) Manifest() abi.Manifest {
+	return abi.Manifest{Name: "fake", Version: "0.0.1", ABIVersion: abi.Current.String(), Subject: abi.SubjectStatefulSet,
+		Hooks: []string{abi.HookReconcile}, Capabilities: g.caps}
+}
+
+func (g *guest) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+	if req.StatefulSet == nil || req.StatefulSet.Set == nil {
+		return &abi.Result{}, nil
+	}
+	return &abi.Result{Actions: g.decide(g, req)}, nil
+}
+
+func (g *guest) Admit(context.Context, *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	return nil, abi.ErrNoHook
+}
+
+func (g *guest) Close(context.Context) error { return nil }
+
+func ref(kind string, m abi.ObjectMeta) abi.ObjectRef {
+	return abi.ObjectRef{Kind: kind, Namespace: m.Namespace, Name: m.Name, UID: m.UID}
+}
+
+// ordinal returns the ordinal of claim name of set "web", template "data".
+func ordinal(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "data-web-")
+	if !ok || len(rest) != 1 {
+		return 0, false
+	}
+	return int(rest[0] - '0'), true
+}
+
+// stalereap is testdata/guests/stalereap in Go: it deletes the claims at or
+// above the set's replicas, on whatever set its input shows.
+func stalereap() *guest {
+	return &guest{
+		caps: []abi.Capability{{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}},
+		decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
+			var out []abi.Action
+			for _, c := range req.StatefulSet.Claims {
+				if o, ok := ordinal(c.Metadata.Name); ok && o >= int(req.StatefulSet.Set.Spec.Replicas) && c.Metadata.DeletionTimestamp == "" {
+					out = append(out, abi.Action{Type: abi.ActionDeleteObject, Target: ref(abi.KindPersistentVolumeClaim, c.Metadata)})
+				}
+			}
+			return out
+		},
+	}
+}
+
+// crashforget is testdata/guests/crashforget in Go: the finalizer of a
+// claim it deleted is removed only if its memory says it deleted it.
+func crashforget() *guest {
+	const fin = "example.com/backup"
+	return &guest{
+		memory: map[string]bool{},
+		caps: []abi.Capability{
+			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
+			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
+			{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}},
+		},
+		decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
+			var out []abi.Action
+			for _, c := range req.StatefulSet.Claims {
+				o, ok := ordinal(c.Metadata.Name)
+				if !ok {
+					continue
+				}
+				r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+				has := strings.Contains(strings.Join(c.Metadata.Finalizers, ","), fin)
+				switch {
+				case c.Metadata.DeletionTimestamp != "":
+					if has && (g.stateless || g.memory[c.Metadata.UID]) {
+						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fin})
+					}
+				case o >= int(req.StatefulSet.Set.Spec.Replicas):
+					g.memory[c.Metadata.UID] = true
+					out = append(out, abi.Action{Type: abi.ActionDeleteObject, Target: r})
+				case !has:
+					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin})
+				}
+			}
+			return out
+		},
+	}
+}
+
+func loadCase(t *testing.T, path string) casetest.Case {
+	t.Helper()
+	files, err := casetest.LoadPaths([]string{path})
+	require.NoError(t, err)
+	return files[0].Cases[0]
+}
+
+func explore(t *testing.T, newGuest func() *guest, path string, only *check.Perturbation) check.Report {
+	t.Helper()
+	left := 10_000
+	opts := check.Options{Deadline: time.Now().Add(time.Minute), Executions: &left, Only: only,
+		NewGuest: func(context.Context) (controller.Guest, func(), error) { return newGuest(), func() {}, nil }}
+	rep := check.Explore(context.Background(), controller.Module{Runtime: newGuest()}, loadCase(t, path), opts)
+	require.Empty(t, rep.Failure)
+	require.False(t, rep.Truncated)
+	return rep
+}
+
+// A stale StatefulSet behind a scale-up makes stalereap delete the new
+// replica's claim: found as a stale perturbation of the StatefulSet alone,
+// the smallest lag that shows the old replicas, and replayed alone.
+func TestStaleReadIsCaught(t *testing.T) {
+	rep := explore(t, stalereap, "testdata/stalereap.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleDeleted, v.Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/data-web-1", v.Object)
+	require.Equal(t, "stale:phase=2,round=1,kind=StatefulSet,lag=3", v.Perturbation.String())
+	require.Equal(t, "module: deleteObject PersistentVolumeClaim default/data-web-1", v.Action)
+	for _, v := range rep.Violations {
+		require.Equal(t, check.Stale, v.Perturbation.Class, "only a stale view shows the bug: %+v", v)
+	}
+
+	p, err := check.Parse(v.Perturbation.String())
+	require.NoError(t, err)
+	again := explore(t, stalereap, "testdata/stalereap.yaml", &p)
+	require.Equal(t, 2, again.Executions, "the unperturbed run and the one perturbation")
+	require.Equal(t, v.Detail, again.Violations[0].Detail)
+}
+
+// A crash between crashforget's delete and its finalizer removal strands
+// the claim: the fresh host's module has lost the memory the removal needs.
+func TestCrashSafetyIsCaught(t *testing.T) {
+	rep := explore(t, crashforget, "testdata/crashforget.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleConvergence, v.Oracle)
+	require.Equal(t, check.Crash, v.Perturbation.Class)
+	require.Equal(t, "crash:phase=1,round=1,after=1", v.Perturbation.String())
+	require.Contains(t, v.Detail, "held by finalizers [example.com/backup]")
+	require.Contains(t, v.Step, "step 1 (line 32): scale StatefulSet default/web to 1")
+}
+
+// Without the memory, the same module is crash-safe: a module whose
+// decision is a function of its input passes every perturbation here.
+func TestStatelessModulePasses(t *testing.T) {
+	safe := func() *guest {
+		g := crashforget()
+		g.stateless = true
+		return g
+	}
+	rep := explore(t, safe, "testdata/crashforget.yaml", nil)
+	require.Empty(t, rep.Violations)
+	require.Greater(t, rep.Executions, 10, "the exploration ran")
+}
+
+// A module that never stops writing fails unperturbed: there is no run to
+// compare the perturbed ones with, and the report says why.
+func TestEndlessWritesFailUnperturbed(t *testing.T) {
+	flip := func() *guest {
+		return &guest{
+			memory: map[string]bool{},
+			caps:   []abi.Capability{{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}}, {Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}}},
+			decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
+				c := req.StatefulSet.Claims[0]
+				typ := abi.ActionAddFinalizer
+				if len(c.Metadata.Finalizers) > 0 {
+					typ = abi.ActionRemoveFinalizer
+				}
+				return []abi.Action{{Type: typ, Target: ref(abi.KindPersistentVolumeClaim, c.Metadata), Finalizer: "example.com/flip"}}
+			},
+		}
+	}
+	left := 100
+	rep := check.Explore(context.Background(), controller.Module{Runtime: flip()}, loadCase(t, "testdata/stalereap.yaml"),
+		check.Options{Deadline: time.Now().Add(time.Minute), Executions: &left})
+	require.Contains(t, rep.Failure, "the unperturbed run: ")
+	require.Contains(t, rep.Failure, "the rounds before the first step did not settle in 10 rounds")
+	require.Equal(t, 1, rep.Executions)
+}

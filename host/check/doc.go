@@ -1,0 +1,28 @@
+// Package check is `kubeplug check`: it proves a module against the
+// states a live cluster shows and `kubeplug test` never does, in the manner
+// of Sieve (OSDI'22). For each case it runs the case once unperturbed (the
+// run of `kubeplug test`), then again under each perturbation of four
+// classes, through the same casetest.Session and so through
+// controller.Reconcile, the executor and memcluster's preconditions:
+//
+//   - crash: the host stops after each prefix of a round's writes, and a
+//     fresh host (a new controller with no memory of its own last writes,
+//     and a new module instance when Options.NewGuest is set) goes on;
+//   - stale: for one round, the objects of one kind (or of every kind) are
+//     shown as they were some writes ago, as a lagging informer shows them,
+//     on the live host (whose guard for its own last writes applies) and on
+//     a restarted one; the module's writes meet the API server's
+//     resourceVersion and uid preconditions;
+//   - unobserved: the host does not run between two steps, so it never
+//     sees the state between them;
+//   - interleave: a step's writes are split, and the host settles between
+//     a prefix of them and the rest.
+//
+// Each perturbed run is held to the unperturbed one by the oracles of
+// Violation. Exploration is exhaustive within bounds (every round, every
+// prefix, every kind, lags up to MaxLag), deduplicated by the state a
+// perturbation leads to, and stops at Options.Budget.
+//
+// check imports casetest, controller, memcluster, actions and abi; like
+// casetest it loads no module itself and talks to no real cluster.
+package check

@@ -1,0 +1,58 @@
+package check
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/host/casetest"
+	"github.com/kubeplug/kubeplug/host/memcluster"
+)
+
+// A PersistentVolume of reclaim policy Delete gone while its volume was
+// never deleted is a leak, reported when the unperturbed run has none; one
+// whose volume was deleted, or of policy Retain, is not.
+func TestLeakOracle(t *testing.T) {
+	pv := func(name, handle, policy string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{"persistentVolumeReclaimPolicy": policy, "csi": map[string]any{"driver": "d", "volumeHandle": handle}}}
+	}
+	c := memcluster.New(memcluster.Config{Drivers: []string{"d"}})
+	require.NoError(t, c.Load(pv("leaked", "h1", "Delete"), pv("deleted", "h2", "Delete"), pv("retained", "h3", "Retain")))
+	x := &execution{sess: &casetest.Session{Cluster: c}, res: &result{leaks: map[string]string{}, alive: map[string]string{},
+		deleted: map[string]string{}, volumes: map[string]string{}, shrinks: map[string]string{}}}
+	x.res.versions = []*memcluster.Cluster{c.Clone()}
+	ctx := context.Background()
+	require.NoError(t, c.DeleteVolume(ctx, "d", "h2", nil))
+	for _, n := range []string{"leaked", "deleted", "retained"} {
+		require.NoError(t, c.Delete(ctx, "PersistentVolume", "", n, "", ""))
+	}
+	x.finish()
+	require.Equal(t, map[string]string{"d/h1": "PersistentVolume leaked"}, x.res.leaks)
+
+	r := &runner{base: &result{leaks: map[string]string{}, end: x.res.end}}
+	vs := r.compare(x.res)
+	require.Len(t, vs, 1)
+	require.Equal(t, OracleLeak, vs[0].Oracle)
+	require.Equal(t, "PersistentVolume leaked is gone and its backing volume d/h1 was never deleted", vs[0].Detail)
+
+	r.base.leaks = x.res.leaks // the unperturbed run leaks it too: not the perturbation's doing
+	require.Empty(t, r.compare(x.res))
+}
+
+// A write that lowers a claim's request to or below its capacity is
+// recorded; one that lowers it but stays above, or raises it, is not.
+func TestShrinkOracle(t *testing.T) {
+	claim := func(req, capacity string) map[string]any {
+		return map[string]any{"kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": "c", "namespace": "default"},
+			"spec":   map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": req}}},
+			"status": map[string]any{"capacity": map[string]any{"storage": capacity}}}
+	}
+	x := &execution{res: &result{shrinks: map[string]string{}}}
+	x.checkShrink(claim("3Gi", "1Gi"), claim("2Gi", "1Gi"))
+	x.checkShrink(claim("1Gi", "1Gi"), claim("2Gi", "1Gi"))
+	require.Empty(t, x.res.shrinks)
+	x.checkShrink(claim("2Gi", "1Gi"), claim("1Gi", "1Gi"))
+	require.Equal(t, map[string]string{"PersistentVolumeClaim default/c": "request lowered from 2Gi to 1Gi, capacity 1Gi"}, x.res.shrinks)
+}

@@ -1,0 +1,147 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kubeplug/kubeplug/abi"
+)
+
+// The classes of perturbation.
+const (
+	Crash      = "crash"
+	Stale      = "stale"
+	Unobserved = "unobserved"
+	Interleave = "interleave"
+)
+
+// Classes are the perturbation classes, in the order they are explored.
+var Classes = []string{Crash, Stale, Unobserved, Interleave}
+
+// AllKinds is the Kind of a stale perturbation that holds every kind back.
+const AllKinds = "*"
+
+// Perturbation is one change to a case's unperturbed run. Phase 0 is the
+// rounds before the first step; phase i the rounds after step i.
+type Perturbation struct {
+	Class string
+	Phase int
+	// Round is the round of the phase (from 1) it applies to: crash and
+	// stale.
+	Round int
+	// After is, for a crash, how many writes of the round the host made
+	// before it stopped; for an interleaving, how many writes of step Phase
+	// were made before the host settled.
+	After int
+	// Kind and Lag are a stale perturbation's: the kind shown behind (or
+	// AllKinds) and by how many writes to the cluster.
+	Kind string
+	Lag  int
+	// Restart makes a stale round run on a fresh host, as a host restarted
+	// on a lagging cache.
+	Restart bool
+}
+
+// String renders p in the form Parse reads: "crash:phase=1,round=2,after=1".
+func (p Perturbation) String() string {
+	parts := []string{"phase=" + strconv.Itoa(p.Phase)}
+	switch p.Class {
+	case Crash:
+		parts = append(parts, "round="+strconv.Itoa(p.Round), "after="+strconv.Itoa(p.After))
+	case Stale:
+		parts = append(parts, "round="+strconv.Itoa(p.Round), "kind="+p.Kind, "lag="+strconv.Itoa(p.Lag))
+		if p.Restart {
+			parts = append(parts, "restart=true")
+		}
+	case Interleave:
+		parts = append(parts, "after="+strconv.Itoa(p.After))
+	}
+	return p.Class + ":" + strings.Join(parts, ",")
+}
+
+// Describe says what p does in words, for reports.
+func (p Perturbation) Describe() string {
+	switch p.Class {
+	case Crash:
+		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
+	case Stale:
+		what := "its " + p.Kind + " objects"
+		if p.Kind == AllKinds {
+			what = "every object"
+		}
+		host := "the live host"
+		if p.Restart {
+			host = "a restarted host"
+		}
+		return fmt.Sprintf("round %d of %s runs on %s with %s as they were %d write(s) ago", p.Round, phaseName(p.Phase), host, what, p.Lag)
+	case Unobserved:
+		return fmt.Sprintf("the host does not run %s: it never sees that state", phaseName(p.Phase))
+	case Interleave:
+		return fmt.Sprintf("the host settles after %d write(s) of step %d, before the rest", p.After, p.Phase)
+	}
+	return p.String()
+}
+
+func phaseName(phase int) string {
+	if phase == 0 {
+		return "the rounds before the first step"
+	}
+	return fmt.Sprintf("the rounds after step %d", phase)
+}
+
+// Parse reads a perturbation as String renders it.
+func Parse(s string) (Perturbation, error) {
+	class, rest, ok := strings.Cut(s, ":")
+	if !ok || !slices.Contains(Classes, class) {
+		return Perturbation{}, fmt.Errorf("perturbation %q: want CLASS:key=value,... with CLASS one of %s", s, strings.Join(Classes, ", "))
+	}
+	p := Perturbation{Class: class}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, fmt.Errorf("perturbation %q: %q is not key=value", s, kv)
+		}
+		var err error
+		switch k {
+		case "phase":
+			p.Phase, err = atoi(v)
+		case "round":
+			p.Round, err = atoi(v)
+		case "after":
+			p.After, err = atoi(v)
+		case "lag":
+			p.Lag, err = atoi(v)
+		case "kind":
+			if _, known := abi.LookupKind(v); !known && v != AllKinds {
+				err = fmt.Errorf("unknown kind %q", v)
+			}
+			p.Kind = v
+		case "restart":
+			p.Restart, err = strconv.ParseBool(v)
+		default:
+			err = fmt.Errorf("unknown key %q", k)
+		}
+		if err != nil {
+			return p, fmt.Errorf("perturbation %q: %w", s, err)
+		}
+	}
+	switch {
+	case (class == Crash || class == Stale) && p.Round < 1:
+		return p, fmt.Errorf("perturbation %q: a %s needs round=N (from 1)", s, class)
+	case class == Stale && (p.Kind == "" || p.Lag < 1):
+		return p, fmt.Errorf("perturbation %q: stale needs kind=KIND (or *) and lag=N (from 1)", s)
+	case class == Interleave && (p.Phase < 1 || p.After < 1):
+		return p, fmt.Errorf("perturbation %q: interleave needs phase=STEP and after=N, both from 1", s)
+	}
+	return p, nil
+}
+
+func atoi(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && (n < 0 || n > 1<<20) {
+		err = fmt.Errorf("%d is out of range", n)
+	}
+	return n, err
+}

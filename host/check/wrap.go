@@ -1,0 +1,185 @@
+package check
+
+import (
+	"context"
+	"errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/memcluster"
+)
+
+// errCrashed is what every call of a crashed host gets.
+var errCrashed = errors.New("the host crashed (kubeplug check)")
+
+// host is the API server and CSI driver as one host process reaches them:
+// it counts the process's writes, stops it (every call fails, nothing more
+// is written or recorded) once crashAfter writes of the round are made, and
+// reports each write to the execution.
+type host struct {
+	c *memcluster.Cluster
+	x *execution
+	// crashAfter is the number of writes the round may make before the
+	// crash; negative: no crash.
+	crashAfter int
+	writes     int
+	crashed    bool
+}
+
+var (
+	_ actions.Cluster       = (*host)(nil)
+	_ actions.VolumeDeleter = (*host)(nil)
+)
+
+// write reports whether the next write may go out, crashing the host when
+// it may not.
+func (h *host) write() bool {
+	if h.crashed || (h.crashAfter >= 0 && h.writes >= h.crashAfter) {
+		h.crashed = true
+		return false
+	}
+	h.writes++
+	return true
+}
+
+func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (string, error) {
+	if !h.write() {
+		return "", errCrashed
+	}
+	before, _ := h.c.Get(kind, namespace, name)
+	rv, err := h.c.Patch(ctx, kind, namespace, name, pt, data, fieldManager, subresource...)
+	if err == nil {
+		after, _ := h.c.Get(kind, namespace, name)
+		if kind == abi.KindPersistentVolumeClaim {
+			h.x.checkShrink(before, after)
+		}
+		h.x.wrote("module: patch " + describe(kind, namespace, name))
+	}
+	return rv, err
+}
+
+func (h *host) Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error {
+	if !h.write() {
+		return errCrashed
+	}
+	err := h.c.Delete(ctx, kind, namespace, name, uid, resourceVersion)
+	if err == nil {
+		h.x.wrote("module: deleteObject " + describe(kind, namespace, name))
+	}
+	return err
+}
+
+func (h *host) DeleteVolume(ctx context.Context, driver, handle string, secrets *abi.SecretReference) error {
+	if !h.write() {
+		return errCrashed
+	}
+	err := h.c.DeleteVolume(ctx, driver, handle, secrets)
+	if err == nil {
+		h.x.wrote("module: deleteVolume " + driver + "/" + handle)
+	}
+	return err
+}
+
+func (h *host) Configured(driver string) bool { return h.c.Configured(driver) }
+
+func (h *host) Current(ctx context.Context, kind, namespace, name string) (actions.Meta, error) {
+	if h.crashed {
+		return actions.Meta{}, errCrashed
+	}
+	return h.c.Current(ctx, kind, namespace, name)
+}
+
+func (h *host) CurrentVolume(ctx context.Context, name string) (actions.PersistentVolume, error) {
+	if h.crashed {
+		return actions.PersistentVolume{}, errCrashed
+	}
+	return h.c.CurrentVolume(ctx, name)
+}
+
+func (h *host) CurrentClassParameters(ctx context.Context, name string) (map[string]string, error) {
+	if h.crashed {
+		return nil, errCrashed
+	}
+	return h.c.CurrentClassParameters(ctx, name)
+}
+
+func (h *host) RecordEvent(ctx context.Context, target abi.ObjectRef, eventType, reason, message, module string) error {
+	if h.crashed {
+		return nil // a dead process records nothing
+	}
+	return h.c.RecordEvent(ctx, target, eventType, reason, message, module)
+}
+
+// lister is the host's informer caches: each kind from the cluster now, or
+// from a past version of it while that kind's informer lags.
+type lister struct {
+	now  *memcluster.Cluster
+	lags map[string]*memcluster.Cluster
+}
+
+func (l *lister) of(kind string) *memcluster.Cluster {
+	if c := l.lags[kind]; c != nil {
+		return c
+	}
+	return l.now
+}
+
+func (l *lister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	return l.of(abi.KindStatefulSet).GetStatefulSet(namespace, name)
+}
+
+func (l *lister) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
+	return l.of(abi.KindPod).ListControlledPods(namespace, controller)
+}
+
+func (l *lister) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return l.of(abi.KindPersistentVolumeClaim).GetClaim(namespace, name)
+}
+
+func (l *lister) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
+	return l.of(abi.KindPersistentVolumeClaim).ListClaimsNamedFor(namespace, set)
+}
+
+func (l *lister) GetVolume(name string) (*corev1.PersistentVolume, error) {
+	return l.of(abi.KindPersistentVolume).GetVolume(name)
+}
+
+func (l *lister) GetStorageClass(name string) (*storagev1.StorageClass, error) {
+	return l.of(abi.KindStorageClass).GetStorageClass(name)
+}
+
+func (l *lister) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
+	return l.of(abi.KindVolumeClaimUpdate).ListVolumeClaimUpdates(namespace)
+}
+
+// storage returns a claim's requested storage and capacity.
+func storage(claim map[string]any) (req, capacity *resource.Quantity) {
+	get := func(path ...string) *resource.Quantity {
+		var v any = claim
+		for _, p := range path {
+			m, _ := v.(map[string]any)
+			v = m[p]
+		}
+		s, _ := v.(string)
+		q, err := resource.ParseQuantity(s)
+		if s == "" || err != nil {
+			return nil
+		}
+		return &q
+	}
+	return get("spec", "resources", "requests", "storage"), get("status", "capacity", "storage")
+}
+
+func describe(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}
