@@ -3,7 +3,8 @@ package abi
 //msgp:tag json
 //msgp:clearomitted
 
-// Action types. Adding one is a patch-level change of the ABI.
+// Action types (ActionTypes()). Adding one is a patch-level change of the
+// ABI.
 const (
 	// ActionUpdateOwnerReferences removes owner references (by UID) from the
 	// target, then adds OwnerReferences.Add, replacing any with the same UID.
@@ -31,41 +32,6 @@ const (
 	// ActionEvent records a Kubernetes Event on the target.
 	ActionEvent = "event"
 )
-
-// ActionTypes lists every action type this ABI version knows.
-var ActionTypes = []string{
-	ActionUpdateOwnerReferences, ActionAddFinalizer, ActionRemoveFinalizer,
-	ActionDeleteObject, ActionApplyClaim, ActionSetPartition,
-	ActionUpdateClaimUpdateStatus, ActionDeleteVolume, ActionEvent,
-}
-
-// Kinds a target may name, with their API versions and resources.
-const (
-	KindStatefulSet           = "StatefulSet"
-	KindPod                   = "Pod"
-	KindPersistentVolumeClaim = "PersistentVolumeClaim"
-	KindPersistentVolume      = "PersistentVolume"
-	KindStorageClass          = "StorageClass"
-	KindVolumeClaimUpdate     = "VolumeClaimUpdate"
-)
-
-// KindInfo is what the host needs to address a kind.
-type KindInfo struct {
-	APIVersion string
-	Resource   string
-	Namespaced bool
-}
-
-// Kinds maps each kind a reconcile input can hold to its API version and
-// resource.
-var Kinds = map[string]KindInfo{
-	KindStatefulSet:           {"apps/v1", "statefulsets", true},
-	KindPod:                   {"v1", "pods", true},
-	KindPersistentVolumeClaim: {"v1", "persistentvolumeclaims", true},
-	KindPersistentVolume:      {"v1", "persistentvolumes", false},
-	KindStorageClass:          {"storage.k8s.io/v1", "storageclasses", false},
-	KindVolumeClaimUpdate:     {"kubeplug.dev/v1alpha1", "volumeclaimupdates", true},
-}
 
 // ObjectRef names the object an action is about. It must be an object of the
 // reconcile input, with the UID the input gave; the host supplies the

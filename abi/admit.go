@@ -17,10 +17,6 @@ const (
 // It is a capability, not an action: a reconcile result cannot carry it.
 const CapabilityMutate = "mutate"
 
-// CapabilityNames lists every action a capability may name: the action
-// types and CapabilityMutate.
-var CapabilityNames = append(ActionTypes[:len(ActionTypes):len(ActionTypes)], CapabilityMutate)
-
 // Admission is what a module with the admit hook admits, in its manifest.
 // The host turns it into the rules of a webhook configuration.
 type Admission struct {

@@ -3,19 +3,6 @@ package abi
 //msgp:tag json
 //msgp:clearomitted
 
-// Subject kinds: what one reconcile is about.
-const (
-	// SubjectStatefulSet: a StatefulSet with its pods, the claims its
-	// templates name, their StorageClasses and its VolumeClaimUpdate.
-	SubjectStatefulSet = "statefulset"
-	// SubjectPersistentVolume: a PersistentVolume with its bound claim, its
-	// StorageClass and the CSI drivers the host may act for.
-	SubjectPersistentVolume = "persistentvolume"
-)
-
-// Subjects lists every subject kind this ABI version knows.
-var Subjects = []string{SubjectStatefulSet, SubjectPersistentVolume}
-
 // Manifest describes a module. The host reads it once per load through
 // ExportManifest and refuses modules whose manifest is incomplete or names
 // anything this ABI version does not know.
@@ -27,7 +14,7 @@ type Manifest struct {
 	// ABIVersion is "major.minor.patch" and must equal the version marker
 	// export's.
 	ABIVersion string `json:"abiVersion"`
-	// Subject is one of Subjects.
+	// Subject is one of Subjects().
 	Subject string `json:"subject"`
 	// Hooks lists the hooks the module implements (HookReconcile,
 	// HookAdmit).

@@ -34,18 +34,6 @@ const (
 // no sockets.
 const WASIModule = "wasi_snapshot_preview1"
 
-// Hook names as they appear in Manifest.Hooks.
-const (
-	HookReconcile = "reconcile"
-	HookAdmit     = "admit"
-)
-
-// HookExports maps each hook to the export that implements it.
-var HookExports = map[string]string{
-	HookReconcile: ExportReconcile,
-	HookAdmit:     ExportAdmit,
-}
-
 // Log levels for ImportWriteLog.
 const (
 	LogDebug uint32 = 0

@@ -47,26 +47,51 @@ var (
 	ErrStatus   = errors.New("unknown status")
 )
 
+// statuses pairs each error status with its sentinel.
+var statuses = [...]struct {
+	status Status
+	err    error
+}{
+	{StatusBadInput, ErrBadInput},
+	{StatusFailed, ErrFailed},
+	{StatusPanic, ErrPanic},
+	{StatusNoHook, ErrNoHook},
+}
+
+// statusSentinel is s's sentinel error, nil for StatusOK and unknown
+// statuses.
+func statusSentinel(s Status) error {
+	for _, x := range statuses {
+		if x.status == s {
+			return x.err
+		}
+	}
+	return nil
+}
+
 // StatusError turns a Response's status and message into a Go error, nil for
 // StatusOK. It is the one place on each side where statuses become errors.
 func StatusError(s Status, message string) error {
-	var base error
-	switch s {
-	case StatusOK:
+	if s == StatusOK {
 		return nil
-	case StatusBadInput:
-		base = ErrBadInput
-	case StatusFailed:
-		base = ErrFailed
-	case StatusPanic:
-		base = ErrPanic
-	case StatusNoHook:
-		base = ErrNoHook
-	default:
+	}
+	base := statusSentinel(s)
+	if base == nil {
 		return fmt.Errorf("%w %d: %s", ErrStatus, int32(s), message)
 	}
 	if message == "" {
 		return base
 	}
 	return fmt.Errorf("%w: %s", base, message)
+}
+
+// StatusOf is StatusError's inverse: the status whose sentinel err matches
+// (errors.Is); ok is false when it matches none.
+func StatusOf(err error) (s Status, ok bool) {
+	for _, x := range statuses {
+		if errors.Is(err, x.err) {
+			return x.status, true
+		}
+	}
+	return StatusOK, false
 }

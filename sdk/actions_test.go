@@ -61,7 +61,7 @@ func TestActions(t *testing.T) {
 		})
 		covered = append(covered, tt.got.Type)
 	}
-	for _, typ := range abi.ActionTypes {
+	for _, typ := range abi.ActionTypes() {
 		if !slices.Contains(covered, typ) {
 			t.Errorf("no constructor tested for action type %q", typ)
 		}

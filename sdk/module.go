@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -51,50 +50,30 @@ func Register(m Module) {
 	if err != nil {
 		panic("sdk.Register: " + err.Error())
 	}
-	var reconcile raw.Handler
-	if m.Reconcile != nil {
-		reconcile = handler(m.Reconcile)
-	}
-	if err := raw.Register(man, reconcile, admitHandler(m.Admit)); err != nil {
+	if err := raw.Register(man, m.handlers()); err != nil {
 		panic("sdk.Register: " + err.Error() + ": call sdk.Register once per guest")
 	}
 }
 
-// Manifest validates m and returns the manifest the host will read.
+// Manifest validates m and returns the manifest the host will read. The
+// rules are the host's own (abi's Manifest.Validate), so a module the SDK
+// registers is never one the host refuses; the errors name Module's fields.
 func (m Module) Manifest() (abi.Manifest, error) {
+	man := abi.Manifest{
+		Name:         m.Name,
+		Version:      m.Version,
+		ABIVersion:   abi.Current.String(),
+		Subject:      m.Subject,
+		Hooks:        m.handlers().Hooks(),
+		Capabilities: m.Capabilities,
+		Description:  m.Description,
+		ConfigSchema: m.ConfigSchema,
+		Admission:    m.Admission,
+	}
 	var errs []error
-	if m.Name == "" {
-		errs = append(errs, errors.New("Name is empty"))
-	}
-	if m.Version == "" {
-		errs = append(errs, errors.New("Version is empty"))
-	}
-	if !slices.Contains(abi.Subjects, m.Subject) {
-		errs = append(errs, fmt.Errorf("Subject %q is not one of %s", m.Subject, strings.Join(abi.Subjects, ", ")))
-	}
-	var hooks []string
-	if m.Reconcile != nil {
-		hooks = append(hooks, abi.HookReconcile)
-	}
-	if m.Admit != nil {
-		hooks = append(hooks, abi.HookAdmit)
-	}
-	switch {
-	case len(hooks) == 0:
-		errs = append(errs, errors.New("Reconcile and Admit are nil: set at least one"))
-	case m.Admit != nil && (m.Admission == nil || len(m.Admission.Rules) == 0):
-		errs = append(errs, errors.New("Admit is set but Admission has no Rules: say which operations on which resources it admits"))
-	case m.Admit == nil && m.Admission != nil:
-		errs = append(errs, errors.New("Admission is set but Admit is nil"))
-	}
-	for i, c := range m.Capabilities {
-		switch {
-		case !slices.Contains(abi.CapabilityNames, c.Action):
-			errs = append(errs, fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", i, c.Action, strings.Join(abi.CapabilityNames, ", ")))
-		case c.Action != abi.ActionDeleteVolume && len(c.Resources) == 0:
-			errs = append(errs, fmt.Errorf("Capabilities[%d]: action %q names no Resources (e.g. \"persistentvolumeclaims\")", i, c.Action))
-		case c.Action == abi.CapabilityMutate && len(c.Paths) == 0:
-			errs = append(errs, fmt.Errorf("Capabilities[%d]: mutate names no Paths (e.g. \"/metadata/labels\")", i))
+	if err := man.Validate(abi.Current); err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			errs = append(errs, goError(e.(*abi.ManifestError)))
 		}
 	}
 	if s := strings.TrimSpace(m.ConfigSchema); strings.HasPrefix(s, "{") && !json.Valid([]byte(s)) {
@@ -103,17 +82,37 @@ func (m Module) Manifest() (abi.Manifest, error) {
 	if len(errs) > 0 {
 		return abi.Manifest{}, fmt.Errorf("module %q: %w", m.Name, errors.Join(errs...))
 	}
-	return abi.Manifest{
-		Name:         m.Name,
-		Version:      m.Version,
-		ABIVersion:   abi.Current.String(),
-		Subject:      m.Subject,
-		Hooks:        hooks,
-		Capabilities: m.Capabilities,
-		Description:  m.Description,
-		ConfigSchema: m.ConfigSchema,
-		Admission:    m.Admission,
-	}, nil
+	return man, nil
+}
+
+// goError says what e says in the words of Module's fields; a rule the
+// SDK has no words for keeps the manifest's.
+func goError(e *abi.ManifestError) error {
+	switch {
+	case e.Field == "name" || e.Field == "version":
+		return fmt.Errorf("%s%s is empty", strings.ToUpper(e.Field[:1]), e.Field[1:])
+	case e.Field == "subject":
+		return fmt.Errorf("Subject %q is not one of %s", e.Value, strings.Join(abi.Subjects(), ", "))
+	case e.Field == "hooks" && e.Rule == abi.RuleEmpty:
+		return errors.New("Reconcile and Admit are nil: set at least one")
+	case e.Field == "admission" && e.Rule == abi.RuleUnexpected:
+		return errors.New("Admission is set but Admit is nil")
+	case e.Field == "admission.rules" && e.Rule == abi.RuleEmpty:
+		return errors.New("Admit is set but Admission has no Rules: say which operations on which resources it admits")
+	case e.Field == "capabilities.action":
+		return fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", e.Index, e.Value, strings.Join(abi.CapabilityNames(), ", "))
+	case e.Field == "capabilities.resources":
+		return fmt.Errorf("Capabilities[%d]: action %q names no Resources (e.g. \"persistentvolumeclaims\")", e.Index, e.Value)
+	case e.Field == "capabilities.paths":
+		return fmt.Errorf("Capabilities[%d]: mutate names no Paths (e.g. \"/metadata/labels\")", e.Index)
+	}
+	return e
+}
+
+// handlers are m's hooks as the raw layer registers them: the one place that
+// pairs a field of Module with a hook.
+func (m Module) handlers() raw.Handlers {
+	return raw.Handlers{Reconcile: handler(m.Reconcile), Admit: admitHandler(m.Admit)}
 }
 
 // handler adapts a ReconcileFunc to the raw layer. It reuses one Request and
@@ -122,6 +121,9 @@ func (m Module) Manifest() (abi.Manifest, error) {
 // result before it returns. In a guest each allocation saved is a few calls
 // into the allocator, and each call is costly there.
 func handler(f ReconcileFunc) raw.Handler {
+	if f == nil {
+		return nil
+	}
 	var (
 		req Request
 		out abi.Result

@@ -33,7 +33,7 @@ func HasOwner(meta *abi.ObjectMeta, uid string) bool {
 func NewControllerRef[T abi.StatefulSet | abi.Pod](owner *T) abi.OwnerReference {
 	ref := RefOf(owner)
 	return abi.OwnerReference{
-		APIVersion:         abi.Kinds[ref.Kind].APIVersion,
+		APIVersion:         abi.KindOf(ref.Kind).APIVersion,
 		Kind:               ref.Kind,
 		Name:               ref.Name,
 		UID:                ref.UID,

@@ -81,7 +81,7 @@ func TestRefOf(t *testing.T) {
 			if tt.got != tt.want {
 				t.Errorf("got %+v, want %+v", tt.got, tt.want)
 			}
-			if _, ok := abi.Kinds[tt.got.Kind]; !ok {
+			if _, ok := abi.LookupKind(tt.got.Kind); !ok {
 				t.Errorf("kind %q is not one the host knows", tt.got.Kind)
 			}
 		})

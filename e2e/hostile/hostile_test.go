@@ -255,7 +255,7 @@ func TestCorpusInOneHost(t *testing.T) {
 		if f, ok := m["kubeplug_actions_total"]; ok {
 			for _, s := range f.Metric {
 				for _, l := range s.Label {
-					if l.GetName() == "type" && !slices.Contains(abi.ActionTypes, l.GetValue()) {
+					if l.GetName() == "type" && !slices.Contains(abi.ActionTypes(), l.GetValue()) {
 						unknown[l.GetValue()] = true
 					}
 				}

@@ -96,7 +96,7 @@ func (f *fakeCluster) Current(_ context.Context, kind, _, name string) (actions.
 	}
 	v, ok := cur[name]
 	if !ok {
-		return actions.Meta{}, apierrors.NewNotFound(schema.GroupResource{Resource: abi.Kinds[kind].Resource}, name)
+		return actions.Meta{}, apierrors.NewNotFound(schema.GroupResource{Resource: abi.KindOf(kind).Resource}, name)
 	}
 	return v, nil
 }

@@ -13,7 +13,7 @@ const (
 // everything allows every action type on every resource.
 func everything() abi.Manifest {
 	m := abi.Manifest{Name: "policy"}
-	for _, a := range abi.ActionTypes {
+	for _, a := range abi.ActionTypes() {
 		m.Capabilities = append(m.Capabilities, abi.Capability{Action: a, Resources: []string{"*"}})
 	}
 	return m

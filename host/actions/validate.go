@@ -19,7 +19,7 @@ import (
 // req the module answered, and resolves its target. It refuses, with an
 // error wrapping ErrRefused that says what and why:
 //   - an action type this ABI version does not know;
-//   - a target kind that is not one of abi.Kinds;
+//   - a target kind that is not one of abi.Kinds();
 //   - a type and resource m.Capabilities do not allow;
 //   - a target that is not an object of req (kind, namespace, name and UID
 //     must all match one);
@@ -33,10 +33,10 @@ func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, 
 	refuse := func(format string, args ...any) (Target, error) {
 		return Target{}, fmt.Errorf("%w: %s on %s: %s", ErrRefused, a.Type, refString(a.Target), fmt.Sprintf(format, args...))
 	}
-	if !slices.Contains(abi.ActionTypes, a.Type) {
-		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes, ", "))
+	if !slices.Contains(abi.ActionTypes(), a.Type) {
+		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes(), ", "))
 	}
-	info, ok := abi.Kinds[a.Target.Kind]
+	info, ok := abi.LookupKind(a.Target.Kind)
 	if !ok {
 		return refuse("unknown target kind %q", a.Target.Kind)
 	}
@@ -368,7 +368,7 @@ func subjectOrOwnPod(req *abi.ReconcileRequest, r abi.OwnerReference, namespace 
 		return false
 	}
 	is := func(kind string, m abi.ObjectMeta) bool {
-		return r.Kind == kind && r.APIVersion == abi.Kinds[kind].APIVersion && r.Name == m.Name && r.UID == m.UID && m.Namespace == namespace
+		return r.Kind == kind && r.APIVersion == abi.KindOf(kind).APIVersion && r.Name == m.Name && r.UID == m.UID && m.Namespace == namespace
 	}
 	s := req.StatefulSet
 	if is(abi.KindStatefulSet, s.Set.Metadata) {

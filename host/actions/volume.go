@@ -146,5 +146,5 @@ func refusal(a abi.Action, t Target, why string) error {
 // conflict is the error of a write not sent because t is no longer the
 // object the module saw.
 func conflict(t Target, err error) error {
-	return apierrors.NewConflict(schema.GroupResource{Resource: abi.Kinds[t.Kind].Resource}, t.Name, err)
+	return apierrors.NewConflict(schema.GroupResource{Resource: abi.KindOf(t.Kind).Resource}, t.Name, err)
 }

@@ -147,7 +147,7 @@ func planApplyClaim(c *abi.ClaimApply, t Target, st *objectState) (*write, error
 		Metadata   meta   `json:"metadata"`
 		Spec       *spec  `json:"spec,omitempty"`
 	}{
-		APIVersion: abi.Kinds[abi.KindPersistentVolumeClaim].APIVersion,
+		APIVersion: abi.KindOf(abi.KindPersistentVolumeClaim).APIVersion,
 		Kind:       abi.KindPersistentVolumeClaim,
 		Metadata: meta{
 			Name: t.Name, Namespace: t.Namespace, UID: t.UID, ResourceVersion: st.rv,

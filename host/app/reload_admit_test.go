@@ -77,7 +77,7 @@ func TestReloadAdmitOnly(t *testing.T) {
 	got := review()
 	require.True(t, got.Allowed, "the new generation answers: %+v", got.Result)
 	require.Eventually(t, func() bool {
-		_, err := first.Admit(context.Background(), &abi.AdmitRequest{Operation: abi.OperationCreate})
+		_, err := first.(admission.Admitter).Admit(context.Background(), &abi.AdmitRequest{Operation: abi.OperationCreate})
 		return errors.Is(err, runtime.ErrClosed)
 	}, 10*time.Second, 10*time.Millisecond, "the old generation is closed")
 

@@ -32,10 +32,13 @@ func reconciles(mod controller.Module) bool {
 func admitters(file *config.File, mods []controller.Module) []*admission.Module {
 	var out []*admission.Module
 	for _, mod := range mods {
-		if mod.Shadow || !slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookAdmit) {
+		// Every runtime profile's module is an Admitter; the manifest says
+		// whether it admits.
+		admitter, ok := mod.Runtime.(admission.Admitter)
+		if mod.Shadow || !ok || !slices.Contains(mod.Runtime.Manifest().Hooks, abi.HookAdmit) {
 			continue
 		}
-		am := &admission.Module{Name: mod.Name, Admitter: mod.Runtime, Granted: mod.Allowed, Config: mod.Config}
+		am := &admission.Module{Name: mod.Name, Admitter: admitter, Granted: mod.Allowed, Config: mod.Config}
 		for i := range file.Modules {
 			if c := &file.Modules[i]; c.Name == mod.Name {
 				am.FailurePolicy, am.Timeout = c.FailurePolicy, c.WebhookTimeout

@@ -27,7 +27,8 @@ import (
 // the case's objects as the host's caches, and checks the answer.
 func (o *Outcome) runAdmission(ctx context.Context, mod controller.Module, c Case, log *slog.Logger) error {
 	m := mod.Runtime.Manifest()
-	if m.Admission == nil {
+	admitter, ok := mod.Runtime.(admission.Admitter)
+	if m.Admission == nil || !ok {
 		return fmt.Errorf("module %q has no admit hook, but the case has admit:: run it against a module built for ABI 1.1 with sdk.Module.Admit", m.Name)
 	}
 	cluster := memcluster.New(memcluster.Config{Now: func() time.Time { return c.Now }})
@@ -48,7 +49,7 @@ func (o *Outcome) runAdmission(ctx context.Context, mod controller.Module, c Cas
 		Logger:          log,
 		Now:             func() time.Time { return c.Now },
 	}
-	am := &admission.Module{Name: mod.Name, Admitter: mod.Runtime, Granted: granted, Config: mod.Config}
+	am := &admission.Module{Name: mod.Name, Admitter: admitter, Granted: granted, Config: mod.Config}
 	out := r.Review(ctx, am, req, 0)
 	if out.Failure != nil {
 		// The live host would answer by the failure policy; a case checks
@@ -109,7 +110,7 @@ func admissionRequest(a *AdmitRequest) (*admissionv1.AdmissionRequest, error) {
 		obj = a.OldObject
 	}
 	kind, _ := obj["kind"].(string)
-	info := abi.Kinds[kind]
+	info := abi.KindOf(kind)
 	gv, err := schema.ParseGroupVersion(info.APIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("admit: kind %s: %w", kind, err)

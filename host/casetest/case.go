@@ -2,8 +2,6 @@ package casetest
 
 import (
 	"time"
-
-	"github.com/kubeplug/kubeplug/abi"
 )
 
 // DefaultNow is the clock modules see when a case sets no `now`: fixed, so
@@ -100,10 +98,4 @@ func (k ObjectKey) String() string {
 		return k.Kind + " " + k.Name
 	}
 	return k.Kind + " " + k.Namespace + "/" + k.Name
-}
-
-// subjectKinds maps a manifest's subject to the kind of its objects.
-var subjectKinds = map[string]string{
-	abi.SubjectStatefulSet:      abi.KindStatefulSet,
-	abi.SubjectPersistentVolume: abi.KindPersistentVolume,
 }

@@ -332,7 +332,7 @@ func (p *parser) object(n *yaml.Node, list string) (map[string]any, ObjectKey, e
 // checkKind checks that k names a known kind with its API version; an empty
 // API version passes when optional.
 func (p *parser) checkKind(at *yaml.Node, k ObjectKey, optionalVersion bool) error {
-	info, ok := abi.Kinds[k.Kind]
+	info, ok := abi.LookupKind(k.Kind)
 	if !ok {
 		return p.errorf(at, "unknown kind %s: known kinds are %s", input.Quote(k.Kind), knownKinds())
 	}
@@ -348,7 +348,7 @@ func (p *parser) checkKind(at *yaml.Node, k ObjectKey, optionalVersion bool) err
 // namespace returns k's namespace, "default" when a namespaced kind has
 // none, and fails for a namespace on a cluster-scoped kind.
 func (p *parser) namespace(at *yaml.Node, k ObjectKey) (string, error) {
-	if abi.Kinds[k.Kind].Namespaced {
+	if abi.KindOf(k.Kind).Namespaced {
 		if k.Namespace == "" {
 			return memcluster.DefaultNamespace, nil
 		}
@@ -362,7 +362,7 @@ func (p *parser) namespace(at *yaml.Node, k ObjectKey) (string, error) {
 
 func knownKinds() string {
 	var out []string
-	for k, info := range abi.Kinds {
+	for k, info := range abi.Kinds() {
 		out = append(out, k+" ("+info.APIVersion+")")
 	}
 	slices.Sort(out)
@@ -476,7 +476,7 @@ func (p *parser) absent(n *yaml.Node) ([]ObjectKey, error) {
 			return nil, err
 		}
 		if k.APIVersion == "" {
-			k.APIVersion = abi.Kinds[k.Kind].APIVersion
+			k.APIVersion = abi.KindOf(k.Kind).APIVersion
 		}
 		if k.Namespace, err = p.namespace(item, k); err != nil {
 			return nil, err

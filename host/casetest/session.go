@@ -38,9 +38,10 @@ func NewSession(mod controller.Module, c Case, log *slog.Logger) (*Session, erro
 	if c.Config != nil {
 		mod.Config = c.Config
 	}
-	kind, ok := subjectKinds[m.Subject]
+	subject, ok := abi.Subject(m.Subject).Info()
+	kind := subject.Kind
 	if !ok {
-		return nil, fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects)
+		return nil, fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects())
 	}
 	now := c.Now
 	if now.IsZero() {

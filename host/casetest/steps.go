@@ -566,8 +566,8 @@ func resizeWrites(c *memcluster.Cluster) []Write {
 
 // SortedKinds returns the kinds a case may hold, sorted.
 func SortedKinds() []string {
-	out := make([]string, 0, len(abi.Kinds))
-	for k := range abi.Kinds {
+	out := make([]string, 0, len(abi.Kinds()))
+	for k := range abi.Kinds() {
 		out = append(out, k)
 	}
 	slices.Sort(out)

@@ -114,7 +114,7 @@ func Parse(s string) (Perturbation, error) {
 		case "lag":
 			p.Lag, err = atoi(v)
 		case "kind":
-			if _, known := abi.Kinds[v]; !known && v != AllKinds {
+			if _, known := abi.LookupKind(v); !known && v != AllKinds {
 				err = fmt.Errorf("unknown kind %q", v)
 			}
 			p.Kind = v

@@ -193,15 +193,15 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 	}
 	v, ok := vals["action"]
 	if !ok {
-		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.CapabilityNames, ", "))
+		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.CapabilityNames(), ", "))
 		return c, false
 	}
 	s, ok := p.scalar(v, join(field, "action"), abi.ActionAddFinalizer)
 	if !ok {
 		return c, false
 	}
-	if !slices.Contains(abi.CapabilityNames, s) {
-		p.addf(v, join(field, "action"), "%s is not an action%s; use one of %s", input.Quote(s), didYouMean(s, abi.CapabilityNames), strings.Join(abi.CapabilityNames, ", "))
+	if !slices.Contains(abi.CapabilityNames(), s) {
+		p.addf(v, join(field, "action"), "%s is not an action%s; use one of %s", input.Quote(s), didYouMean(s, abi.CapabilityNames()), strings.Join(abi.CapabilityNames(), ", "))
 		return c, false
 	}
 	c.Action = s
@@ -279,7 +279,7 @@ func didYouMean(s string, known []string) string {
 // resourceNames lists the resources actions can target, sorted.
 func resourceNames() []string {
 	var out []string
-	for _, k := range abi.Kinds {
+	for _, k := range abi.Kinds() {
 		out = append(out, k.Resource)
 	}
 	slices.Sort(out)

@@ -125,7 +125,7 @@ func (m *Module) Accept(man abi.Manifest) ([]abi.Capability, error) {
 		return nil, fmt.Errorf("module %q: the configuration says subject %q but %s declares %q: fix the subject or the path",
 			m.Name, m.Subject, m.Source(), man.Subject)
 	}
-	if man.Subject != abi.SubjectStatefulSet && len(m.Namespaces) > 0 {
+	if !abi.Subject(man.Subject).Namespaced() && len(m.Namespaces) > 0 {
 		return nil, fmt.Errorf("module %q: namespaces are set but %s reconciles %s, which is cluster-scoped: remove namespaces",
 			m.Name, m.Source(), man.Subject)
 	}

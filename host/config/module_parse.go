@@ -135,10 +135,10 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	}
 	if v, ok := vals["subject"]; ok {
 		if s, ok := p.scalar(v, join(field, "subject"), abi.SubjectStatefulSet); ok {
-			if slices.Contains(abi.Subjects, s) {
+			if slices.Contains(abi.Subjects(), s) {
 				m.Subject = s
 			} else {
-				p.addf(v, join(field, "subject"), "%s is not a subject; use %s", input.Quote(s), strings.Join(abi.Subjects, " or "))
+				p.addf(v, join(field, "subject"), "%s is not a subject; use %s", input.Quote(s), strings.Join(abi.Subjects(), " or "))
 			}
 		}
 	}

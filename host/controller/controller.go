@@ -24,12 +24,11 @@ import (
 
 // Guest is a loaded module as the controller calls it. *runtime.Module
 // and *runtime.Plugin (an Extism plugin) implement it; tests use fakes.
+// The admit hook is admission.Admitter's: the webhook server and kubeplug
+// test take it from the same module.
 type Guest interface {
 	Manifest() abi.Manifest
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
-	// Admit is the admit hook (ABI 1.1); the webhook server calls it for
-	// modules whose manifest lists the hook, the controller never does.
-	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 	// Close is called once, when the module was swapped out or removed and
 	// its last call has ended.
 	Close(ctx context.Context) error
@@ -214,7 +213,7 @@ func (c *Controller) inScope(key string) bool {
 }
 
 func inScope(g *generation, subject, key string) bool {
-	if subject != abi.SubjectStatefulSet {
+	if !abi.Subject(subject).Namespaced() {
 		return true
 	}
 	ns, _, _ := cache.SplitMetaNamespaceKey(key) // a key without a namespace is in none
@@ -498,10 +497,10 @@ func (c *Controller) countActions(rep actions.Report) {
 // know.
 const UnknownAction = "unknown"
 
-// ActionLabel returns t when it is an action type of abi.ActionTypes, else
+// ActionLabel returns t when it is an action type of abi.ActionTypes(), else
 // UnknownAction.
 func ActionLabel(t string) string {
-	if slices.Contains(abi.ActionTypes, t) {
+	if slices.Contains(abi.ActionTypes(), t) {
 		return t
 	}
 	return UnknownAction

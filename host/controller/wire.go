@@ -150,11 +150,8 @@ func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 // EnqueueAll queues every subject of c the caches hold: after a swap, so
 // that the new module decides on each of them.
 func EnqueueAll(inf Informers, c *Controller) {
-	kind := abi.KindStatefulSet
-	if c.Subject() == abi.SubjectPersistentVolume {
-		kind = abi.KindPersistentVolume
-	}
-	i := inf.Informer(kind)
+	subject, _ := abi.Subject(c.Subject()).Info()
+	i := inf.Informer(subject.Kind)
 	if i == nil {
 		return
 	}

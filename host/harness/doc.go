@@ -3,7 +3,7 @@
 // package sdk/sdktest starts when KUBEPLUG_TEST_WASM is set so that a
 // guest's own tests run against the compiled module in the real runtime.
 //
-// The frame format is defined in sdk/sdktest/frames.go; this package
+// The frame format is defined in abi/frame.go, which both sides use; this package
 // implements the server half of it: it writes the manifest frame first, then
 // answers each request frame with a response frame until end-of-file.
 //

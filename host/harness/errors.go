@@ -1,9 +1,9 @@
 package harness
 
-import "errors"
+import "github.com/kubeplug/kubeplug/abi"
 
 // Errors returned by Serve. Match them with errors.Is.
 var (
 	// ErrFrame reports a malformed or truncated request frame.
-	ErrFrame = errors.New("malformed harness frame")
+	ErrFrame = abi.ErrFrame
 )

@@ -3,7 +3,6 @@ package harness
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,26 +18,15 @@ type Reconciler interface {
 	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 }
 
-// Request frame hooks (sdk/sdktest/frames.go).
-const (
-	hookReconcile byte = 0
-	hookAdmit     byte = 1
-)
-
-// Response frame kinds (sdk/sdktest/frames.go).
-const (
-	frameOK    byte = 0
-	frameError byte = 1
-)
-
 // MaxFrame bounds a request frame's body; a longer one is a protocol error.
-const MaxFrame = 64 << 20
+const MaxFrame = abi.MaxFrame
 
 // Serve writes m's manifest to out, then reads request frames from in and
 // answers each by calling m, until in ends at a frame boundary (nil), ctx is
 // done (ctx.Err()), a frame is malformed (ErrFrame) or a write fails. A
 // request that does not decode, and a call that fails, are answered with an
-// error frame and serving goes on.
+// error frame and serving goes on; a call the module answered with an error
+// status is answered with that status (abi/frame.go).
 //
 //	err := harness.Serve(ctx, module, os.Stdin, os.Stdout)
 func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error {
@@ -50,22 +38,22 @@ func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	if err := writeFrame(w, frameOK, buf); err != nil {
+	if err := writeFrame(w, abi.FrameOK, buf); err != nil {
 		return err
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		body, err := readRequest(r)
+		body, err := abi.ReadRequestFrame(r)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		kind, answer := call(ctx, m, body, buf[:0])
-		if err := writeFrame(w, kind, answer); err != nil {
+		status, answer := call(ctx, m, body, buf[:0])
+		if err := writeFrame(w, status, answer); err != nil {
 			return err
 		}
 		buf = answer
@@ -76,22 +64,23 @@ func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error
 func call(ctx context.Context, m Reconciler, body, buf []byte) (byte, []byte) {
 	resp, err := answer(ctx, m, body)
 	if err != nil {
-		return frameError, append(buf, err.Error()...)
+		return abi.ErrorFrameStatus(err), append(buf, err.Error()...)
 	}
 	enc, err := resp.MarshalMsg(buf)
 	if err != nil {
-		return frameError, append(buf[:0], fmt.Sprintf("encode response: %v", err)...)
+		return abi.FrameError, append(buf[:0], fmt.Sprintf("encode response: %v", err)...)
 	}
-	return frameOK, enc
+	return abi.FrameOK, enc
 }
 
-// answer calls the hook the frame's first byte names.
+// answer calls the hook the frame names.
 func answer(ctx context.Context, m Reconciler, body []byte) (*abi.Response, error) {
-	if len(body) == 0 {
-		return nil, errors.New("decode request: empty frame, want a hook byte and a request")
+	hook, body, err := abi.SplitRequestFrame(body)
+	if err != nil {
+		return nil, err
 	}
-	switch hook, body := body[0], body[1:]; hook {
-	case hookReconcile:
+	switch hook {
+	case abi.HookReconcile:
 		req, err := abi.DecodeReconcileRequest(body)
 		if err != nil {
 			return nil, fmt.Errorf("decode request: %w", err)
@@ -104,7 +93,7 @@ func answer(ctx context.Context, m Reconciler, body []byte) (*abi.Response, erro
 			res = &abi.Result{}
 		}
 		return &abi.Response{Status: abi.StatusOK, Result: res}, nil
-	case hookAdmit:
+	case abi.HookAdmit:
 		req, err := abi.DecodeAdmitRequest(body)
 		if err != nil {
 			return nil, fmt.Errorf("decode request: %w", err)
@@ -114,43 +103,14 @@ func answer(ctx context.Context, m Reconciler, body []byte) (*abi.Response, erro
 			return nil, err
 		}
 		return &abi.Response{Status: abi.StatusOK, Admit: res}, nil
-	default:
-		return nil, fmt.Errorf("decode request: unknown hook %d (0 reconcile, 1 admit)", hook)
 	}
-}
-
-// readRequest reads one request frame into a buffer of its own. It returns io.EOF
-// only when in ends exactly at a frame boundary.
-func readRequest(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		return nil, fmt.Errorf("%w: read request header: %v", ErrFrame, err)
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > MaxFrame {
-		return nil, fmt.Errorf("%w: request of %d bytes exceeds %d", ErrFrame, n, MaxFrame)
-	}
-	// A fresh buffer per frame: decoded requests share memory with it.
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, fmt.Errorf("%w: read request body of %d bytes: %v", ErrFrame, n, err)
-	}
-	return buf, nil
+	return nil, fmt.Errorf("decode request: hook %q: the harness does not serve it", hook)
 }
 
 // writeFrame writes and flushes one response frame.
-func writeFrame(w *bufio.Writer, kind byte, body []byte) error {
-	var hdr [5]byte
-	hdr[0] = kind
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return fmt.Errorf("write response frame: %w", err)
-	}
-	if _, err := w.Write(body); err != nil {
-		return fmt.Errorf("write response frame: %w", err)
+func writeFrame(w *bufio.Writer, status byte, body []byte) error {
+	if err := abi.WriteResponseFrame(w, status, body); err != nil {
+		return err
 	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("write response frame: %w", err)

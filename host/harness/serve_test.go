@@ -43,7 +43,7 @@ func (f *fakeModule) Reconcile(_ context.Context, req *abi.ReconcileRequest) (*a
 }
 
 // requestFrame is the client half of the protocol, written from the
-// description in sdk/sdktest/frames.go.
+// description in abi/frame.go.
 func requestFrame(t *testing.T, req *abi.ReconcileRequest) []byte {
 	t.Helper()
 	body, err := req.MarshalMsg([]byte{0}) // hook 0: reconcile

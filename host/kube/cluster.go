@@ -85,7 +85,7 @@ func (c *Cluster) resource(kind, namespace string) (dynamic.ResourceInterface, e
 
 // GVR returns the resource of one of the kinds a reconcile input can hold.
 func GVR(kind string) (gvr schema.GroupVersionResource, namespaced bool, err error) {
-	info, ok := abi.Kinds[kind]
+	info, ok := abi.LookupKind(kind)
 	if !ok {
 		return gvr, false, fmt.Errorf("kind %q is not one the host writes", kind)
 	}

@@ -198,7 +198,7 @@ func (s *EventSink) Record(target abi.ObjectRef, eventType, reason, message, mod
 	if eventType != corev1.EventTypeNormal && eventType != corev1.EventTypeWarning {
 		return fmt.Errorf("event type %q on %s %s/%s: want Normal or Warning", eventType, target.Kind, target.Namespace, target.Name)
 	}
-	info, ok := abi.Kinds[target.Kind]
+	info, ok := abi.LookupKind(target.Kind)
 	if !ok {
 		return fmt.Errorf("event on unknown kind %q", target.Kind)
 	}

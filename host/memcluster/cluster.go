@@ -132,7 +132,7 @@ func prepare(o map[string]any) (map[string]any, Key, error) {
 	if name == "" {
 		return nil, Key{}, fmt.Errorf("%w: %s has no metadata.name", ErrInvalidObject, kind)
 	}
-	info, known := abi.Kinds[kind]
+	info, known := abi.LookupKind(kind)
 	switch {
 	case known && apiVersion != info.APIVersion:
 		return nil, Key{}, fmt.Errorf("%w: %s %s: apiVersion is %q, want %q", ErrInvalidObject, kind, name, apiVersion, info.APIVersion)
@@ -235,7 +235,7 @@ func (c *Cluster) sortedKeys(kind string) []Key {
 // key builds the key of an object, dropping the namespace of cluster-scoped
 // kinds so callers that pass one still find the object.
 func (c *Cluster) key(kind, namespace, name string) Key {
-	if info, ok := abi.Kinds[kind]; ok && !info.Namespaced {
+	if info, ok := abi.LookupKind(kind); ok && !info.Namespaced {
 		namespace = ""
 	}
 	return Key{Kind: kind, Namespace: namespace, Name: name}

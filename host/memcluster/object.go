@@ -46,7 +46,7 @@ const DefaultNamespace = "default"
 // groupResource names kind for API errors. Kinds unknown to the ABI get the
 // API server's naive plural.
 func groupResource(kind string) schema.GroupResource {
-	info, ok := abi.Kinds[kind]
+	info, ok := abi.LookupKind(kind)
 	if !ok {
 		return schema.GroupResource{Resource: strings.ToLower(kind) + "s"}
 	}
@@ -55,7 +55,7 @@ func groupResource(kind string) schema.GroupResource {
 }
 
 func groupKind(kind string) schema.GroupKind {
-	info := abi.Kinds[kind]
+	info := abi.KindOf(kind)
 	gv, _ := schema.ParseGroupVersion(info.APIVersion)
 	return schema.GroupKind{Group: gv.Group, Kind: kind}
 }
@@ -64,7 +64,7 @@ func groupKind(kind string) schema.GroupKind {
 // .status alone, as they do on the API server for every built-in kind with a
 // status and for CRDs that enable the subresource (VolumeClaimUpdate does).
 func hasStatusSubresource(kind string) bool {
-	_, known := abi.Kinds[kind]
+	_, known := abi.LookupKind(kind)
 	return known && kind != abi.KindStorageClass
 }
 

@@ -88,7 +88,7 @@ func fakes(objs ...k8sruntime.Object) (*fake.Clientset, *dynamicfake.FakeDynamic
 		APIResources: []metav1.APIResource{{Name: kube.ClaimUpdateGVR.Resource, Namespaced: true, Kind: abi.KindVolumeClaimUpdate}},
 	}}
 	lists := map[schema.GroupVersionResource]string{}
-	for kind := range abi.Kinds {
+	for kind := range abi.Kinds() {
 		gvr, _, err := kube.GVR(kind)
 		if err != nil {
 			panic(err)
@@ -125,7 +125,7 @@ func TestInformerCallsAreCovered(t *testing.T) {
 					kinds = append(kinds, c.resource)
 				}
 			}
-			require.Len(t, kinds, len(abi.Kinds), "a watch of every kind: %v", kinds)
+			require.Len(t, kinds, len(abi.Kinds()), "a watch of every kind: %v", kinds)
 		})
 	}
 }
@@ -205,7 +205,7 @@ func TestExecutorCallsAreCovered(t *testing.T) {
 		Drivers: []string{"csi.example.com"},
 	}}
 	partition := int32(1)
-	pvc, sts, pv := abi.Kinds[abi.KindPersistentVolumeClaim].Resource, abi.Kinds[abi.KindStatefulSet].Resource, abi.Kinds[abi.KindPersistentVolume].Resource
+	pvc, sts, pv := abi.KindOf(abi.KindPersistentVolumeClaim).Resource, abi.KindOf(abi.KindStatefulSet).Resource, abi.KindOf(abi.KindPersistentVolume).Resource
 	tests := []struct {
 		name     string
 		req      *abi.ReconcileRequest

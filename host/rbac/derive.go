@@ -103,10 +103,10 @@ func (b *builder) add(namespaces []string, group, resource, name string, verbs .
 	}
 }
 
-// addKind is add for a kind of abi.Kinds: namespaces apply only to a
+// addKind is add for a kind of abi.Kinds(): namespaces apply only to a
 // namespaced kind; a cluster-scoped kind is granted cluster-wide.
 func (b *builder) addKind(namespaces []string, kind, subresource string, verbs ...string) {
-	info := abi.Kinds[kind]
+	info := abi.KindOf(kind)
 	group, _, _ := strings.Cut(info.APIVersion, "/")
 	if !strings.Contains(info.APIVersion, "/") {
 		group = ""
@@ -121,20 +121,17 @@ func (b *builder) addKind(namespaces []string, kind, subresource string, verbs .
 	b.add(namespaces, group, r, "", verbs...)
 }
 
-// inputKinds are the kinds a reconcile input of each subject holds: the
-// only objects an action may target (actions.Validate).
-var inputKinds = map[string][]string{
-	abi.SubjectStatefulSet: {
-		abi.KindStatefulSet, abi.KindPod, abi.KindPersistentVolumeClaim, abi.KindStorageClass, abi.KindVolumeClaimUpdate,
-	},
-	abi.SubjectPersistentVolume: {
-		abi.KindPersistentVolume, abi.KindPersistentVolumeClaim, abi.KindStorageClass,
-	},
+// inputKinds are the kinds a reconcile input of subject holds (abi's
+// subject descriptor: its own kind and the related ones): the only objects
+// an action may target (actions.Validate).
+func inputKinds(subject string) ([]string, bool) {
+	info, ok := abi.Subject(subject).Info()
+	return append([]string{info.Kind}, info.Related...), ok
 }
 
 // kindOf returns the kind whose resource is r.
 func kindOf(r string) (string, bool) {
-	for k, info := range abi.Kinds {
+	for k, info := range abi.Kinds() {
 		if info.Resource == r {
 			return k, true
 		}
@@ -155,7 +152,7 @@ func Derive(h Host) (Rules, error) {
 	if h.ShardNamespace != "" {
 		shard = []string{h.ShardNamespace}
 	}
-	for _, k := range slices.Sorted(maps.Keys(abi.Kinds)) {
+	for _, k := range slices.Sorted(maps.Keys(abi.Kinds())) {
 		b.addKind(shard, k, "", "list", "watch")
 	}
 	// Reloader.event: the host's own Warning events (a module or
@@ -224,9 +221,9 @@ func Derive(h Host) (Rules, error) {
 
 // module adds what the executor does for m's granted capabilities.
 func (b *builder) module(m Module) error {
-	kinds, ok := inputKinds[m.Subject]
+	kinds, ok := inputKinds(m.Subject)
 	if !ok {
-		return fmt.Errorf("module %q: subject %q is not one of %s, %s", m.Name, m.Subject, abi.SubjectStatefulSet, abi.SubjectPersistentVolume)
+		return fmt.Errorf("module %q: subject %q is not one of %s", m.Name, m.Subject, strings.Join(abi.Subjects(), ", "))
 	}
 	if m.Shadow || !slices.Contains(m.Hooks, abi.HookReconcile) {
 		// Shadow mode executes nothing and records nothing in the
@@ -248,7 +245,7 @@ func (b *builder) module(m Module) error {
 		if slices.Contains(targets, "*") {
 			targets = nil
 			for _, k := range kinds {
-				targets = append(targets, abi.Kinds[k].Resource)
+				targets = append(targets, abi.KindOf(k).Resource)
 			}
 		}
 		for _, r := range targets {
@@ -304,7 +301,7 @@ func (b *builder) module(m Module) error {
 // namespace, a cluster-scoped object's in "default" (client-go's
 // recorder).
 func (b *builder) addEvents(ns []string, kind string) {
-	if !abi.Kinds[kind].Namespaced {
+	if !abi.KindOf(kind).Namespaced {
 		ns = []string{"default"}
 	}
 	b.add(ns, "", "events", "", "create", "patch")

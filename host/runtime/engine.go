@@ -139,14 +139,7 @@ func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Li
 	}
 
 	sum := sha256.Sum256(wasm)
-	m := &Module{
-		engine: e,
-		source: source,
-		limits: limits,
-		info:   Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:])},
-		sum:    sum,
-	}
-	m.setLogger(e.logger.With("module", source))
+	m := newModule(e, source, limits, Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Profile: nativeInfo}, sum)
 	if err := m.load(ctx, wasm); err != nil {
 		if m.runtime != nil {
 			_ = m.release(context.WithoutCancel(ctx))
@@ -154,7 +147,7 @@ func (e *Engine) Load(ctx context.Context, source string, wasm []byte, limits Li
 		return nil, err
 	}
 
-	if err := e.register(ctx, source, m, m.release); err != nil {
+	if err := e.register(ctx, source, &m.base, m.release); err != nil {
 		return nil, err
 	}
 	return m, nil

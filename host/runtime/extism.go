@@ -5,15 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"log/slog"
-	"maps"
 	"os"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
@@ -51,13 +45,6 @@ const extismWASIOutputEnv = "EXTISM_ENABLE_WASI_OUTPUT"
 // are Extism plugins stopped by the same checkpoints?").
 var extismCloseOnDone bool
 
-// extismHookExports are the Extism functions of the hooks, by hook name.
-// A hook is one entry here and one typed call in extism_call.go.
-var extismHookExports = map[string]string{
-	abi.HookReconcile: "reconcile",
-	abi.HookAdmit:     "admit",
-}
-
 // A plugin may import from ExtismEnv the kernel's memory, input, output
 // and error functions, and logging (extismEnvFuncs). The rest (config_get,
 // var_get, var_set, http_request, http_status_code, http_headers, and the
@@ -76,26 +63,25 @@ type extismManifest struct {
 	Encoding string `json:"encoding,omitempty"`
 }
 
-// Plugin is a loaded, validated Extism plugin with its pool of instances. It
-// answers the same calls as Module. Its methods are safe for concurrent use.
+// extismInfo describes the Extism profile (SPEC.md, "The Extism profile"), as Info.Profile.
+var extismInfo = Profile{Name: "extism", Label: "Extism plugin", Memories: 2, Memory: "the plugin's and Extism's kernel's"}
+
+// extismProfile registers it (profiles).
+var extismProfile = profile{
+	Profile: extismInfo,
+	detect:  IsExtism,
+	load: func(e *Engine, ctx context.Context, source string, wasm []byte, limits Limits) (Loaded, error) {
+		return e.LoadPlugin(ctx, source, wasm, limits)
+	},
+}
+
+// Plugin is a loaded, validated Extism plugin with its pools of instances.
+// It answers the same calls as Module (base's methods), which are safe for
+// concurrent use.
 type Plugin struct {
-	engine   *Engine
-	source   string
-	limits   Limits
-	info     Info
-	manifest abi.Manifest
+	base[*pluginInstance]
 	encoding string
-	name     string
-
 	compiled *extism.CompiledPlugin
-	// pools holds a pool per hook the manifest declares (nil for the
-	// others), as Module's do.
-	pools [numHooks]*pool[*pluginInstance]
-	log   atomic.Pointer[slog.Logger]
-
-	closeOnce   sync.Once
-	closeErr    error
-	interrupted atomic.Bool
 }
 
 // LoadPlugin compiles and validates an Extism plugin, starts one instance,
@@ -112,13 +98,10 @@ func (e *Engine) LoadPlugin(ctx context.Context, source string, wasm []byte, lim
 		return nil, loadError(source, ErrStart, "%s is set, which makes go-sdk write Extism plugins' stdout and stderr to the host's, past the log budget: unset it", extismWASIOutputEnv)
 	}
 	sum := sha256.Sum256(wasm)
-	p := &Plugin{
-		engine: e,
-		source: source,
-		limits: limits,
-		info:   Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Extism: true},
-		name:   source,
-	}
+	p := &Plugin{base: newBase[*pluginInstance](e, source, limits, Info{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Profile: extismInfo, Extism: true})}
+	p.base.newInstance = p.newInstance
+	p.base.call = p.callHook
+	p.free = func(ctx context.Context) error { return p.compiled.Close(ctx) }
 	p.setLogger(e.logger.With("module", source))
 	if err := p.load(ctx, wasm); err != nil {
 		if p.compiled != nil {
@@ -127,7 +110,7 @@ func (e *Engine) LoadPlugin(ctx context.Context, source string, wasm []byte, lim
 		return nil, err
 	}
 
-	if err := e.register(ctx, source, p, p.compiled.Close); err != nil {
+	if err := e.register(ctx, source, &p.base, p.compiled.Close); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -191,17 +174,10 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 		inst.close()
 		return err
 	}
-	p.manifest, p.encoding = man.Manifest, man.Encoding
-	for _, name := range man.Hooks {
-		h, _ := hookNamed(name) // checkHookFunctions refuses a hook not in the table
-		p.pools[h] = newPool[*pluginInstance](p.limits.Instances)
-	}
+	p.encoding = man.Encoding
 	p.info.ABIVersion, _ = parseABIVersion(man.ABIVersion)
-	p.info.Name, p.info.Version, p.info.Encoding = man.Name, man.Version, man.Encoding
-	p.name = man.Name
-	p.setLogger(p.engine.logger.With("module", man.Name))
-	first, _ := hookNamed(man.Hooks[0]) // checkManifest refuses a manifest without hooks
-	p.pools[first].seed(inst)
+	p.info.Encoding = man.Encoding
+	p.started(man.Manifest, inst)
 	return nil
 }
 
@@ -257,11 +233,11 @@ func allowedExtismImports() []string {
 // declares.
 func checkHookFunctions(source string, fns map[string]api.FunctionDefinition, hooks []string) error {
 	for _, h := range hooks {
-		export, ok := extismHookExports[h]
+		info, ok := abi.Hook(h).Info()
 		if !ok {
-			return loadError(source, ErrManifest, "hooks: %q has no Extism function in this host (it knows %s): fix the manifest", h, strings.Join(slices.Sorted(maps.Keys(extismHookExports)), ", "))
+			return loadError(source, ErrManifest, "hooks: %q has no Extism function in this host (it knows %s): fix the manifest", h, strings.Join(abi.HookNames(), ", "))
 		}
-		if err := checkExport(source, fns, export, sigExtismFunc, h); err != nil {
+		if err := checkExport(source, fns, info.Extism, sigExtismFunc, h); err != nil {
 			return err
 		}
 	}
@@ -311,52 +287,4 @@ func (p *Plugin) readManifest(ctx context.Context, inst *pluginInstance) (*extis
 		return nil, err
 	}
 	return man, nil
-}
-
-// Manifest returns the manifest the plugin declared.
-func (p *Plugin) Manifest() abi.Manifest { return p.manifest }
-
-// Info describes the plugin.
-func (p *Plugin) Info() Info { return p.info }
-
-// Name names the plugin in its errors and log records (see Module.Name).
-func (p *Plugin) Name() string { return p.name }
-
-// SetName is Module.SetName.
-func (p *Plugin) SetName(name string) {
-	p.name = name
-	p.setLogger(p.engine.logger.With("module", name))
-}
-
-// Limits returns the plugin's limits, defaults filled in.
-func (p *Plugin) Limits() Limits { return p.limits }
-
-// Stats counts the plugin's instances.
-func (p *Plugin) Stats() Stats {
-	var s Stats
-	for _, pl := range p.pools {
-		if pl != nil {
-			s = s.plus(pl.stats())
-		}
-	}
-	return s
-}
-
-func (p *Plugin) logger() *slog.Logger     { return p.log.Load() }
-func (p *Plugin) setLogger(l *slog.Logger) { p.log.Store(l) }
-
-// Close is Module.Close.
-func (p *Plugin) Close(ctx context.Context) error {
-	p.closeOnce.Do(func() {
-		for _, pl := range p.pools {
-			if pl != nil && !pl.close(ctx) {
-				p.interrupted.Store(true) // ends them at their next checkpoint
-			}
-		}
-		if err := p.compiled.Close(context.WithoutCancel(ctx)); err != nil {
-			p.closeErr = fmt.Errorf("close module %q: %w", p.name, err)
-		}
-		p.engine.forget(p)
-	})
-	return p.closeErr
 }

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -129,29 +128,91 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 	return KindTrap, &guestError{"guest trapped: " + firstLine(err), err}
 }
 
-// invoke calls hook on an idle instance (creating one if none is idle and
-// fewer than Limits.Instances exist, or waiting for one) with the encoded
-// request in, and hands the output to decode, which returns the answer's
-// status and message. It is the one way into a plugin's hooks: each hook is
-// an entry in extismHookExports and a typed method over invoke.
-func (p *Plugin) invoke(ctx context.Context, h hookID, key string, in []byte, decode func(out []byte) (abi.Status, string, error)) error {
-	return invokeOn(ctx, p.pools[h], p.name, hookTable[h].name, key, &p.interrupted, p.newInstance,
-		func(inst *pluginInstance) (ErrorKind, bool, error) { return p.roundTrip(ctx, inst, h, in, decode) })
+// callHook is base.call for a plugin: it encodes req in the plugin's
+// encoding (for JSON, in the hook's JSON form, extismForms), calls the
+// hook's Extism function on inst, and decodes the answer with the same
+// checks as a native module's output (decodeOutput for MessagePack; for
+// JSON the shape bounds, then ownStrings, then the form's conversion to the
+// wire type), its status turned into an error, and an ok answer held to the
+// hook's check. The check runs inside the call, as instance.call runs it
+// for a native module, so that an answer it refuses discards the instance
+// too.
+func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, req message) (*abi.Response, ErrorKind, bool, error) {
+	spec := hookTable[h]
+	form, ok := extismForms[spec.Name]
+	if !ok {
+		form = extismForm{func(r message) any { return r }, jsonAnswer(func(r *abi.Response) *abi.Response { return r })}
+	}
+	var in []byte
+	var err error
+	if p.encoding == EncodingMsgpack {
+		in, err = req.MarshalMsg(nil)
+	} else {
+		in, err = json.Marshal(form.request(req))
+	}
+	if err != nil {
+		return nil, KindInput, true, fmt.Errorf("encode request: %w", err)
+	}
+	out, kind, keep, err := inst.call(ctx, p.limits, spec.Extism, in)
+	if err != nil {
+		return nil, kind, keep, err
+	}
+	var resp *abi.Response
+	if p.encoding == EncodingMsgpack {
+		resp, err = decodeOutput(out, p.limits)
+	} else {
+		resp, err = form.answer(out, p.limits)
+	}
+	if err != nil {
+		return nil, KindOutput, false, err
+	}
+	if err := abi.StatusError(resp.Status, resp.Message); err != nil {
+		return nil, KindStatus, keep && resp.Status != abi.StatusPanic, err
+	}
+	if err := spec.check(resp, p.limits); err != nil {
+		return nil, KindOutput, false, err
+	}
+	return resp, 0, keep, nil
 }
 
-func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, h hookID, in []byte, decode func([]byte) (abi.Status, string, error)) (ErrorKind, bool, error) {
-	out, kind, keep, err := inst.call(ctx, p.limits, extismHookExports[hookTable[h].name], in)
-	if err != nil {
-		return kind, keep, err
+// extismForm is a hook's messages in the Extism profile's JSON encoding.
+type extismForm struct {
+	// request is the request's JSON form.
+	request func(req message) any
+	// answer decodes the plugin's JSON answer into the wire type.
+	answer func(out []byte, l Limits) (*abi.Response, error)
+}
+
+// extismForms are the hooks whose JSON form differs from their wire type's
+// (the configuration and objects as JSON values rather than base64 bytes);
+// any other hook is sent and answered as its wire types in JSON.
+var extismForms = map[abi.Hook]extismForm{
+	abi.HookReconcile: {
+		request: func(r message) any {
+			req := r.(*abi.ReconcileRequest)
+			return jsonReconcileRequest{req, json.RawMessage(req.Config)}
+		},
+		answer: jsonAnswer(func(r *abi.Response) *abi.Response { return r }),
+	},
+	abi.HookAdmit: {
+		request: func(r message) any {
+			req := r.(*abi.AdmitRequest)
+			return jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)}
+		},
+		answer: jsonAnswer((*jsonAdmitAnswer).response),
+	},
+}
+
+// jsonAnswer decodes a JSON answer of form J and converts it to the wire
+// type with fromJSON.
+func jsonAnswer[J any](fromJSON func(*J) *abi.Response) func([]byte, Limits) (*abi.Response, error) {
+	return func(out []byte, l Limits) (*abi.Response, error) {
+		j, err := decodeJSONAnswer[J](out, l)
+		if err != nil {
+			return nil, err
+		}
+		return fromJSON(j), nil
 	}
-	status, message, err := decode(out)
-	if err != nil {
-		return KindOutput, false, err
-	}
-	if err := abi.StatusError(status, message); err != nil {
-		return KindStatus, keep && status != abi.StatusPanic, err
-	}
-	return 0, keep, nil
 }
 
 // jsonReconcileRequest is a ReconcileRequest in the JSON encoding, where
@@ -159,74 +220,6 @@ func (p *Plugin) roundTrip(ctx context.Context, inst *pluginInstance, h hookID, 
 type jsonReconcileRequest struct {
 	*abi.ReconcileRequest
 	Config json.RawMessage `json:"config,omitempty"`
-}
-
-// Reconcile calls the plugin's reconcile hook, as Module.Reconcile does.
-func (p *Plugin) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
-	if req == nil {
-		return nil, &CallError{Module: p.name, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	resp, err := callHook(ctx, p, hookReconcile, req.Key,
-		jsonReconcileRequest{req, json.RawMessage(req.Config)}, req,
-		func(r *abi.Response) *abi.Response { return r })
-	if err != nil {
-		return nil, err
-	}
-	if resp.Result == nil {
-		return &abi.Result{}, nil
-	}
-	return resp.Result, nil
-}
-
-// callHook is one typed hook call of a plugin: the request encoded in the
-// plugin's encoding (asJSON is its JSON form, asMsgpack the wire type), the
-// answer decoded with the same checks as a native module's output
-// (decodeOutput for MessagePack; for JSON the shape bounds, then
-// ownStrings, then fromJSON turns the JSON form J into the wire type), its
-// status turned into an error, and an ok answer held to the hook's check.
-// A new hook is an entry in extismHookExports and a method that calls this.
-//
-// The check runs inside the call, as instance.call runs it for a native
-// module, so that an answer it refuses discards the instance too.
-func callHook[J any](ctx context.Context, p *Plugin, h hookID, key string,
-	asJSON any, asMsgpack message, fromJSON func(*J) *abi.Response,
-) (*abi.Response, error) {
-	spec := hookTable[h]
-	var in []byte
-	var err error
-	if p.encoding == EncodingMsgpack {
-		in, err = asMsgpack.MarshalMsg(nil)
-	} else {
-		in, err = json.Marshal(asJSON)
-	}
-	if err != nil {
-		return nil, &CallError{Module: p.name, Hook: spec.name, Key: key, Kind: KindInput, Err: fmt.Errorf("encode request: %w", err)}
-	}
-	var resp *abi.Response
-	err = p.invoke(ctx, h, key, in, func(out []byte) (abi.Status, string, error) {
-		var derr error
-		if p.encoding == EncodingMsgpack {
-			resp, derr = decodeOutput(out, p.limits)
-		} else {
-			var j *J
-			if j, derr = decodeJSONAnswer[J](out, p.limits); derr == nil {
-				resp = fromJSON(j)
-			}
-		}
-		if derr != nil {
-			return 0, "", derr
-		}
-		if resp.Status == abi.StatusOK {
-			if err := spec.check(resp, p.limits); err != nil {
-				return 0, "", err
-			}
-		}
-		return resp.Status, resp.Message, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // decodeJSONAnswer decodes a plugin's JSON answer into a new Resp: its shape
@@ -302,27 +295,4 @@ func (a *jsonAdmitAnswer) response() *abi.Response {
 		}
 	}
 	return r
-}
-
-// Admit calls the plugin's admit hook, as Module.Admit does, on instances
-// of the hook's own pool, and holds the answer to the same checks
-// (callHook).
-func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
-	if req == nil {
-		return nil, &CallError{Module: p.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
-	}
-	key := admitKey(req)
-	resp, err := callHook(ctx, p, hookAdmit, key,
-		jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)},
-		req, (*jsonAdmitAnswer).response)
-	if err != nil {
-		return nil, err
-	}
-	return resp.Admit, nil
-}
-
-// HasHook reports whether the plugin implements hook.
-func (p *Plugin) HasHook(hook string) bool {
-	h, ok := hookNamed(hook)
-	return ok && p.pools[h] != nil
 }

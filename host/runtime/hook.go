@@ -9,31 +9,54 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// hookID indexes the hook table.
+// hookID indexes the hook table: a hook's position in abi.Hooks().
 type hookID int
 
-const (
-	hookReconcile hookID = iota
-	hookAdmit
-	numHooks
+// The hooks the runtime has typed methods for (Module.Reconcile, .Admit).
+var (
+	hookReconcile = hookIndex(abi.HookReconcile)
+	hookAdmit     = hookIndex(abi.HookAdmit)
 )
 
-// hookSpec is one row of the hook table: everything that differs between
-// hooks is data here, and every hook goes through the one call path
-// (Module.invoke, instance.call). A new hook is a new row, an encoder for its
-// request and a reader of its answer in the Response.
+// hookSpec is one row of the hook table: abi's descriptor of the hook and
+// the one thing the runtime adds to it. Everything that differs between
+// hooks is data here or a typed method below, and every hook goes through
+// the one call path (base.invoke, a profile's call). A new hook is a row of
+// abi's table, and here a check and a typed method over invoke.
 type hookSpec struct {
-	name   string // in Manifest.Hooks
-	export string
+	abi.HookInfo
 	// check refuses an ok response that does not carry this hook's answer
 	// (a module answering another hook's question is confused or hostile)
 	// or whose answer is larger than the limits allow.
 	check func(resp *abi.Response, l Limits) error
 }
 
-var hookTable = [numHooks]hookSpec{
-	hookReconcile: {abi.HookReconcile, abi.ExportReconcile, checkReconcile},
-	hookAdmit:     {abi.HookAdmit, abi.ExportAdmit, checkAdmit},
+// hookChecks holds each hook's answer check, by name.
+var hookChecks = map[abi.Hook]func(*abi.Response, Limits) error{
+	abi.HookReconcile: checkReconcile,
+	abi.HookAdmit:     checkAdmit,
+}
+
+// hookTable is abi.Hooks() with the runtime's checks, in abi's order.
+var hookTable = func() []hookSpec {
+	var t []hookSpec
+	for _, h := range abi.Hooks() {
+		check, ok := hookChecks[h.Name]
+		if !ok {
+			panic("runtime: hook " + string(h.Name) + " of package abi has no answer check in hookChecks")
+		}
+		t = append(t, hookSpec{h, check})
+	}
+	return t
+}()
+
+// hookIndex is the hookID of a hook of abi's table.
+func hookIndex(name abi.Hook) hookID {
+	i := name.Index()
+	if i < 0 {
+		panic("runtime: " + string(name) + " is not a hook of package abi")
+	}
+	return hookID(i)
 }
 
 func checkReconcile(r *abi.Response, _ Limits) error {
@@ -60,30 +83,9 @@ type message interface {
 	MarshalMsg([]byte) ([]byte, error)
 }
 
-// invoke calls hook h with req on an idle instance of the hook's own pool,
-// creating one if none is idle and fewer than Limits.Instances exist, or
-// waiting (until ctx is done) for one to be free. Each hook has its own pool
-// so that a call of one hook never waits behind calls of another (an
-// admission request, which the API server times out, behind a burst of
-// reconciles): RATIONALE.md, "Why a pool per hook?".
-//
-// key names the call in errors (a subject's key, an admission's object).
-func (m *Module) invoke(ctx context.Context, h hookID, key string, req message) (*abi.Response, error) {
-	var resp *abi.Response
-	err := invokeOn(ctx, m.pools[h], m.name, hookTable[h].name, key, &m.interrupted, m.newInstance,
-		func(inst *instance) (kind ErrorKind, keep bool, err error) {
-			resp, kind, keep, err = inst.call(ctx, m.limits, h, req)
-			return kind, keep, err
-		})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// invokeOn is the call path of both kinds of module (Module.invoke,
-// Plugin.invoke): it takes an idle instance of p (nil when the module lacks
-// the hook), or makes one with newInstance, runs call on it, and puts it
+// invokeOn is the call path of every kind of module (base.invoke): it
+// takes an idle instance of p (nil when the module lacks the hook), or
+// makes one with newInstance, runs call on it, and puts it
 // back unless call says it may not serve another call. interrupted is the
 // module's flag that Close gave up waiting for calls in flight.
 func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key string, interrupted *atomic.Bool,
@@ -129,11 +131,11 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 // A failure of the guest is a *CallError; the instance is discarded unless
 // the guest itself reported a status other than abi.StatusPanic. Calls
 // after Close fail with ErrClosed.
-func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+func (b *base[T]) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	if req == nil {
-		return nil, &CallError{Module: m.name, Kind: KindInput, Err: errors.New("nil request")}
+		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := m.invoke(ctx, hookReconcile, req.Key, req)
+	resp, err := b.invoke(ctx, hookReconcile, req.Key, req)
 	if err != nil {
 		return nil, err
 	}
@@ -148,12 +150,11 @@ func (m *Module) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi
 // checked here beyond its size: applying it to the object and holding it to
 // the operator's allow: list is the admission package's business, which
 // knows the object.
-func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+func (b *base[T]) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 	if req == nil {
-		return nil, &CallError{Module: m.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
+		return nil, &CallError{Module: b.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	key := admitKey(req)
-	resp, err := m.invoke(ctx, hookAdmit, key, req)
+	resp, err := b.invoke(ctx, hookAdmit, admitKey(req), req)
 	if err != nil {
 		return nil, err
 	}
@@ -162,19 +163,15 @@ func (m *Module) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitRe
 
 // HasHook reports whether the module implements hook (abi.HookReconcile,
 // abi.HookAdmit).
-func (m *Module) HasHook(hook string) bool {
+func (b *base[T]) HasHook(hook string) bool {
 	h, ok := hookNamed(hook)
-	return ok && m.pools[h] != nil
+	return ok && b.pools[h] != nil
 }
 
 // hookNamed returns the hook of the table named name (in Manifest.Hooks).
 func hookNamed(name string) (hookID, bool) {
-	for h, spec := range hookTable {
-		if spec.name == name {
-			return hookID(h), true
-		}
-	}
-	return 0, false
+	i := abi.Hook(name).Index()
+	return hookID(i), i >= 0
 }
 
 // admitKey names an admission request in errors and logs, as a subject's

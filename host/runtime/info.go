@@ -22,9 +22,12 @@ type Info struct {
 	// name.
 	Exports []Func
 	Imports []Func
-	// Extism is set for an Extism plugin (SPEC.md, "The Extism profile");
-	// Encoding is then the encoding of its hook messages, EncodingJSON or
-	// EncodingMsgpack. ABIVersion is its manifest's abiVersion.
+	// Profile is the module's runtime profile.
+	Profile Profile
+	// Extism is Profile.Name == "extism": an Extism plugin (SPEC.md, "The
+	// Extism profile"). Encoding is then the encoding of its hook
+	// messages, EncodingJSON or EncodingMsgpack. ABIVersion is its
+	// manifest's abiVersion.
 	Extism   bool
 	Encoding string
 	// Size is the module's size in bytes; SHA256 its hex digest.

@@ -28,7 +28,7 @@ type instance struct {
 	mod      api.Module
 	mem      api.Memory
 	malloc   api.Function
-	hooks    [numHooks]api.Function // nil for hooks the module does not export
+	hooks    []api.Function // nil for hooks the module does not export
 	manifest api.Function
 
 	ctx   *callContext
@@ -70,8 +70,9 @@ func (m *Module) newInstance(parent context.Context) (inst *instance, kind Error
 	inst.mem = mod.Memory()
 	inst.malloc = mod.ExportedFunction(abi.ExportMalloc)
 	inst.manifest = mod.ExportedFunction(abi.ExportManifest)
+	inst.hooks = make([]api.Function, len(hookTable))
 	for h, spec := range hookTable {
-		inst.hooks[h] = mod.ExportedFunction(spec.export)
+		inst.hooks[h] = mod.ExportedFunction(spec.Export)
 	}
 	if err := mod.ExportedFunction(abi.ExportInitialize).CallWithStack(ctx, inst.stack[:]); err != nil {
 		kind, err := inst.failed(err, m.limits)

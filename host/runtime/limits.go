@@ -136,14 +136,6 @@ func (l Limits) HostMemoryBound() uint64 {
 	return uint64(l.Instances) * perInstance
 }
 
-// ExtismHostMemoryBound is HostMemoryBound for an Extism plugin: each of its
-// instances has two linear memories under the cap, its own and that of its
-// instance of Extism's kernel, which holds its input and output.
-func (l Limits) ExtismHostMemoryBound() uint64 {
-	l = l.withDefaults()
-	return l.HostMemoryBound() + uint64(l.Instances)*uint64(l.memoryPages())*pageSize
-}
-
 // memoryPages is MemoryBytes in whole wasm pages, rounded up.
 func (l Limits) memoryPages() uint32 {
 	return uint32((l.MemoryBytes + pageSize - 1) / pageSize)

@@ -27,15 +27,55 @@ var (
 	_ Loaded = (*Plugin)(nil)
 )
 
-// LoadAny loads wasm as an Extism plugin when it imports from ExtismEnv,
-// and as a native kubeplug module otherwise (see Load and LoadPlugin, whose
-// errors it returns). It is the one way the host and its commands load a
-// module.
+// Profile describes a runtime profile, a kind of module the runtime loads
+// (SPEC.md): the native kubeplug ABI, or the Extism profile.
+type Profile struct {
+	// Name names the profile in `kubeplug inspect`: "kubeplug", "extism".
+	Name string
+	// Label describes a module of the profile in inspect's text; empty for
+	// the native profile.
+	Label string
+	// Memories is how many linear memories under the cap each instance has:
+	// the guest's, and any the profile adds (Extism's kernel's); Memory
+	// says whose they are when there are more than one.
+	Memories int
+	Memory   string
+}
+
+// HostMemoryBound is Limits.HostMemoryBound for a module of profile p: each
+// memory past the first adds one more linear memory at the cap per instance.
+func (p Profile) HostMemoryBound(l Limits) uint64 {
+	l = l.withDefaults()
+	return l.HostMemoryBound() + uint64(max(p.Memories-1, 0))*uint64(l.Instances)*uint64(l.memoryPages())*pageSize
+}
+
+// profile is a registered runtime profile: how its modules are recognized
+// and loaded.
+type profile struct {
+	Profile
+	// detect reports whether wasm is a module of the profile.
+	detect func(wasm []byte) bool
+	load   func(e *Engine, ctx context.Context, source string, wasm []byte, limits Limits) (Loaded, error)
+}
+
+// profiles are the runtime profiles, tried in order: the first whose detect
+// accepts the bytes loads them. A new profile is a file of its own (its
+// profile value, its module type over base) and an entry here. The native
+// profile comes last and takes anything: its load says what is wrong with
+// bytes that are no module.
+var profiles = []profile{extismProfile, nativeProfile}
+
+// LoadAny loads wasm with the first profile that recognizes it: as an
+// Extism plugin when it imports from ExtismEnv, and as a native kubeplug
+// module otherwise (see Load and LoadPlugin, whose errors it returns). It is
+// the one way the host and its commands load a module.
 func (e *Engine) LoadAny(ctx context.Context, source string, wasm []byte, limits Limits) (Loaded, error) {
-	if IsExtism(wasm) {
-		return e.LoadPlugin(ctx, source, wasm, limits)
+	for _, p := range profiles {
+		if p.detect(wasm) {
+			return p.load(e, ctx, source, wasm, limits)
+		}
 	}
-	return e.Load(ctx, source, wasm, limits)
+	return nil, loadError(source, ErrNotModule, "no runtime profile recognizes it: point the module at a .wasm file")
 }
 
 // IsExtism reports whether wasm is an Extism plugin: a WebAssembly module

@@ -3,11 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -16,31 +12,40 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// Module is a loaded, validated guest module with its pool of instances.
-// Its methods are safe for concurrent use.
+// nativeInfo describes the kubeplug ABI's own profile (SPEC.md), as Info.Profile.
+var nativeInfo = Profile{Name: "kubeplug", Memories: 1}
+
+// nativeProfile registers it (profiles).
+var nativeProfile = profile{
+	Profile: nativeInfo,
+	detect:  func([]byte) bool { return true },
+	load: func(e *Engine, ctx context.Context, source string, wasm []byte, limits Limits) (Loaded, error) {
+		return e.Load(ctx, source, wasm, limits)
+	},
+}
+
+// Module is a loaded, validated guest module of the native profile with its
+// pools of instances. Its methods (base's) are safe for concurrent use.
 type Module struct {
-	engine   *Engine
-	source   string
-	limits   Limits
-	info     Info
-	sum      [32]byte // the SHA-256 of the module as written
-	manifest abi.Manifest
-	// name is Name's; set by load and SetName before the first call.
-	name string
+	base[*instance]
+	sum [32]byte // the SHA-256 of the module as written
 
 	// runtime is the module's own wazero runtime, so that its memory cap
 	// applies to this module only.
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
-	// pools holds one pool per hook the manifest declares (nil for the
-	// others), so that one hook's calls never queue behind another's.
-	pools [numHooks]*pool[*instance]
-	log   atomic.Pointer[slog.Logger]
+}
 
-	closeOnce sync.Once
-	closeErr  error
-	// interrupted is set when Close closes the runtime under calls in flight.
-	interrupted atomic.Bool
+// newModule returns the native module loaded from source, before load.
+func newModule(e *Engine, source string, limits Limits, info Info, sum [32]byte) *Module {
+	m := &Module{base: newBase[*instance](e, source, limits, info), sum: sum}
+	m.base.newInstance = m.newInstance
+	m.base.call = func(ctx context.Context, inst *instance, h hookID, req message) (*abi.Response, ErrorKind, bool, error) {
+		return inst.call(ctx, m.limits, h, req)
+	}
+	m.free = m.release
+	m.setLogger(e.logger.With("module", source))
+	return m
 }
 
 // load compiles, validates and starts the module, leaving its first instance
@@ -107,20 +112,7 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		inst.close()
 		return err
 	}
-	m.manifest = *man
-	var first *pool[*instance]
-	for h, spec := range hookTable {
-		if slices.Contains(man.Hooks, spec.name) {
-			m.pools[h] = newPool[*instance](m.limits.Instances)
-			if first == nil {
-				first = m.pools[h]
-			}
-		}
-	}
-	m.info.Name, m.info.Version = man.Name, man.Version
-	m.name = man.Name
-	m.setLogger(m.engine.logger.With("module", man.Name))
-	first.seed(inst) // checkManifest refuses a manifest without hooks
+	m.started(*man, inst)
 	return nil
 }
 
@@ -142,62 +134,6 @@ func (m *Module) readManifest(ctx context.Context, inst *instance) (*abi.Manifes
 		return nil, loadError(m.source, ErrManifest, "%s: %v: fix the manifest the module returns", abi.ExportManifest, err)
 	}
 	return man, nil
-}
-
-// Manifest returns the manifest the module declared.
-func (m *Module) Manifest() abi.Manifest { return m.manifest }
-
-// Info describes the module.
-func (m *Module) Info() Info { return m.info }
-
-// Name names the module in its errors and log records: the manifest's name
-// unless SetName gave another.
-func (m *Module) Name() string { return m.name }
-
-// SetName names the module as its operator does (the entry's name in
-// host.yaml), so that its errors and its guest's log records say which
-// entry they come from, even when several entries run modules whose
-// manifests share a name. Call it before the module's first call.
-func (m *Module) SetName(name string) {
-	m.name = name
-	m.setLogger(m.engine.logger.With("module", name))
-}
-
-// Limits returns the module's limits, defaults filled in.
-func (m *Module) Limits() Limits { return m.limits }
-
-// Stats counts the module's instances, of all its hooks together.
-func (m *Module) Stats() Stats {
-	var s Stats
-	for _, p := range m.pools {
-		if p != nil {
-			s = s.plus(p.stats())
-		}
-	}
-	return s
-}
-
-func (m *Module) logger() *slog.Logger     { return m.log.Load() }
-func (m *Module) setLogger(l *slog.Logger) { m.log.Store(l) }
-
-// Close stops new calls, waits until ctx is done for calls in flight to
-// finish, and then releases the module's instances and runtime, interrupting
-// any call still running. Close is idempotent.
-func (m *Module) Close(ctx context.Context) error {
-	m.closeOnce.Do(func() {
-		// Pools close one after the other, each under ctx: a module's
-		// hooks share its deadline for draining.
-		for _, p := range m.pools {
-			if p != nil && !p.close(ctx) {
-				m.interrupted.Store(true)
-			}
-		}
-		if err := m.release(context.WithoutCancel(ctx)); err != nil {
-			m.closeErr = fmt.Errorf("close module %q: %w", m.name, err)
-		}
-		m.engine.forget(m)
-	})
-	return m.closeErr
 }
 
 // release closes the module's runtime and then its compiled code. The

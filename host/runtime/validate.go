@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -145,7 +146,8 @@ func checkExports(source string, compiled wazero.CompiledModule) error {
 func checkHookExports(source string, compiled wazero.CompiledModule, hooks []string) error {
 	fns := compiled.ExportedFunctions()
 	for _, h := range hooks {
-		if err := checkExport(source, fns, abi.HookExports[h], sigHook, h); err != nil {
+		info, _ := abi.Hook(h).Info() // checkManifest refuses unknown hooks
+		if err := checkExport(source, fns, info.Export, sigHook, h); err != nil {
 			return err
 		}
 	}
@@ -169,77 +171,12 @@ func checkExport(source string, fns map[string]api.FunctionDefinition, name stri
 }
 
 // checkManifest validates a decoded manifest against the version marker and
-// what this ABI version knows.
+// what this ABI version knows (abi's Manifest.Validate, which the SDK runs
+// too), reporting the first problem.
 func checkManifest(source string, m *abi.Manifest, marker abi.Version) error {
-	bad := func(format string, args ...any) error {
-		return loadError(source, ErrManifest, "%s: fix the manifest the module returns from %s", fmt.Sprintf(format, args...), abi.ExportManifest)
-	}
-	switch {
-	case m.Name == "":
-		return bad("name is empty")
-	case m.Version == "":
-		return bad("version is empty")
-	case m.ABIVersion != marker.String():
-		return bad("abiVersion %q differs from the version marker export %s", m.ABIVersion, marker.ExportName())
-	case !slices.Contains(abi.Subjects, m.Subject):
-		return bad("subject %q is not one of %s", m.Subject, strings.Join(abi.Subjects, ", "))
-	case len(m.Hooks) == 0:
-		return bad("hooks is empty")
-	}
-	for i, h := range m.Hooks {
-		if _, ok := abi.HookExports[h]; !ok {
-			return bad("hooks[%d] %q is not a known hook (%s)", i, h, strings.Join(knownHooks(), ", "))
-		}
-		if h == abi.HookAdmit && marker.Minor < 1 {
-			return bad("hooks[%d] %q needs ABI 1.1, but the module was built for %s", i, h, marker)
-		}
-	}
-	for i, c := range m.Capabilities {
-		if !slices.Contains(abi.CapabilityNames, c.Action) {
-			return bad("capabilities[%d].action %q is not a known action type (%s)", i, c.Action, strings.Join(abi.CapabilityNames, ", "))
-		}
-		if c.Action != abi.ActionDeleteVolume && len(c.Resources) == 0 {
-			return bad("capabilities[%d].resources is empty: list the resources action %q may touch", i, c.Action)
-		}
-		if c.Action == abi.CapabilityMutate && len(c.Paths) == 0 {
-			return bad("capabilities[%d].paths is empty: list the JSON Pointer prefixes a patch may touch, e.g. /metadata/labels", i)
-		}
-	}
-	return checkAdmission(m, bad)
-}
-
-// checkAdmission checks the admission section against the hooks: present,
-// with rules, exactly when the module admits.
-func checkAdmission(m *abi.Manifest, bad func(string, ...any) error) error {
-	admits := slices.Contains(m.Hooks, abi.HookAdmit)
-	switch {
-	case !admits && m.Admission != nil:
-		return bad("admission is set but hooks does not list %q", abi.HookAdmit)
-	case !admits:
-		return nil
-	case m.Admission == nil || len(m.Admission.Rules) == 0:
-		return bad("hook %q needs admission.rules: say which operations on which resources the module admits", abi.HookAdmit)
-	case len(m.Admission.MatchConditions) > 64:
-		return bad("admission.matchConditions holds %d conditions, more than the API server's 64", len(m.Admission.MatchConditions))
-	}
-	for i, r := range m.Admission.Rules {
-		if len(r.Operations) == 0 || len(r.APIVersions) == 0 || len(r.Resources) == 0 || r.APIGroups == nil {
-			return bad("admission.rules[%d] needs operations, apiGroups, apiVersions and resources", i)
-		}
-		for j, op := range r.Operations {
-			if !slices.Contains([]string{abi.OperationCreate, abi.OperationUpdate, abi.OperationDelete, abi.OperationConnect, "*"}, op) {
-				return bad("admission.rules[%d].operations[%d] %q is not CREATE, UPDATE, DELETE, CONNECT or *", i, j, op)
-			}
-		}
+	var first *abi.ManifestError
+	if err := m.Validate(marker); errors.As(err, &first) {
+		return loadError(source, ErrManifest, "%s: fix the manifest the module returns from %s", first, abi.ExportManifest)
 	}
 	return nil
-}
-
-func knownHooks() []string {
-	hooks := make([]string, 0, len(abi.HookExports))
-	for h := range abi.HookExports {
-		hooks = append(hooks, h)
-	}
-	sort.Strings(hooks)
-	return hooks
 }

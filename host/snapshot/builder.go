@@ -44,7 +44,7 @@ func (b *Builder) Build(subject, key string, config []byte) (*abi.ReconcileReque
 	case abi.SubjectPersistentVolume:
 		return b.PersistentVolume(key, config)
 	}
-	return nil, fmt.Errorf("build reconcile input for %q: unknown subject %q, want one of %v", key, subject, abi.Subjects)
+	return nil, fmt.Errorf("build reconcile input for %q: unknown subject %q, want one of %v", key, subject, abi.Subjects())
 }
 
 // StatefulSet builds the input for the StatefulSet named by key

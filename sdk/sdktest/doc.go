@@ -12,7 +12,7 @@
 // package main registered in init(), through the SDK's dispatch and codec.
 // When KUBEPLUG_TEST_WASM names the module's .wasm, New instead starts
 // "$KUBEPLUG_BIN harness --module $KUBEPLUG_TEST_WASM" once per test binary
-// and sends every request to it over the frames documented in frames.go, so
+// and sends every request to it over the frames documented in abi/frame.go, so
 // the compiled module runs in the host's real runtime.
 //
 // The builders (StatefulSet, Pod, Claim, ...) make objects with deterministic

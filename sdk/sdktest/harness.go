@@ -82,9 +82,10 @@ func (h *Harness) Admit(req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 }
 
 // Reconcile calls the module's reconcile hook with req. A module that
-// returns an error, panics or cannot decode req gives an error: natively one
-// that matches abi.ErrFailed, abi.ErrPanic or abi.ErrBadInput; against the
-// .wasm, one that carries the host's text.
+// returns an error, panics or cannot decode req gives an error that matches
+// abi.ErrFailed, abi.ErrPanic or abi.ErrBadInput, natively and against the
+// .wasm (where it carries the host's text, and a failure of the host's own,
+// a trap or a sandbox limit, matches none of them).
 func (h *Harness) Reconcile(req *abi.ReconcileRequest) (*abi.Result, error) {
 	return h.backend.reconcile(req, h.log)
 }

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serve is the stand-in server, written from the protocol in frames.go. Modes:
+// serve is the stand-in server, written from the protocol in abi/frame.go. Modes:
 // "ok" serves the module, "loadfail" fails to load, "crash" exits on the
 // first request after writing to stderr.
 func serve(mode string) int {

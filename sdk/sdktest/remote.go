@@ -87,12 +87,13 @@ func startRemote(bin, wasm string) (*remote, error) {
 	}
 	// The process is not waited for: it exits when the test binary does,
 	// which closes its stdin.
-	kind, body, err := readResponse(r.stdout)
+	body, err := abi.ReadResponseFrame(r.stdout)
+	var failed *abi.RemoteError
+	if errors.As(err, &failed) {
+		return nil, r.fail(fmt.Errorf("load module: %s", failed.Text))
+	}
 	if err != nil {
 		return nil, r.fail(fmt.Errorf("read manifest: %w", err))
-	}
-	if kind == frameError {
-		return nil, r.fail(fmt.Errorf("load module: %s", body))
 	}
 	m, err := abi.DecodeManifest(body)
 	if err != nil {
@@ -105,7 +106,7 @@ func startRemote(bin, wasm string) (*remote, error) {
 func (r *remote) manifest() abi.Manifest { return r.m }
 
 func (r *remote) reconcile(req *abi.ReconcileRequest, _ func(uint32, string)) (*abi.Result, error) {
-	resp, err := r.call(hookReconcile, req)
+	resp, err := r.call(abi.HookReconcile, req)
 	if err != nil {
 		return nil, err
 	}
@@ -113,21 +114,28 @@ func (r *remote) reconcile(req *abi.ReconcileRequest, _ func(uint32, string)) (*
 }
 
 func (r *remote) admit(req *abi.AdmitRequest, _ func(uint32, string)) (*abi.AdmitResponse, error) {
-	resp, err := r.call(hookAdmit, req)
+	resp, err := r.call(abi.HookAdmit, req)
 	if err != nil {
 		return nil, err
 	}
 	return admitResult(resp)
 }
 
-// call sends one request frame and reads its response.
-func (r *remote) call(hook byte, req message) (*abi.Response, error) {
+// message is a hook's request as a frame needs it.
+type message interface {
+	MarshalMsg([]byte) ([]byte, error)
+}
+
+// call sends one request frame and reads its response. A call that failed
+// is a *abi.RemoteError, which matches the module's status as a native
+// call's error does (abi.ErrFailed, abi.ErrPanic, ...).
+func (r *remote) call(hook abi.Hook, req message) (*abi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.broken != nil {
 		return nil, r.broken
 	}
-	frame, err := appendRequest(r.buf[:0], hook, req)
+	frame, err := abi.AppendRequestFrame(r.buf[:0], hook, req)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +143,13 @@ func (r *remote) call(hook byte, req message) (*abi.Response, error) {
 	if _, err := r.stdin.Write(frame); err != nil {
 		return nil, r.fail(fmt.Errorf("write request frame: %w", err))
 	}
-	kind, body, err := readResponse(r.stdout)
+	body, err := abi.ReadResponseFrame(r.stdout)
+	var failed *abi.RemoteError
+	if errors.As(err, &failed) {
+		return nil, failed
+	}
 	if err != nil {
 		return nil, r.fail(err)
-	}
-	if kind == frameError {
-		return nil, errors.New(string(body))
 	}
 	resp, err := abi.DecodeResponse(body)
 	if err != nil {

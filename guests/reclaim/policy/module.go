@@ -65,7 +65,7 @@ const configSchema = `{
   "description": "reclaim takes no configuration: the CSI drivers it deletes volumes through are the host's configured drivers"
 }`
 
-var resource = abi.Kinds[abi.KindPersistentVolume].Resource
+var resource = abi.KindOf(abi.KindPersistentVolume).Resource
 
 func init() {
 	sdk.Register(sdk.Module{

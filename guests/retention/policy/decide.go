@@ -60,7 +60,7 @@ func ownersOf(set *abi.StatefulSet, p policy, r replica, inRange bool) *owners {
 		o.pod = sdk.NewControllerRef(r.pod)
 	} else {
 		o.pod = abi.OwnerReference{
-			APIVersion: abi.Kinds[abi.KindPod].APIVersion, Kind: abi.KindPod,
+			APIVersion: abi.KindOf(abi.KindPod).APIVersion, Kind: abi.KindPod,
 			Name: sdk.PodName(set.Metadata.Name, r.ordinal), Controller: true, BlockOwnerDeletion: true,
 		}
 	}

@@ -136,8 +136,9 @@ func writeImage(w io.Writer, output string, a *oci.Artifact) error {
 type description struct {
 	Manifest   abi.Manifest `json:"manifest"`
 	ABIVersion string       `json:"abiVersion"`
-	// Kind is "kubeplug" for a native module, "extism" for an Extism
-	// plugin, whose hook messages are in Encoding ("json" or "msgpack").
+	// Kind is the module's runtime profile: "kubeplug" for a native
+	// module, "extism" for an Extism plugin, whose hook messages are in
+	// Encoding ("json" or "msgpack").
 	Kind     string     `json:"kind"`
 	Encoding string     `json:"encoding,omitempty"`
 	Source   string     `json:"source"`
@@ -153,6 +154,9 @@ type description struct {
 	// (runtime.Limits.HostMemoryBound).
 	Limits          limits `json:"limits"`
 	HostMemoryBound uint64 `json:"hostMemoryBound"`
+
+	// profile is the runtime profile's description, for the text.
+	profile runtime.Profile
 }
 
 type limits struct {
@@ -197,12 +201,10 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,
 		},
 		// Each hook has a pool of its own (RATIONALE.md, "Why a pool per hook?").
-		HostMemoryBound: l.HostMemoryBound() * uint64(max(len(m.Hooks), 1)),
-		Kind:            "kubeplug",
-	}
-	if info.Extism {
-		d.Kind, d.Encoding = "extism", info.Encoding
-		d.HostMemoryBound = l.ExtismHostMemoryBound() * uint64(max(len(m.Hooks), 1))
+		HostMemoryBound: info.Profile.HostMemoryBound(l) * uint64(max(len(m.Hooks), 1)),
+		Kind:            info.Profile.Name,
+		Encoding:        info.Encoding,
+		profile:         info.Profile,
 	}
 	return d
 }
@@ -229,8 +231,8 @@ func (d description) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := fieldWriter(tw)
 	manifestFields(field, m, d.ABIVersion)
-	if d.Kind == "extism" {
-		field("Kind", "Extism plugin, hook messages in "+d.Encoding)
+	if d.profile.Label != "" {
+		field("Kind", d.profile.Label+", hook messages in "+d.Encoding)
 	}
 	field("File", d.Source)
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(d.Size)))
@@ -241,8 +243,8 @@ func (d description) writeText(w io.Writer) error {
 		pools = fmt.Sprintf("%d hooks x ", n)
 	}
 	memory := humanSize(int(lim.MemoryBytes)) + " memory"
-	if d.Kind == "extism" {
-		memory = "2 x " + memory + " (the plugin's and Extism's kernel's)"
+	if d.profile.Memories > 1 {
+		memory = fmt.Sprintf("%d x %s (%s)", d.profile.Memories, memory, d.profile.Memory)
 	}
 	field("Host memory", fmt.Sprintf("at most %s with the default limits: %s%d instances x (%s + %d table elements + %s output + call stack)",
 		humanSize(int(d.HostMemoryBound)), pools, lim.Instances, memory, lim.MaxTableElements, humanSize(lim.MaxOutputBytes)))

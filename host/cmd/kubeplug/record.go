@@ -233,7 +233,7 @@ var statusFields = map[string]reflect.Type{
 // resourceVersion and self link, kubectl's last-applied configuration, and
 // status fields no module is given.
 func clean(kind string, u map[string]any) map[string]any {
-	u["apiVersion"], u["kind"] = abi.Kinds[kind].APIVersion, kind
+	u["apiVersion"], u["kind"] = abi.KindOf(kind).APIVersion, kind
 	if md, ok := u["metadata"].(map[string]any); ok {
 		for _, f := range []string{"managedFields", "resourceVersion", "selfLink"} {
 			delete(md, f)

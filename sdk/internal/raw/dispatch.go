@@ -8,6 +8,45 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
+// Handler answers one reconcile. It may return an error or panic; Reconcile
+// turns both into a Response status.
+type Handler func(req *abi.ReconcileRequest) (*abi.Result, error)
+
+// AdmitHandler answers one admission request (ABI 1.1). It may return an
+// error or panic; Admit turns both into a Response status.
+type AdmitHandler func(req *abi.AdmitRequest) (*abi.AdmitResponse, error)
+
+// Handlers are a module's hook handlers, one field per hook of abi's
+// table; a nil field is a hook the module does not implement.
+type Handlers struct {
+	Reconcile Handler
+	Admit     AdmitHandler
+}
+
+// has reports whether hs implements hook h. It is the one place that pairs
+// a field of Handlers with a hook of abi's table.
+func (hs Handlers) has(h abi.Hook) bool {
+	switch h {
+	case abi.HookReconcile:
+		return hs.Reconcile != nil
+	case abi.HookAdmit:
+		return hs.Admit != nil
+	}
+	return false
+}
+
+// Hooks returns the names of the hooks hs implements, in abi's table order:
+// the manifest's hooks.
+func (hs Handlers) Hooks() []string {
+	var names []string
+	for _, h := range abi.Hooks() {
+		if hs.has(h.Name) {
+			names = append(names, string(h.Name))
+		}
+	}
+	return names
+}
+
 // out holds the last encoded response. It is reused across calls because
 // SPEC.md lets a response live only until the next call into the instance,
 // and growing it once avoids garbage on the hot path.
@@ -46,7 +85,7 @@ func encode(resp abi.Response) []byte {
 }
 
 func reconcile(in []byte) abi.Response {
-	if module.handler == nil {
+	if module.Reconcile == nil {
 		return noHook(abi.HookReconcile)
 	}
 	req, err := abi.DecodeTrustedReconcileRequest(in, &last)
@@ -56,7 +95,7 @@ func reconcile(in []byte) abi.Response {
 	if req.Subject != "" && req.Subject != module.manifest.Subject {
 		return abi.Response{Status: abi.StatusBadInput, Message: fmt.Sprintf("request for subject %q, but module %q handles %q", req.Subject, module.manifest.Name, module.manifest.Subject)}
 	}
-	res, resp := call(module.handler, req)
+	res, resp := call(module.Reconcile, req)
 	if resp.Status == abi.StatusOK {
 		if res == nil {
 			res = &abi.Result{}
@@ -78,14 +117,14 @@ func Admit(in []byte) []byte {
 }
 
 func admit(in []byte) abi.Response {
-	if module.admit == nil {
+	if module.Admit == nil {
 		return noHook(abi.HookAdmit)
 	}
 	req, err := abi.DecodeTrustedAdmitRequest(in, &lastAdmit)
 	if err != nil {
 		return abi.Response{Status: abi.StatusBadInput, Message: err.Error()}
 	}
-	res, resp := call(module.admit, req)
+	res, resp := call(module.Admit, req)
 	if resp.Status == abi.StatusOK {
 		if res == nil {
 			// A handler that says nothing denies nothing it was not asked

@@ -35,7 +35,7 @@ func register(t *testing.T) {
 	t.Helper()
 	raw.Reset()
 	t.Cleanup(raw.Reset)
-	if err := raw.Register(manifest, handler, nil); err != nil {
+	if err := raw.Register(manifest, raw.Handlers{Reconcile: handler}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,12 +139,12 @@ func TestRegister(t *testing.T) {
 	if m.Name != manifest.Name || m.Subject != manifest.Subject {
 		t.Errorf("manifest = %+v, want %+v", m, manifest)
 	}
-	err = raw.Register(abi.Manifest{Name: "second"}, handler, nil)
+	err = raw.Register(abi.Manifest{Name: "second"}, raw.Handlers{Reconcile: handler})
 	if !errors.Is(err, raw.ErrRegistered) {
 		t.Errorf("second Register: %v, want ErrRegistered", err)
 	}
 	raw.Reset()
-	if err := raw.Register(manifest, nil, nil); err == nil {
+	if err := raw.Register(manifest, raw.Handlers{}); err == nil {
 		t.Error("Register with a nil handler succeeded")
 	}
 }
@@ -193,7 +193,7 @@ func admitHandler(req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 func TestAdmitDispatch(t *testing.T) {
 	raw.Reset()
 	t.Cleanup(raw.Reset)
-	if err := raw.Register(manifest, nil, admitHandler); err != nil {
+	if err := raw.Register(manifest, raw.Handlers{Admit: admitHandler}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -7,14 +7,6 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// Handler answers one reconcile. It may return an error or panic; Reconcile
-// turns both into a Response status.
-type Handler func(req *abi.ReconcileRequest) (*abi.Result, error)
-
-// AdmitHandler answers one admission request (ABI 1.1). It may return an
-// error or panic; Admit turns both into a Response status.
-type AdmitHandler func(req *abi.AdmitRequest) (*abi.AdmitResponse, error)
-
 // LogFunc receives the guest's log records in native runs (see Native).
 type LogFunc func(level uint32, msg string)
 
@@ -22,29 +14,28 @@ type LogFunc func(level uint32, msg string)
 type registration struct {
 	manifest abi.Manifest
 	encoded  []byte
-	handler  Handler
-	admit    AdmitHandler
+	Handlers
 }
 
 // module is the registered guest. A guest registers once, from init(), before
 // any export can be called, so it needs no lock.
 var module registration
 
-// Register records the module's manifest and its hook handlers, either of
-// which may be nil but not both. It encodes the manifest once, so that the
+// Register records the module's manifest and its hook handlers, at least
+// one of which must be set. It encodes the manifest once, so that the
 // manifest export never allocates.
-func Register(m abi.Manifest, h Handler, a AdmitHandler) error {
+func Register(m abi.Manifest, hs Handlers) error {
 	if Registered() {
 		return fmt.Errorf("register %q: %w (%q)", m.Name, ErrRegistered, module.manifest.Name)
 	}
-	if h == nil && a == nil {
+	if len(hs.Hooks()) == 0 {
 		return errors.New("register: nil handler")
 	}
 	enc, err := m.MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("register %q: encode manifest: %w", m.Name, err)
 	}
-	module = registration{manifest: m, encoded: enc, handler: h, admit: a}
+	module = registration{manifest: m, encoded: enc, Handlers: hs}
 	return nil
 }
 

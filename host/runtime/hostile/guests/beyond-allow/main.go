@@ -6,8 +6,8 @@ import (
 )
 
 func init() {
-	caps := make([]abi.Capability, len(abi.ActionTypes))
-	for i, t := range abi.ActionTypes {
+	caps := make([]abi.Capability, len(abi.ActionTypes()))
+	for i, t := range abi.ActionTypes() {
 		caps[i] = abi.Capability{Action: t, Resources: []string{"*"}}
 	}
 	sdk.Register(sdk.Module{

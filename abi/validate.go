@@ -1,0 +1,130 @@
+package abi
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+//msgp:ignore ManifestError ManifestRule
+
+// ManifestRule names the rule a manifest breaks.
+type ManifestRule string
+
+// The rules of a manifest.
+const (
+	// RuleEmpty: a required field is empty.
+	RuleEmpty ManifestRule = "empty"
+	// RuleUnknown: a name this ABI version does not know.
+	RuleUnknown ManifestRule = "unknown"
+	// RuleMismatch: abiVersion differs from the version marker.
+	RuleMismatch ManifestRule = "mismatch"
+	// RuleTooNew: a hook newer than the ABI version the module was built for.
+	RuleTooNew ManifestRule = "too new"
+	// RuleUnexpected: admission is set without the admit hook.
+	RuleUnexpected ManifestRule = "unexpected"
+	// RuleTooMany: more elements than the API server accepts.
+	RuleTooMany ManifestRule = "too many"
+	// RuleIncomplete: an admission rule lacks a required list.
+	RuleIncomplete ManifestRule = "incomplete"
+)
+
+// ManifestError is one reason a manifest is invalid. Its text names the
+// field as the manifest spells it ("capabilities[1].resources is empty:
+// ..."); Field, Index, Rule and Value let a caller say the same in its own
+// words (the SDK names its Go fields).
+type ManifestError struct {
+	// Field is the field at fault: "name", "hooks", "capabilities.action",
+	// "admission.rules", ...; the element's index is in Index.
+	Field string
+	// Index is the index of the element of hooks, capabilities or
+	// admission.rules at fault, -1 for other fields.
+	Index int
+	Rule  ManifestRule
+	// Value is the value at fault, or for a capability the action it names.
+	Value string
+	msg   string
+}
+
+func (e *ManifestError) Error() string { return e.msg }
+
+// Validate checks m against what this ABI version knows, for a module whose
+// version marker says marker. It returns nil or every *ManifestError found,
+// joined (errors.Join), in the order of the manifest's fields: the first is
+// what the host reports. The host refuses a module whose manifest fails it,
+// and sdk.Register a module whose manifest would.
+func (m *Manifest) Validate(marker Version) error {
+	var errs []error
+	bad := func(field string, index int, rule ManifestRule, value, format string, args ...any) {
+		errs = append(errs, &ManifestError{Field: field, Index: index, Rule: rule, Value: value, msg: fmt.Sprintf(format, args...)})
+	}
+	if m.Name == "" {
+		bad("name", -1, RuleEmpty, "", "name is empty")
+	}
+	if m.Version == "" {
+		bad("version", -1, RuleEmpty, "", "version is empty")
+	}
+	if m.ABIVersion != marker.String() {
+		bad("abiVersion", -1, RuleMismatch, m.ABIVersion, "abiVersion %q differs from the version marker export %s", m.ABIVersion, marker.ExportName())
+	}
+	if _, ok := Subject(m.Subject).Info(); !ok {
+		bad("subject", -1, RuleUnknown, m.Subject, "subject %q is not one of %s", m.Subject, strings.Join(Subjects(), ", "))
+	}
+	if len(m.Hooks) == 0 {
+		bad("hooks", -1, RuleEmpty, "", "hooks is empty")
+	}
+	for i, h := range m.Hooks {
+		info, ok := Hook(h).Info()
+		switch {
+		case !ok:
+			bad("hooks", i, RuleUnknown, h, "hooks[%d] %q is not a known hook (%s)", i, h, strings.Join(HookNames(), ", "))
+		case marker.Minor < info.MinMinor:
+			bad("hooks", i, RuleTooNew, h, "hooks[%d] %q needs ABI %d.%d, but the module was built for %s", i, h, VersionMajor, info.MinMinor, marker)
+		}
+	}
+	for i, c := range m.Capabilities {
+		switch {
+		case c.Action != CapabilityMutate && !ActionType(c.Action).Known():
+			bad("capabilities.action", i, RuleUnknown, c.Action, "capabilities[%d].action %q is not a known action type (%s)", i, c.Action, strings.Join(CapabilityNames(), ", "))
+		case c.Action != ActionDeleteVolume && len(c.Resources) == 0:
+			bad("capabilities.resources", i, RuleEmpty, c.Action, "capabilities[%d].resources is empty: list the resources action %q may touch", i, c.Action)
+		case c.Action == CapabilityMutate && len(c.Paths) == 0:
+			bad("capabilities.paths", i, RuleEmpty, c.Action, "capabilities[%d].paths is empty: list the JSON Pointer prefixes a patch may touch, e.g. /metadata/labels", i)
+		}
+	}
+	m.validateAdmission(bad)
+	return errors.Join(errs...)
+}
+
+// admissionOperations are the operations an admission rule may name.
+var admissionOperations = [...]string{OperationCreate, OperationUpdate, OperationDelete, OperationConnect, "*"}
+
+// validateAdmission checks the admission section against the hooks:
+// present, with rules, exactly when the module admits.
+func (m *Manifest) validateAdmission(bad func(field string, index int, rule ManifestRule, value, format string, args ...any)) {
+	admits := slices.Contains(m.Hooks, HookAdmit)
+	switch {
+	case !admits && m.Admission != nil:
+		bad("admission", -1, RuleUnexpected, "", "admission is set but hooks does not list %q", HookAdmit)
+		return
+	case !admits:
+		return
+	case m.Admission == nil || len(m.Admission.Rules) == 0:
+		bad("admission.rules", -1, RuleEmpty, "", "hook %q needs admission.rules: say which operations on which resources the module admits", HookAdmit)
+		return
+	case len(m.Admission.MatchConditions) > 64:
+		bad("admission.matchConditions", -1, RuleTooMany, "", "admission.matchConditions holds %d conditions, more than the API server's 64", len(m.Admission.MatchConditions))
+	}
+	for i, r := range m.Admission.Rules {
+		if len(r.Operations) == 0 || len(r.APIVersions) == 0 || len(r.Resources) == 0 || r.APIGroups == nil {
+			bad("admission.rules", i, RuleIncomplete, "", "admission.rules[%d] needs operations, apiGroups, apiVersions and resources", i)
+			continue
+		}
+		for j, op := range r.Operations {
+			if !slices.Contains(admissionOperations[:], op) {
+				bad("admission.rules.operations", i, RuleUnknown, op, "admission.rules[%d].operations[%d] %q is not CREATE, UPDATE, DELETE, CONNECT or *", i, j, op)
+			}
+		}
+	}
+}
