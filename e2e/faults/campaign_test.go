@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestFaultCampaign runs the campaign: FAULTS_N seeded runs (3 by default,
+// TestFaultCampaign runs the campaign: FAULTS_N seeded runs (2 by default,
 // the short form make test runs; make faults runs the long form), their
 // seeds FAULTS_BASE, FAULTS_BASE+1, ... (default: from the clock, printed),
 // or the one run FAULTS_SEED names, to replay it. It prints the figures as
@@ -41,7 +41,7 @@ func campaignSeeds() ([]uint64, error) {
 		}
 		return []uint64{seed}, nil
 	}
-	n := 3
+	n := 2
 	if s := os.Getenv("FAULTS_N"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 1 || v > 10000 {
