@@ -62,6 +62,7 @@ type tracker struct {
 	pvOf       map[string]string  // volume handle -> PersistentVolume name
 	pvGone     map[string]bool    // PersistentVolume names seen deleted
 	deletes    map[string]int     // DeleteVolume calls that reached the driver, by handle
+	judged     int                // claim deletions judged
 	violations []string
 }
 
@@ -161,6 +162,9 @@ func (tr *tracker) claimGone(c *corev1.PersistentVolumeClaim) {
 				}
 			}
 		}
+	}
+	if seen {
+		tr.judged++
 	}
 	tr.mu.Unlock()
 	if !seen || allowed {

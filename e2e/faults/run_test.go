@@ -139,6 +139,9 @@ type result struct {
 	violations []string
 	converged  time.Duration // after the last fault ended; -1 when it did not
 	writes     int
+	// What the invariants had to judge: claim deletions seen, DeleteVolume
+	// calls that reached the driver, backing volumes made and deleted.
+	claimsDeleted, deleteCalls, volumesMade, volumesDeleted int
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -238,6 +241,20 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	}
 	r.tr.mu.Lock()
 	res.violations = slices.Clone(r.tr.violations)
+	res.claimsDeleted = r.tr.judged
+	for _, n := range r.tr.deletes {
+		res.deleteCalls += n
+	}
+	res.volumesMade = len(r.tr.pvOf)
+	left := map[string]bool{}
+	for _, h := range r.driver.Volumes() {
+		left[h] = true
+	}
+	for h := range r.tr.pvOf {
+		if !left[h] {
+			res.volumesDeleted++
+		}
+	}
 	r.tr.mu.Unlock()
 	for _, v := range res.violations {
 		t.Errorf("seed %d: %s", seed, v)
@@ -251,6 +268,21 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		}
 	}
 	return res
+}
+
+// why picks the lines of a host's log that say why it exited: its errors
+// other than the reflectors' complaints about broken watches.
+func why(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "level=ERROR") && !strings.Contains(l, "Failed to watch") {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return tail(log, 600)
+	}
+	return tail(strings.Join(out, "\n"), 2000)
 }
 
 func tail(s string, n int) string {
@@ -283,7 +315,7 @@ func (r *run) supervise() {
 			continue
 		}
 		if code := h.ExitCode(); code != -1 {
-			r.logf("host %s exited by itself with %d: %s", h.Name, code, tail(h.Log(), 600))
+			r.logf("host %s exited by itself with %d: %s", h.Name, code, why(h.Log()))
 		}
 		r.startHost(i)
 		r.lastFault = time.Now()
