@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse \
 	host:./casetest:FuzzParse
 
-.PHONY: cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -166,6 +166,14 @@ bench-scale: build
 	@echo; echo "| N sets | objects | load | host synced (× reference) | all reconciled | host peak RSS (× reference) | heap B/object | writes in 2 resyncs | scale-down p50 / p99 / max | guest share of CPU |"; \
 	echo "|---|---|---|---|---|---|---|---|---|---|"; \
 	for n in $(N); do grep -h '^| ' $(BUILD)/bench-scale/N$$n.log; done
+
+# The fault campaign's long form (e2e/faults): FAULTS_N seeded runs of the
+# live host under workload and faults, then the figures. FAULTS_SEED=<seed>
+# replays one run (a failed run prints its seed); FAULTS_BASE=<seed> starts
+# the seeds there. make test runs the short form (3 runs).
+FAULTS_N ?= 50
+faults: build
+	cd e2e && FAULTS_N=$(FAULTS_N) KUBEPLUG_BIN=$(KUBEPLUG) $(GO) test -count=1 -v -run '^TestFaultCampaign$$' -timeout 6h ./faults
 
 generate:
 	hack/gen-abi.sh

@@ -19,14 +19,6 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
-// allowTemplateUpdate grants what guests/templateupdate's manifest asks.
-const allowTemplateUpdate = "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}, " +
-	"{action: setPartition, resources: [statefulsets]}, " +
-	"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
-	"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +
-	"{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels, /metadata/annotations, " +
-	"/spec/accessModes, /spec/storageClassName, /spec/resources, /spec/volumeMode, /spec/volumeAttributesClassName]}]\n"
-
 // allowRetention grants what guests/retention's manifest asks.
 const allowRetention = "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n"
 
@@ -76,7 +68,7 @@ func startWorld(t *testing.T) *world {
 		"- name: retention\n  path: %s\n  workers: 4\n%s"+
 		"- name: templateupdate\n  path: %s\n  workers: 4\n%s"+
 		"  admission: {failurePolicy: Fail, timeout: 10s}\n",
-		retWasm, allowRetention, tuWasm, allowTemplateUpdate)
+		retWasm, allowRetention, tuWasm, testenv.Allow["guests/templateupdate"])
 	h := testenv.StartHost(t, testenv.HostOptions{
 		Kubeconfig: cp.Kubeconfig, Config: config,
 		Args: []string{"--webhook-addr", addr, "--webhook-cert-dir", certDir},

@@ -40,6 +40,13 @@ type Options struct {
 	// external-provisioner and kube-controller-manager's binder would.
 	// Leave it false when something else provisions.
 	Provision bool
+	// CreateVolume, when set, makes the backing volume of a volume
+	// Provision creates, as external-provisioner's CreateVolume call to
+	// the driver does: name is the PersistentVolume's name (the same for a
+	// retry, which the driver must answer with the same volume), and the
+	// id it returns is the volume's handle. Unset: the handle is the
+	// claim's UID and nothing backs it.
+	CreateVolume func(ctx context.Context, name string, bytes int64) (handle string, err error)
 }
 
 // Resizer is a running stand-in. Only keys are queued; each sync reads the

@@ -188,9 +188,16 @@ func (r *Resizer) provision(ctx context.Context, c *corev1.PersistentVolumeClaim
 	if c.Spec.StorageClassName != nil {
 		class = *c.Spec.StorageClassName
 	}
+	name, handle := "pvc-"+string(c.UID), string(c.UID)
+	if r.o.CreateVolume != nil {
+		var err error
+		if handle, err = r.o.CreateVolume(ctx, name, size.Value()); err != nil {
+			return fmt.Errorf("provision claim %s: create volume %s: %w", key, name, err)
+		}
+	}
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        "pvc-" + string(c.UID),
+			Name:        name,
 			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": Driver},
 		},
 		Spec: corev1.PersistentVolumeSpec{
@@ -205,7 +212,7 @@ func (r *Resizer) provision(ctx context.Context, c *corev1.PersistentVolumeClaim
 				Namespace: c.Namespace, Name: c.Name, UID: c.UID,
 			},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: Driver, VolumeHandle: string(c.UID),
+				Driver: Driver, VolumeHandle: handle,
 			}},
 		},
 	}

@@ -186,6 +186,12 @@ var Allow = map[string]string{
 	"guests/retention": "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n",
 	"guests/reclaim": "  allow: [{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}]\n",
+	"guests/templateupdate": "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}, " +
+		"{action: setPartition, resources: [statefulsets]}, " +
+		"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
+		"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +
+		"{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels, /metadata/annotations, " +
+		"/spec/accessModes, /spec/storageClassName, /spec/resources, /spec/volumeMode, /spec/volumeAttributesClassName]}]\n",
 	"examples/warnretain": "  allow: [{action: event, resources: [statefulsets]}]\n",
 	"e2e/guests/protect":  "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n",
 }

@@ -1,0 +1,831 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
+	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
+	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
+)
+
+const (
+	class = "faults"
+	// converge bounds the wait for the cluster to settle after the last
+	// fault: a hung run, not a performance assertion.
+	converge = 4 * time.Minute
+	// quiet is the fixed window over which writes are counted once the
+	// cluster has converged.
+	quiet = 5 * time.Second
+	// settle is how long the cluster must go without a write before the
+	// quiet window starts.
+	settle = 2 * time.Second
+	// leaseArgs make a lost Lease matter within a run.
+	leaseDuration = "4s"
+)
+
+var vcuGVR = schema.GroupVersionResource{Group: "kubeplug.dev", Version: "v1alpha1", Resource: "volumeclaimupdates"}
+
+// world is what the runs share: the clients, the kubelet stand-in, the
+// guest modules.
+type world struct {
+	c       kubernetes.Interface
+	dyn     dynamic.Interface
+	kl      *kubelet.Kubelet
+	modules map[string]string // guest dir -> .wasm
+	// target is kube-apiserver's host:port, behind each host's proxy.
+	target string
+}
+
+func startWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := t.Context()
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.UserAgent = "kubeplug-e2e-faults"
+	cfg.QPS, cfg.Burst = -1, 0
+	w := &world{c: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), modules: map[string]string{}}
+	if err := testenv.InstallCRDs(ctx, cp.Config, testenv.ClaimUpdateCRD()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta:           metav1.ObjectMeta{Name: class},
+		Provisioner:          resizer.Driver,
+		ReclaimPolicy:        ptr.To(corev1.PersistentVolumeReclaimDelete),
+		AllowVolumeExpansion: ptr.To(true),
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kc := rest.CopyConfig(cfg)
+	kc.UserAgent = "kubeplug-e2e-kubelet"
+	if w.kl, err = kubelet.Start(ctx, kubernetes.NewForConfigOrDie(kc), ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.kl.Stop)
+	for _, dir := range []string{"guests/retention", "guests/reclaim", "guests/templateupdate"} {
+		if w.modules[dir], err = testenv.Guest(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.target = u.Host
+	return w
+}
+
+// run is one seeded run.
+type run struct {
+	t    *testing.T
+	w    *world
+	s    schedule
+	ns   string
+	ctx  context.Context
+	pick *rand.Rand // for choices that are not targets (the racer's pace)
+
+	driver *csitest.Driver
+	csi    *csiFaults
+	tr     *tracker
+
+	config      string
+	proxies     []*proxy
+	kubeconfigs []string
+	hosts       []*testenv.Host
+	downUntil   []time.Time
+	started     []time.Time
+	partitioned []bool
+	apiDown     bool
+	restarts    int
+
+	created   int // sets of s.created made so far
+	faults    map[kind]int
+	lastFault time.Time
+	racer     context.CancelFunc
+	racerDone chan struct{}
+}
+
+// result is what a run gives the campaign's figures.
+type result struct {
+	seed       uint64
+	faults     map[kind]int
+	violations []string
+	converged  time.Duration // after the last fault ended; -1 when it did not
+	writes     int
+	// What the invariants had to judge: claim deletions seen, DeleteVolume
+	// calls that reached the driver, backing volumes made and deleted.
+	claimsDeleted, deleteCalls, volumesMade, volumesDeleted int
+}
+
+func (r *run) logf(format string, args ...any) {
+	r.t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+func runSeed(t *testing.T, w *world, seed uint64) result {
+	s := newSchedule(seed)
+	t.Logf("%s", s)
+	t.Logf("replay: FAULTS_SEED=%d make faults", seed)
+	ctx := t.Context()
+	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1))}
+	r.ns = testenv.Namespace(t, w.c)
+
+	// The CSI driver, with its fault knob in front.
+	r.driver = csitest.New(resizer.Driver)
+	r.csi = &csiFaults{}
+	dir, err := os.MkdirTemp("", "csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "csi.sock")
+	stop, err := r.driver.Serve(socket, r.csi.interceptor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if r.tr, err = newTracker(ctx, w.c, r.ns, r.driver); err != nil {
+		t.Fatal(err)
+	}
+	r.csi.check = r.tr.checkDelete
+
+	// external-provisioner and external-resizer's stand-in, creating each
+	// volume in the driver.
+	rc := rest.CopyConfig(cp.Config)
+	rc.UserAgent = "kubeplug-e2e-resizer"
+	rc.QPS, rc.Burst = -1, 0
+	resizer.Start(ctx, kubernetes.NewForConfigOrDie(rc), resizer.Options{Namespace: r.ns, Delay: 300 * time.Millisecond, Provision: true,
+		CreateVolume: func(ctx context.Context, name string, bytes int64) (string, error) {
+			resp, err := r.driver.Controller().CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: name, CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}})
+			if err != nil {
+				return "", err
+			}
+			id := resp.GetVolume().GetVolumeId()
+			r.tr.mu.Lock()
+			r.tr.pvOf[id] = name
+			r.tr.mu.Unlock()
+			return id, nil
+		}})
+	w.kl.Serve(r.ns)
+
+	m := w.modules
+	r.config = fmt.Sprintf("modules:\n"+
+		"- name: retention\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"- name: reclaim\n  path: %s\n  workers: 2\n%s"+
+		"- name: templateupdate\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"csiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 3s\n",
+		m["guests/retention"], r.ns, testenv.Allow["guests/retention"],
+		m["guests/reclaim"], testenv.Allow["guests/reclaim"],
+		m["guests/templateupdate"], r.ns, testenv.Allow["guests/templateupdate"],
+		resizer.Driver, socket)
+	n := 1
+	if s.twoHosts {
+		n = 2
+	}
+	for i := range n {
+		p, err := newProxy(w.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		r.proxies = append(r.proxies, p)
+		r.kubeconfigs = append(r.kubeconfigs, testenv.KubeconfigVia(t, cp.Kubeconfig, p.URL()))
+		r.hosts = append(r.hosts, nil)
+		r.downUntil = append(r.downUntil, time.Time{})
+		r.started = append(r.started, time.Time{})
+		r.partitioned = append(r.partitioned, false)
+		r.startHost(i)
+	}
+	for _, h := range r.hosts {
+		h.WaitReady(t)
+	}
+	for _, spec := range s.sets {
+		r.createSet(spec)
+	}
+	r.awaitConverged(time.Now()) // the starting state, before any fault
+
+	res := result{seed: seed, faults: r.faults, converged: -1}
+	r.play()
+	res.converged = r.awaitConverged(r.lastFault)
+	if res.converged >= 0 && r.awaitQuiet() {
+		res.writes = r.countWrites(quiet)
+		if res.writes > 0 {
+			r.tr.violate("%d writes in the %v after the cluster converged, with the load stopped", res.writes, quiet)
+		}
+	}
+	r.tr.mu.Lock()
+	res.violations = slices.Clone(r.tr.violations)
+	res.claimsDeleted = r.tr.judged
+	for _, n := range r.tr.deletes {
+		res.deleteCalls += n
+	}
+	res.volumesMade = len(r.tr.pvOf)
+	left := map[string]bool{}
+	for _, h := range r.driver.Volumes() {
+		left[h] = true
+	}
+	for h := range r.tr.pvOf {
+		if !left[h] {
+			res.volumesDeleted++
+		}
+	}
+	r.tr.mu.Unlock()
+	for _, v := range res.violations {
+		t.Errorf("seed %d: %s", seed, v)
+	}
+	if len(res.violations) > 0 {
+		t.Errorf("replay this run: FAULTS_SEED=%d make faults", seed)
+		for _, h := range r.hosts {
+			if h != nil {
+				t.Logf("log of %s:\n%s", h.Name, tail(h.Log(), 20000))
+			}
+		}
+	}
+	return res
+}
+
+// why picks the lines of a host's log that say why it exited: its errors
+// other than the reflectors' complaints about broken watches.
+func why(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "level=ERROR") && !strings.Contains(l, "Failed to watch") {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return tail(log, 600)
+	}
+	return tail(strings.Join(out, "\n"), 2000)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// startHost starts the host of slot i behind its proxy.
+func (r *run) startHost(i int) {
+	var args []string
+	if r.s.twoHosts {
+		args = []string{"--leader-elect", "--leader-elect-namespace", r.ns, "--leader-elect-name", "kubeplug",
+			"--leader-elect-identity", string(rune('a' + i)),
+			"--leader-elect-lease-duration", leaseDuration, "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
+	}
+	r.started[i] = time.Now()
+	r.hosts[i] = testenv.StartHost(r.t, testenv.HostOptions{
+		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config, Args: args,
+	})
+	r.restarts++
+}
+
+// supervise restarts, as a Deployment would, every host that is dead and
+// not held down by a fault, at most once a second: a restart ends a fault.
+func (r *run) supervise() {
+	for i, h := range r.hosts {
+		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.started[i]) < time.Second {
+			continue
+		}
+		if code := h.ExitCode(); code != -1 {
+			r.logf("host %s exited by itself with %d: %s", h.Name, code, why(h.Log()))
+		}
+		r.startHost(i)
+		r.lastFault = time.Now()
+	}
+}
+
+// play runs the schedule's events at their times, then heals everything.
+func (r *run) play() {
+	r.lastFault = time.Time{}
+	start := time.Now()
+	next := 0
+	for {
+		for next < len(r.s.events) && r.s.events[next].at <= time.Since(start) {
+			r.do(r.s.events[next])
+			next++
+		}
+		r.supervise()
+		if next == len(r.s.events) && time.Since(start) >= load {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Heal what is still broken; every host runs again.
+	r.stopRacer()
+	r.csi.set(csiOK, 0)
+	for i, p := range r.proxies {
+		p.Heal()
+		r.partitioned[i] = false
+		r.downUntil[i] = time.Time{}
+	}
+	r.apiDown = false
+	r.supervise()
+	if r.lastFault.IsZero() {
+		r.lastFault = time.Now()
+	}
+}
+
+func (r *run) fault(k kind) {
+	r.faults[k]++
+	r.lastFault = time.Now()
+}
+
+// leader is the slot of the Lease's holder, or pick's slot if none holds it.
+func (r *run) leader(pick int) int {
+	l, err := r.w.c.CoordinationV1().Leases(r.ns).Get(r.ctx, "kubeplug", metav1.GetOptions{})
+	if err == nil && l.Spec.HolderIdentity != nil && len(*l.Spec.HolderIdentity) == 1 {
+		if i := int((*l.Spec.HolderIdentity)[0]) - 'a'; i >= 0 && i < len(r.hosts) {
+			return i
+		}
+	}
+	return pick % len(r.hosts)
+}
+
+func (r *run) do(e event) {
+	r.logf("%s", e)
+	switch e.what {
+	case faultKill, faultLeader:
+		i := e.pick % len(r.hosts)
+		if e.what == faultLeader {
+			i = r.leader(e.pick)
+		}
+		r.hosts[i].Kill()
+		r.downUntil[i] = time.Now().Add(time.Duration(e.arg) * time.Millisecond)
+		r.fault(e.what)
+	case faultPartition:
+		i := r.leader(e.pick)
+		r.partitioned[i] = true
+		r.proxies[i].Cut()
+		r.fault(e.what)
+	case opHealPartition:
+		for i, p := range r.proxies {
+			if r.partitioned[i] && !r.apiDown {
+				p.Heal()
+			}
+			r.partitioned[i] = false
+		}
+		r.lastFault = time.Now()
+	case faultAPI:
+		r.apiDown = true
+		for _, p := range r.proxies {
+			p.Cut()
+		}
+		r.fault(e.what)
+	case opHealAPI:
+		r.apiDown = false
+		for i, p := range r.proxies {
+			if !r.partitioned[i] {
+				p.Heal()
+			}
+		}
+		r.lastFault = time.Now()
+	case faultWatch:
+		closed, open := 0, 0
+		for _, p := range r.proxies {
+			open += p.open()
+			closed += p.Break(time.Duration(e.arg) * time.Millisecond)
+		}
+		r.logf("closed %d of %d connections", closed, open)
+		r.fault(e.what)
+	case faultCSIFail:
+		r.csi.set(csiFail, 0)
+		r.fault(e.what)
+	case faultCSIHang:
+		r.csi.set(csiHang, 0)
+		r.fault(e.what)
+	case faultCSISlow:
+		r.csi.set(csiSlow, time.Duration(1000+e.pick%4000)*time.Millisecond)
+		r.fault(e.what)
+	case opHealCSI:
+		r.csi.set(csiOK, 0)
+		r.lastFault = time.Now()
+	case faultRacer:
+		r.startRacer(e.pick)
+		r.fault(e.what)
+	case opRacerStop:
+		r.stopRacer()
+		r.lastFault = time.Now()
+	default:
+		r.op(e)
+	}
+}
+
+// liveSets are the names of the sets not deleted, sorted.
+func (r *run) liveSets() []string {
+	r.tr.mu.Lock()
+	defer r.tr.mu.Unlock()
+	var out []string
+	for name, s := range r.tr.sets {
+		if !s.deleted {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *run) op(e event) {
+	sets := r.liveSets()
+	var set string
+	if len(sets) > 0 {
+		set = sets[e.pick%len(sets)]
+	}
+	switch e.what {
+	case opCreateSet:
+		if r.created < len(r.s.created) {
+			r.createSet(r.s.created[r.created])
+			r.created++
+		}
+	case opScaleUp, opScaleDown:
+		if set == "" {
+			return
+		}
+		r.tr.mu.Lock()
+		rec := r.tr.sets[set]
+		n := rec.replicas[len(rec.replicas)-1].n
+		r.tr.mu.Unlock()
+		if e.what == opScaleUp {
+			n = min(n+e.arg, 4)
+		} else {
+			n = max(n-e.arg, 0)
+		}
+		r.updateSet(set, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+		r.tr.mu.Lock()
+		rec.replicas = append(rec.replicas, replicasAt{at: time.Now(), n: n})
+		r.tr.mu.Unlock()
+	case opDeleteSet:
+		if set == "" {
+			return
+		}
+		r.tr.mu.Lock()
+		r.tr.sets[set].deleted = true
+		r.tr.mu.Unlock()
+		r.check(r.w.c.AppsV1().StatefulSets(r.ns).Delete(r.ctx, set, metav1.DeleteOptions{}))
+	case opGrowTemplate:
+		if set == "" {
+			return
+		}
+		r.tr.mu.Lock()
+		rec := r.tr.sets[set]
+		if rec.size >= 4 {
+			r.tr.mu.Unlock()
+			return
+		}
+		rec.size++
+		size := rec.size
+		r.tr.mu.Unlock()
+		r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			u, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Get(r.ctx, set, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+			if len(ts) != 1 {
+				return fmt.Errorf("VolumeClaimUpdate %s has %d templates", set, len(ts))
+			}
+			if err := unstructured.SetNestedField(ts[0].(map[string]any), fmt.Sprintf("%dGi", size), "spec", "resources", "requests", "storage"); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates"); err != nil {
+				return err
+			}
+			_, err = r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Update(r.ctx, u, metav1.UpdateOptions{})
+			return err
+		}))
+	case opRollTemplate:
+		if set == "" {
+			return
+		}
+		r.updateSet(set, func(s *appsv1.StatefulSet) {
+			if s.Spec.Template.Annotations == nil {
+				s.Spec.Template.Annotations = map[string]string{}
+			}
+			s.Spec.Template.Annotations["faults.kubeplug.dev/revision"] = strconv.Itoa(e.pick)
+		})
+	case opDeleteClaim, opDeletePV:
+		claims, err := r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+		if err != nil || len(claims.Items) == 0 {
+			r.check(err)
+			return
+		}
+		slices.SortFunc(claims.Items, func(a, b corev1.PersistentVolumeClaim) int { return strings.Compare(a.Name, b.Name) })
+		cl := claims.Items[e.pick%len(claims.Items)]
+		if e.what == opDeletePV {
+			// KEP-2644's order: the volume first, then its claim.
+			if cl.Spec.VolumeName == "" {
+				return
+			}
+			r.check(r.w.c.CoreV1().PersistentVolumes().Delete(r.ctx, cl.Spec.VolumeName, metav1.DeleteOptions{}))
+		}
+		r.deleteReplica(cl)
+	}
+}
+
+// deleteReplica deletes a claim and its pod, as a user replacing a
+// replica's storage does.
+func (r *run) deleteReplica(cl corev1.PersistentVolumeClaim) {
+	r.tr.mu.Lock()
+	r.tr.userDelete[cl.UID] = true
+	r.tr.mu.Unlock()
+	r.check(r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}}))
+	if set, ord, ok := parseClaim(cl.Name); ok {
+		r.check(r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{}))
+	}
+}
+
+// check logs a workload write that failed: the workload goes on.
+func (r *run) check(err error) {
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.logf("workload: %v", err)
+	}
+}
+
+func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) {
+	r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(s)
+		_, err = r.w.c.AppsV1().StatefulSets(r.ns).Update(r.ctx, s, metav1.UpdateOptions{})
+		return err
+	}))
+}
+
+// createSet creates a set of spec and its VolumeClaimUpdate (InPlace,
+// Async, the claims at 1Gi with the label tier=gold), and tracks it.
+func (r *run) createSet(spec setSpec) {
+	labels := map[string]string{"app": spec.name}
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: spec.name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(int32(spec.replicas)),
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "db", Image: "registry.k8s.io/pause:3.10",
+						VolumeMounts: []corev1.VolumeMount{{Name: template, MountPath: "/data"}},
+					}},
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: template},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr.To(class),
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: resource.MustParse("1Gi"),
+					}},
+				},
+			}},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenDeleted),
+				WhenScaled:  appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenScaled),
+			},
+		},
+	}
+	vcu := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeplug.dev/v1alpha1",
+		"kind":       "VolumeClaimUpdate",
+		"metadata":   map[string]any{"name": spec.name, "namespace": r.ns},
+		"spec": map[string]any{
+			"statefulSetName":           spec.name,
+			"volumeClaimUpdateStrategy": "InPlace",
+			"volumeClaimSyncStrategy":   "Async",
+			"volumeClaimTemplates": []any{map[string]any{
+				"metadata": map[string]any{"name": template, "labels": map[string]any{"tier": "gold"}},
+				"spec": map[string]any{
+					"accessModes":      []any{"ReadWriteOnce"},
+					"storageClassName": class,
+					"resources":        map[string]any{"requests": map[string]any{"storage": "1Gi"}},
+				},
+			}},
+		},
+	}}
+	if _, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Create(r.ctx, vcu, metav1.CreateOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+	got, err := r.w.c.AppsV1().StatefulSets(r.ns).Create(r.ctx, set, metav1.CreateOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.tr.mu.Lock()
+	r.tr.sets[spec.name] = &setRecord{spec: spec, uid: got.UID, size: 1, replicas: []replicasAt{{at: time.Now(), n: spec.replicas}}}
+	r.tr.mu.Unlock()
+}
+
+// startRacer starts a second writer that patches the run's claims' labels
+// as fast as it can, without preconditions, until stopRacer.
+func (r *run) startRacer(pick int) {
+	if r.racer != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	r.racer, r.racerDone = cancel, done
+	pace := time.Duration(20+pick%150) * time.Millisecond
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			claims, err := r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, cl := range claims.Items {
+					patch := fmt.Sprintf(`{"metadata":{"labels":{"faults.kubeplug.dev/racer":"%d"}}}`, i)
+					_, _ = r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Patch(ctx, cl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(pace):
+			}
+		}
+	}()
+}
+
+func (r *run) stopRacer() {
+	if r.racer != nil {
+		r.racer()
+		<-r.racerDone
+		r.racer = nil
+	}
+}
+
+// awaitConverged waits, within converge, until nothing is unmet, and
+// returns how long after since that was; -1 (and a violation) when the
+// bound passed first.
+func (r *run) awaitConverged(since time.Time) time.Duration {
+	deadline := time.Now().Add(converge)
+	var last []string
+	for {
+		r.supervise()
+		unmet, err := r.tr.unmet(r.ctx)
+		if err != nil {
+			unmet = []string{err.Error()}
+		}
+		if len(unmet) == 0 {
+			d := time.Since(since)
+			r.logf("converged %v after the last fault", d.Round(time.Millisecond))
+			return d
+		}
+		last = unmet
+		if time.Now().After(deadline) {
+			r.tr.violate("not converged %v after the last fault: %s", converge, strings.Join(last, "; "))
+			return -1
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// awaitQuiet waits, within converge, for a settle period without a write
+// to the run's objects: a host catching up after the last fault (its event
+// sink retrying what an outage held back, a status it could not write) is
+// not a write loop. It reports false, with a violation, when the bound
+// passes first: writes that never stop.
+func (r *run) awaitQuiet() bool {
+	deadline := time.Now().Add(converge)
+	for {
+		if r.countWrites(settle) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			r.tr.violate("writes did not stop within %v after the cluster converged", converge)
+			return false
+		}
+	}
+}
+
+// countWrites counts the changes of the run's objects over the quiet
+// window: claims, pods, sets, VolumeClaimUpdates and events of the
+// namespace, and the volumes of its claims. Leases are left out: a leader
+// renews its Lease by writing it, by design.
+func (r *run) countWrites(window time.Duration) int {
+	ctx, cancel := context.WithTimeout(r.ctx, window)
+	defer cancel()
+	var mu sync.Mutex
+	var writes []string
+	count := func(what string) {
+		mu.Lock()
+		writes = append(writes, what)
+		mu.Unlock()
+	}
+	watch := func(name string, start func(ctx context.Context, rv string) (watchIface, error), list func(ctx context.Context) (string, error)) {
+		rv, err := list(r.ctx)
+		if err != nil {
+			count(name + " list: " + err.Error())
+			return
+		}
+		wi, err := start(ctx, rv)
+		if err != nil {
+			count(name + " watch: " + err.Error())
+			return
+		}
+		go func() {
+			<-ctx.Done()
+			wi.Stop()
+		}()
+		for ev := range wi.ResultChan() {
+			if ev.Type == "BOOKMARK" || ev.Type == "ERROR" {
+				continue
+			}
+			if pv, ok := ev.Object.(*corev1.PersistentVolume); ok && (pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != r.ns) {
+				continue
+			}
+			desc := fmt.Sprintf("%s %s", ev.Type, name)
+			if o, ok := ev.Object.(metav1.Object); ok {
+				desc += " " + o.GetName()
+				if mf := o.GetManagedFields(); len(mf) > 0 {
+					desc += " (" + mf[len(mf)-1].Manager + ")"
+				}
+			}
+			count(desc)
+		}
+	}
+	c, ns := r.w.c, r.ns
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		watch("claim", func(ctx context.Context, rv string) (watchIface, error) {
+			return c.CoreV1().PersistentVolumeClaims(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Go(func() {
+		watch("pod", func(ctx context.Context, rv string) (watchIface, error) {
+			return c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Go(func() {
+		watch("statefulset", func(ctx context.Context, rv string) (watchIface, error) {
+			return c.AppsV1().StatefulSets(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Go(func() {
+		watch("event", func(ctx context.Context, rv string) (watchIface, error) {
+			return c.CoreV1().Events(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Go(func() {
+		watch("persistentvolume", func(ctx context.Context, rv string) (watchIface, error) {
+			return c.CoreV1().PersistentVolumes().Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Go(func() {
+		vcus := r.w.dyn.Resource(vcuGVR).Namespace(ns)
+		watch("volumeclaimupdate", func(ctx context.Context, rv string) (watchIface, error) {
+			return vcus.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		}, func(ctx context.Context) (string, error) {
+			l, err := vcus.List(ctx, metav1.ListOptions{})
+			return rvOf(l, err)
+		})
+	})
+	wg.Wait()
+	if len(writes) > 0 {
+		r.logf("writes in %v: %s", window, strings.Join(writes, "; "))
+	}
+	return len(writes)
+}
