@@ -45,6 +45,12 @@ var (
 // MaxSteps bounds the steps of one case.
 const MaxSteps = 100
 
+// MaxControllerReplicas bounds the replicas of a set the StatefulSet
+// controller's step makes pods and claims for: a case's spec.replicas is
+// the case's to choose, and each replica costs writes, memory and, under
+// kubeplug check, perturbed runs.
+const MaxControllerReplicas = 1000
+
 // Step is one action of a case's `steps:`, applied between reconcile
 // rounds: after the rounds before it have settled, its writes are made,
 // and the host settles again.
@@ -282,7 +288,7 @@ func (s Step) Writes(i int, c *memcluster.Cluster) ([]Write, error) {
 		}
 		return []Write{{Op: "create", Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, Object: obj}}, nil
 	case StepStatefulSetController:
-		return statefulSetWrites(i, s, c), nil
+		return statefulSetWrites(i, s, c)
 	case StepGarbageCollector:
 		return garbageWrites(c), nil
 	case StepReleaseVolumes:
@@ -362,19 +368,23 @@ func stepUID(i int, kind, namespace, name string) string {
 // missing; delete the pods of ordinals at or above it, highest first. A set
 // that is gone or being deleted gets nothing. Pods are created running
 // and Ready (no kubelet runs) and claims pending (no binder runs).
-func statefulSetWrites(i int, s Step, c *memcluster.Cluster) []Write {
+func statefulSetWrites(i int, s Step, c *memcluster.Cluster) ([]Write, error) {
 	set, ok := c.Get(abi.KindStatefulSet, s.Namespace, s.Name)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	meta, _ := set["metadata"].(map[string]any)
 	if meta["deletionTimestamp"] != nil {
-		return nil
+		return nil, nil
 	}
 	spec, _ := set["spec"].(map[string]any)
 	replicas := int64(1)
 	if r, ok := spec["replicas"].(int64); ok {
 		replicas = r
+	}
+	if replicas > MaxControllerReplicas {
+		return nil, fmt.Errorf("StatefulSet %s/%s has %d replicas, more than the %d the StatefulSet controller's step makes pods for: a case needs only a few",
+			s.Namespace, s.Name, replicas, MaxControllerReplicas)
 	}
 	uid, _ := meta["uid"].(string)
 	tmpl, _ := spec["template"].(map[string]any)
@@ -456,7 +466,7 @@ func statefulSetWrites(i int, s Step, c *memcluster.Cluster) []Write {
 	for _, ord := range condemned {
 		out = append(out, Write{Op: "delete", Kind: abi.KindPod, Namespace: s.Namespace, Name: fmt.Sprintf("%s-%d", s.Name, ord)})
 	}
-	return out
+	return out, nil
 }
 
 func controlledBy(meta map[string]any, uid string) bool {

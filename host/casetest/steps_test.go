@@ -91,3 +91,14 @@ func noop() *fakeModule {
 		decide:   func(*abi.ReconcileRequest) (*abi.Result, error) { return &abi.Result{}, nil },
 	}
 }
+
+// A set's replicas are the case's to choose: the StatefulSet controller's
+// step refuses a set beyond its bound before it makes a single write,
+// rather than creating two billion pods in memory.
+func TestStatefulSetControllerStepIsBounded(t *testing.T) {
+	f, err := casetest.Parse("steps.yaml", []byte("name: steps\n"+stepObjects+"steps:\n- scale: {statefulSet: web, replicas: 2147483647}\n- statefulSetController: {statefulSet: web}\n"))
+	require.NoError(t, err)
+	o := casetest.Run(context.Background(), controller.Module{Runtime: noop()}, f.Cases[0], nil)
+	require.False(t, o.Passed)
+	require.Contains(t, o.Failure, "steps.yaml:16: step 2 (statefulSetController StatefulSet default/web): StatefulSet default/web has 2147483647 replicas, more than the 1000")
+}
