@@ -86,7 +86,7 @@ func (p *parser) imageSource(vals map[string]*yaml.Node, field string, m *Module
 		p.addf(v, join(field, "image"), "%s names no tag or digest; add one, e.g. %s:1.2.0 (a digest, @sha256:..., pins the module)", input.Quote(s), s)
 		return "", nil
 	}
-	m.Image, m.src = s, ImageSource{Ref: s}
+	m.Image = s
 	_, notPinned := ref.Digest()
 	pinned := notPinned == nil
 	if n, ok := vals["plainHTTP"]; ok {

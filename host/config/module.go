@@ -102,9 +102,6 @@ type Module struct {
 	// definedAt says where the entry is (file:line and field), so that a
 	// refused capability can say where to allow it.
 	definedAt string
-	// src is the source the entry names; nil for a Module built in Go,
-	// whose Path or Image name it (see From).
-	src Source
 }
 
 // SameAs reports whether o configures the module as m does, wherever in

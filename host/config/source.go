@@ -39,7 +39,7 @@ type sourceKind struct {
 	fields []string
 	// example completes "name the module's ...".
 	example string
-	// parse reads the source into m (m.src, and the kind's own fields)
+	// parse reads the source into m (the kind's own fields)
 	// when the entry names it (named; alone when it names no other
 	// source), and checks otherwise that the kind's fields are absent.
 	// It returns what names the module by default, and its node.
@@ -73,9 +73,6 @@ func moduleFields() []string {
 
 // From returns where the module comes from: the source its entry names.
 func (m *Module) From() Source {
-	if m.src != nil {
-		return m.src
-	}
 	for _, k := range sourceKinds {
 		if s := k.of(m); s != nil {
 			return s

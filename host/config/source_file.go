@@ -38,7 +38,6 @@ func init() {
 				return "", nil
 			}
 			m.Path = p.modulePath(v, join(field, "path"), s)
-			m.src = FileSource{Path: m.Path}
 			return s, v
 		},
 		of: func(m *Module) Source {
