@@ -598,7 +598,7 @@ func keyName(o map[string]any) string { s, _ := meta(o)["name"].(string); return
 func keyOf(o map[string]any) string {
 	kind, _ := o["kind"].(string)
 	ns, _ := meta(o)["namespace"].(string)
-	return describe(kind, ns, keyName(o))
+	return casetest.ObjectKey{Kind: kind, Namespace: ns, Name: keyName(o)}.String()
 }
 
 func deleting(o map[string]any) bool { return o != nil && meta(o)["deletionTimestamp"] != nil }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/casetest"
 	"github.com/kubeplug/kubeplug/host/memcluster"
 )
 
@@ -60,7 +61,7 @@ func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types
 		if kind == abi.KindPersistentVolumeClaim {
 			h.x.checkShrink(before, after)
 		}
-		h.x.wrote("module: patch " + describe(kind, namespace, name))
+		h.x.wrote("module: patch " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
 	}
 	return rv, err
 }
@@ -71,7 +72,7 @@ func (h *host) Delete(ctx context.Context, kind, namespace, name, uid, resourceV
 	}
 	err := h.c.Delete(ctx, kind, namespace, name, uid, resourceVersion)
 	if err == nil {
-		h.x.wrote("module: deleteObject " + describe(kind, namespace, name))
+		h.x.wrote("module: deleteObject " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
 	}
 	return err
 }
@@ -175,11 +176,4 @@ func storage(claim map[string]any) (req, capacity *resource.Quantity) {
 		return &q
 	}
 	return get("spec", "resources", "requests", "storage"), get("status", "capacity", "storage")
-}
-
-func describe(kind, namespace, name string) string {
-	if namespace == "" {
-		return kind + " " + name
-	}
-	return kind + " " + namespace + "/" + name
 }
