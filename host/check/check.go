@@ -27,6 +27,16 @@ const MaxLag = 3
 // the rounds a crash or a stale round may add.
 const maxRounds = casetest.MaxRounds + 2
 
+// maxKeptObjects bounds the objects one run keeps as the cluster's past
+// versions (a version after every write, each a copy of every object):
+// a case's steps choose how many writes a run makes, and each costs a copy
+// of the whole cluster. The reference modules' cases keep far fewer.
+const maxKeptObjects = 50_000
+
+// ErrTooLarge ends a run whose case makes more writes on more objects than
+// a run keeps versions of (maxKeptObjects).
+var ErrTooLarge = errors.New("the case is too large to explore")
+
 // Budget bounds an exploration: executions (runs of a case, the
 // unperturbed ones included) and time, both checked before each run.
 type Budget struct {
@@ -270,6 +280,11 @@ type execution struct {
 	// counts is the cluster's write and volume-deletion counts at the
 	// last version.
 	counts [2]int
+	// kept counts the objects of the versions kept; stop, once set, ends
+	// the run at its next round or write (the budget's time, or
+	// maxKeptObjects).
+	kept int
+	stop error
 }
 
 func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
@@ -313,6 +328,9 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	x.restart(ctx, false)
 	if err := x.runAll(ctx); err != nil {
 		return nil, err
+	}
+	if x.stop != nil {
+		return nil, x.stop
 	}
 	x.finish()
 	return x.res, nil
@@ -387,6 +405,9 @@ func (x *execution) step(ctx context.Context, phase int) error {
 				return err
 			}
 		}
+		if x.stop != nil {
+			return x.stop
+		}
 		writes := x.sess.Cluster.WriteCount()
 		err := w.Apply(ctx, x.sess.Cluster)
 		if err != nil && x.p.Class == "none" {
@@ -418,6 +439,9 @@ func (x *execution) settle(ctx context.Context) error {
 		limit = maxRounds
 	}
 	for round := 1; ; round++ {
+		if x.stop != nil {
+			return x.stop
+		}
 		x.round = round
 		x.n++
 		here := x.p.Phase == x.phase && x.p.Round == round
@@ -510,6 +534,17 @@ func (x *execution) wrote(by string) {
 		return // the write changed nothing
 	}
 	x.counts = counts
+	if x.stop != nil {
+		return
+	}
+	if d := x.r.opts.Deadline; !d.IsZero() && !time.Now().Before(d) {
+		x.stop = ErrBudget
+		return
+	}
+	if x.kept += len(x.prev); x.kept > maxKeptObjects {
+		x.stop = fmt.Errorf("%w: its runs would keep more than %d objects as the cluster's versions after each write; split it into smaller cases, with fewer replicas", ErrTooLarge, maxKeptObjects)
+		return
+	}
 	x.res.versions = append(x.res.versions, c.Clone())
 	now := objects(c)
 	for k, o := range x.prev {

@@ -199,3 +199,29 @@ func TestEndlessWritesFailUnperturbed(t *testing.T) {
 	require.Contains(t, rep.Failure, "the rounds before the first step did not settle in 10 rounds")
 	require.Equal(t, 1, rep.Executions)
 }
+
+// A case whose steps make thousands of writes on thousands of objects ends
+// with an error that says to split it, before its run keeps a copy of the
+// whole cluster after every write without bound.
+func TestTooLargeCaseIsRefused(t *testing.T) {
+	f, err := casetest.Parse("big.yaml", []byte(`name: big
+objects:
+- apiVersion: apps/v1
+  kind: StatefulSet
+  metadata: {name: web, uid: 11111111-0000-4000-8000-000000000000}
+  spec:
+    replicas: 1
+    selector: {matchLabels: {app: web}}
+    template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: i}]}}
+    volumeClaimTemplates: [{metadata: {name: data}, spec: {resources: {requests: {storage: 1Gi}}}}]
+steps:
+- scale: {statefulSet: web, replicas: 1000}
+- statefulSetController: {statefulSet: web}
+`))
+	require.NoError(t, err)
+	g := stalereap()
+	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action { return nil }
+	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, f.Cases[0], check.Options{})
+	require.Contains(t, rep.Failure, "the case is too large to explore")
+	require.Contains(t, rep.Failure, "split it into smaller cases")
+}
