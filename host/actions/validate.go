@@ -33,7 +33,7 @@ func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, 
 	refuse := func(format string, args ...any) (Target, error) {
 		return Target{}, fmt.Errorf("%w: %s on %s: %s", ErrRefused, a.Type, refString(a.Target), fmt.Sprintf(format, args...))
 	}
-	if !slices.Contains(abi.ActionTypes(), a.Type) {
+	if !abi.ActionType(a.Type).Known() {
 		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes(), ", "))
 	}
 	info, ok := abi.LookupKind(a.Target.Kind)

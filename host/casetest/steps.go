@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -575,14 +576,10 @@ func resizeWrites(c *memcluster.Cluster) []Write {
 }
 
 // SortedKinds returns the kinds a case may hold, sorted.
-func SortedKinds() []string {
-	out := make([]string, 0, len(abi.Kinds()))
-	for k := range abi.Kinds() {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func SortedKinds() []string { return slices.Clone(sortedKinds) }
+
+// sortedKinds is SortedKinds, computed once: abi's kinds are fixed.
+var sortedKinds = slices.Sorted(maps.Keys(abi.Kinds()))
 
 // IsNotFound reports whether a step's write failed because its object is
 // gone: a perturbed run may reach a step with the object already deleted.

@@ -500,7 +500,7 @@ const UnknownAction = "unknown"
 // ActionLabel returns t when it is an action type of abi.ActionTypes(), else
 // UnknownAction.
 func ActionLabel(t string) string {
-	if slices.Contains(abi.ActionTypes(), t) {
+	if abi.ActionType(t).Known() {
 		return t
 	}
 	return UnknownAction
