@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -583,38 +582,10 @@ func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) {
 // createSet creates a set of spec and its VolumeClaimUpdate (InPlace,
 // Async, the claims at 1Gi with the label tier=gold), and tracks it.
 func (r *run) createSet(spec setSpec) {
-	labels := map[string]string{"app": spec.name}
-	set := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: spec.name},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(int32(spec.replicas)),
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name: "db", Image: "registry.k8s.io/pause:3.10",
-						VolumeMounts: []corev1.VolumeMount{{Name: template, MountPath: "/data"}},
-					}},
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: template},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(class),
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse("1Gi"),
-					}},
-				},
-			}},
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenDeleted),
-				WhenScaled:  appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenScaled),
-			},
-		},
+	set := testenv.StatefulSet(spec.name, class, "1Gi", int32(spec.replicas))
+	set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenDeleted),
+		WhenScaled:  appsv1.PersistentVolumeClaimRetentionPolicyType(spec.whenScaled),
 	}
 	vcu := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeplug.dev/v1alpha1",

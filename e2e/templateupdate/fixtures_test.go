@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
@@ -126,36 +125,8 @@ func newEnv(t *testing.T, w *world, o setOptions) *env {
 }
 
 func newSet(o setOptions) *appsv1.StatefulSet {
-	labels := map[string]string{"app": setName}
-	s := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: setName},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            &o.replicas,
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{
-						Name: "db", Image: "registry.k8s.io/pause:3.10",
-						VolumeMounts: []corev1.VolumeMount{{Name: template, MountPath: "/data"}},
-					}},
-					TerminationGracePeriodSeconds: ptr.To[int64](1),
-				},
-			},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: template},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(o.class),
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse(o.size),
-					}},
-				},
-			}},
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-		},
-	}
+	s := testenv.StatefulSet(setName, o.class, o.size, o.replicas)
+	s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
 	if o.partition != nil {
 		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: o.partition}
 	}
