@@ -175,11 +175,16 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	r.csi.check = r.tr.checkDelete
 
 	// external-provisioner and external-resizer's stand-in, creating each
-	// volume in the driver.
+	// volume in the driver, and each PersistentVolume with
+	// external-provisioner's finalizer as it does by default since 1.31.
+	// FAULTS_BARE_PV=1 creates them bare, as a provisioner without
+	// HonorPVReclaimPolicy does: then a PV created and deleted while no
+	// host can act leaks its volume (e2e/README.md, "Fault campaign").
 	rc := rest.CopyConfig(cp.Config)
 	rc.UserAgent = "kubeplug-e2e-resizer"
 	rc.QPS, rc.Burst = -1, 0
 	resizer.Start(ctx, kubernetes.NewForConfigOrDie(rc), resizer.Options{Namespace: r.ns, Delay: 300 * time.Millisecond, Provision: true,
+		Protect: os.Getenv("FAULTS_BARE_PV") == "",
 		CreateVolume: func(ctx context.Context, name string, bytes int64) (string, error) {
 			resp, err := r.driver.Controller().CreateVolume(ctx, &csipb.CreateVolumeRequest{Name: name, CapacityRange: &csipb.CapacityRange{RequiredBytes: bytes}})
 			if err != nil {

@@ -47,7 +47,19 @@ type Options struct {
 	// id it returns is the volume's handle. Unset: the handle is the
 	// claim's UID and nothing backs it.
 	CreateVolume func(ctx context.Context, name string, bytes int64) (handle string, err error)
+	// Protect makes Provision create each PersistentVolume with
+	// external-provisioner's finalizer, as external-provisioner does when
+	// HonorPVReclaimPolicy is on (the default since Kubernetes 1.31,
+	// KEP-2644): the volume's deletion then waits for whoever deletes the
+	// backing volume. Unset: the PV is created bare, as by a provisioner
+	// without the feature, and the reclaim module adds the finalizer once
+	// it sees the PV bound.
+	Protect bool
 }
+
+// ProvisionerFinalizer is external-provisioner's finalizer on the
+// PersistentVolumes it provisions (KEP-2644).
+const ProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
 
 // Resizer is a running stand-in. Only keys are queued; each sync reads the
 // claim from the informer's cache, and rereads it from the API server only

@@ -216,6 +216,9 @@ func (r *Resizer) provision(ctx context.Context, c *corev1.PersistentVolumeClaim
 			}},
 		},
 	}
+	if r.o.Protect {
+		pv.Finalizers = []string{ProvisionerFinalizer}
+	}
 	created, err := r.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = r.client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
