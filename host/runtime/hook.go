@@ -40,13 +40,7 @@ type formSpec struct {
 var forms = map[abi.HookForm]formSpec{
 	abi.FormReconcile: {
 		check: checkReconcile,
-		key: func(r abi.HookRequest) (string, bool) {
-			req, ok := r.(*abi.ReconcileRequest)
-			if !ok || req == nil {
-				return "", false
-			}
-			return req.Key, true
-		},
+		key:   keyOf(func(req *abi.ReconcileRequest) string { return req.Key }),
 		extism: extismForm{
 			request: func(r abi.HookRequest) any {
 				req := r.(*abi.ReconcileRequest)
@@ -57,13 +51,7 @@ var forms = map[abi.HookForm]formSpec{
 	},
 	abi.FormAdmit: {
 		check: checkAdmit,
-		key: func(r abi.HookRequest) (string, bool) {
-			req, ok := r.(*abi.AdmitRequest)
-			if !ok || req == nil {
-				return "", false
-			}
-			return admitKey(req), true
-		},
+		key:   keyOf(admitKey),
 		extism: extismForm{
 			request: func(r abi.HookRequest) any {
 				req := r.(*abi.AdmitRequest)
@@ -72,6 +60,20 @@ var forms = map[abi.HookForm]formSpec{
 			answer: jsonAnswer((*jsonAdmitAnswer).response),
 		},
 	},
+}
+
+// keyOf is a form's key function for requests of type P (*R).
+func keyOf[R any, P interface {
+	*R
+	abi.HookRequest
+}](key func(P) string) func(abi.HookRequest) (string, bool) {
+	return func(r abi.HookRequest) (string, bool) {
+		req, ok := r.(P)
+		if !ok || req == nil {
+			return "", false
+		}
+		return key(req), true
+	}
 }
 
 // hookTable is abi.Hooks() with the runtime's part of their forms, in
