@@ -1,11 +1,12 @@
 package abi
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 )
 
-//msgp:ignore Hook HookInfo Subject SubjectInfo ActionType
+//msgp:ignore Hook HookInfo HookForm HookRequest Subject SubjectInfo ActionType
 
 // The contract as typed values. Every list of hooks, subjects and action
 // types on either side (the host's hook table and load checks, the SDK's
@@ -38,13 +39,57 @@ type HookInfo struct {
 	// MinMinor is the ABI minor version that introduced it: a module built
 	// for an older minor cannot declare it.
 	MinMinor int
+	// Form is the shape of its messages: which request it takes and which
+	// answer it gives. Everything the host does per hook (the harness's
+	// decoding, the runtime's answer check, the Extism JSON form) is keyed
+	// by the form, so a hook of an existing form is a row of this table.
+	Form HookForm
+}
+
+// HookForm is the shape of a hook's messages.
+type HookForm int
+
+// The hook forms.
+const (
+	// FormReconcile: a ReconcileRequest in, an answer in Response.Result.
+	FormReconcile HookForm = iota
+	// FormAdmit: an AdmitRequest in, an answer in Response.Admit.
+	FormAdmit
+)
+
+// HookRequest is a hook's request: a *ReconcileRequest for FormReconcile,
+// an *AdmitRequest for FormAdmit.
+type HookRequest interface {
+	MarshalMsg([]byte) ([]byte, error)
+}
+
+// DecodeRequest decodes an encoded request of form f.
+func (f HookForm) DecodeRequest(b []byte) (HookRequest, error) {
+	switch f {
+	case FormReconcile:
+		return DecodeReconcileRequest(b)
+	case FormAdmit:
+		return DecodeAdmitRequest(b)
+	}
+	return nil, fmt.Errorf("hook form %d is not one of ABI %v", f, Current)
+}
+
+// OK returns the ok response of form f that carries resp's answer, with
+// the answer's default filled in: an empty Result for FormReconcile when
+// resp holds none.
+func (f HookForm) OK(resp *Response) *Response {
+	ok := &Response{Status: StatusOK, Result: resp.Result, Admit: resp.Admit}
+	if f == FormReconcile && ok.Result == nil {
+		ok.Result = &Result{}
+	}
+	return ok
 }
 
 // hooks is the hook table. Its order is the hooks' number in a harness
 // request frame (frame.go): a new hook goes at the end.
 var hooks = [...]HookInfo{
-	{Name: HookReconcile, Export: ExportReconcile, Extism: "reconcile", MinMinor: 0},
-	{Name: HookAdmit, Export: ExportAdmit, Extism: "admit", MinMinor: 1},
+	{Name: HookReconcile, Export: ExportReconcile, Extism: "reconcile", MinMinor: 0, Form: FormReconcile},
+	{Name: HookAdmit, Export: ExportAdmit, Extism: "admit", MinMinor: 1, Form: FormAdmit},
 }
 
 // Hooks returns every hook this ABI version knows, in table order.

@@ -20,6 +20,20 @@ type ReconcileRequest struct {
 	PersistentVolume *PersistentVolumeSubject `json:"persistentVolume,omitempty"`
 }
 
+// SubjectObject returns the kind and metadata of r's subject object: the
+// one place that pairs a subject field of ReconcileRequest with its object.
+// ok is false when r holds none.
+func (r *ReconcileRequest) SubjectObject() (kind string, meta *ObjectMeta, ok bool) {
+	switch {
+	case r == nil:
+	case r.StatefulSet != nil && r.StatefulSet.Set != nil:
+		return KindStatefulSet, &r.StatefulSet.Set.Metadata, true
+	case r.PersistentVolume != nil && r.PersistentVolume.Volume != nil:
+		return KindPersistentVolume, &r.PersistentVolume.Volume.Metadata, true
+	}
+	return "", nil, false
+}
+
 // StatefulSetSubject is the state for SubjectStatefulSet. Set is always set:
 // the host does not reconcile a StatefulSet that no longer exists.
 type StatefulSetSubject struct {

@@ -111,16 +111,8 @@ func resolve(req *abi.ReconcileRequest, ref abi.ObjectRef) (Target, bool) {
 
 // subjectRef names the subject of req, where refusals are reported.
 func subjectRef(req *abi.ReconcileRequest) (abi.ObjectRef, bool) {
-	var m *abi.ObjectMeta
-	kind := ""
-	switch {
-	case req == nil:
-		return abi.ObjectRef{}, false
-	case req.StatefulSet != nil && req.StatefulSet.Set != nil:
-		m, kind = &req.StatefulSet.Set.Metadata, abi.KindStatefulSet
-	case req.PersistentVolume != nil && req.PersistentVolume.Volume != nil:
-		m, kind = &req.PersistentVolume.Volume.Metadata, abi.KindPersistentVolume
-	default:
+	kind, m, ok := req.SubjectObject()
+	if !ok {
 		return abi.ObjectRef{}, false
 	}
 	return abi.ObjectRef{Kind: kind, Namespace: m.Namespace, Name: m.Name, UID: m.UID}, true

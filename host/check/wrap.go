@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -130,6 +131,10 @@ func (l *lister) of(kind string) *memcluster.Cluster {
 		return c
 	}
 	return l.now
+}
+
+func (l *lister) GetObject(kind, namespace, name string) (k8sruntime.Object, error) {
+	return l.of(kind).GetObject(kind, namespace, name)
 }
 
 func (l *lister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {

@@ -144,8 +144,8 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 	}
 	if v, ok := vals["namespaces"]; ok {
 		m.Namespaces = p.namespaces(v, join(field, "namespaces"))
-		if len(m.Namespaces) > 0 && m.Subject == abi.SubjectPersistentVolume {
-			p.addf(v, join(field, "namespaces"), "persistentvolume is cluster-scoped, so namespaces do not apply; remove namespaces (use labelSelector to choose volumes)")
+		if info, ok := abi.Subject(m.Subject).Info(); ok && len(m.Namespaces) > 0 && !info.Resource().Namespaced {
+			p.addf(v, join(field, "namespaces"), "%s is cluster-scoped, so namespaces do not apply; remove namespaces (use labelSelector to choose %s)", m.Subject, info.Resource().Resource)
 			m.Namespaces = nil
 		}
 	}

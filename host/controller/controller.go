@@ -455,11 +455,8 @@ func selected(g *generation, req *abi.ReconcileRequest) bool {
 		return true
 	}
 	var l map[string]string
-	switch {
-	case req.StatefulSet != nil && req.StatefulSet.Set != nil:
-		l = req.StatefulSet.Set.Metadata.Labels
-	case req.PersistentVolume != nil && req.PersistentVolume.Volume != nil:
-		l = req.PersistentVolume.Volume.Metadata.Labels
+	if _, m, ok := req.SubjectObject(); ok {
+		l = m.Labels
 	}
 	return g.mod.Selector.Matches(labels.Set(l))
 }

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -56,7 +53,9 @@ func (w *Wiring) Unwire() error {
 
 // WireOne registers event handlers on the informers that queue on c, for
 // every added, changed or deleted object (resyncs included, behind the
-// changes), the keys of the subjects whose input holds it:
+// changes), the keys of the subjects whose input holds it: an object of
+// the subject's kind (abi's descriptor) queues itself, one of a related kind
+// what snapshot.RelatedKeys maps it to. Today:
 //   - a StatefulSet: itself;
 //   - a Pod: the StatefulSet that controls it;
 //   - a PersistentVolumeClaim: the StatefulSets it belongs to by name, and
@@ -73,63 +72,40 @@ func (w *Wiring) Unwire() error {
 // replays them to a new handler as adds), and one removed is told of
 // nothing more, without touching the others'.
 func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
-	var sets, volumes []*Controller
-	switch c.Subject() {
-	case abi.SubjectStatefulSet:
-		sets = append(sets, c)
-	case abi.SubjectPersistentVolume:
-		volumes = append(volumes, c)
+	subject, ok := abi.Subject(c.Subject()).Info()
+	if !ok {
+		return &Wiring{}, nil
 	}
 	// A resync's keys wait behind every change's (see changesFirst).
-	enqueue := func(resync bool, cs []*Controller, keys ...string) {
+	enqueue := func(resync bool, keys ...string) {
 		for _, k := range keys {
-			if k == "" {
-				continue
-			}
-			for _, c := range cs {
-				if resync {
-					c.EnqueueResync(k)
-				} else {
-					c.Enqueue(k)
-				}
+			switch {
+			case k == "":
+			case resync:
+				c.EnqueueResync(k)
+			default:
+				c.Enqueue(k)
 			}
 		}
 	}
 	handlers := map[string]func(obj any, resync bool){
-		abi.KindStatefulSet: func(obj any, resync bool) {
-			if s, ok := obj.(*appsv1.StatefulSet); ok {
-				enqueue(resync, sets, s.Namespace+"/"+s.Name)
+		// The subject's own kind queues its key: "namespace/name", or
+		// "name" for a cluster-scoped kind.
+		subject.Kind: func(obj any, resync bool) {
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				enqueue(resync, key)
 			}
 		},
-		abi.KindPod: func(obj any, resync bool) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				enqueue(resync, sets, snapshot.SetKeysForPod(p)...)
+	}
+	for kind, keys := range snapshot.RelatedKeys(string(subject.Name)) {
+		handlers[kind] = func(obj any, resync bool) {
+			ks, err := keys(obj, inf)
+			if err != nil {
+				key, _ := cache.MetaNamespaceKeyFunc(obj)
+				log.Warn("map "+kind+" to "+string(subject.Name)+"s", "object", key, "err", err)
 			}
-		},
-		abi.KindPersistentVolumeClaim: func(obj any, resync bool) {
-			c, ok := obj.(*corev1.PersistentVolumeClaim)
-			if !ok {
-				return
-			}
-			if len(sets) > 0 {
-				keys, err := snapshot.SetKeysForClaim(c, inf)
-				if err != nil {
-					log.Warn("map claim to statefulsets", "claim", c.Namespace+"/"+c.Name, "err", err)
-				}
-				enqueue(resync, sets, keys...)
-			}
-			enqueue(resync, volumes, snapshot.VolumeKeyForClaim(c))
-		},
-		abi.KindPersistentVolume: func(obj any, resync bool) {
-			if v, ok := obj.(*corev1.PersistentVolume); ok {
-				enqueue(resync, volumes, v.Name)
-			}
-		},
-		abi.KindVolumeClaimUpdate: func(obj any, resync bool) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				enqueue(resync, sets, snapshot.SetKeyForClaimUpdate(u))
-			}
-		},
+			enqueue(resync, ks...)
+		}
 	}
 	w := &Wiring{}
 	for kind, h := range handlers {

@@ -8,5 +8,5 @@
 // answers each request frame with a response frame until end-of-file.
 //
 // harness imports only the standard library and abi. It knows nothing of
-// wazero or Kubernetes: the module behind it is any Reconciler.
+// wazero or Kubernetes: the module behind it is any Module.
 package harness

@@ -10,12 +10,15 @@ import (
 	"github.com/kubeplug/kubeplug/abi"
 )
 
-// Reconciler is a loaded module as the harness needs it. The host's
-// runtime.Module satisfies it.
-type Reconciler interface {
+// Module is a loaded module as the harness needs it: its manifest, and
+// its hooks through one call, so the harness serves every hook of abi's
+// table without knowing any. The host's runtime.Module and runtime.Plugin
+// satisfy it.
+type Module interface {
 	Manifest() abi.Manifest
-	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
-	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
+	// Call calls hook h with req, a request of h's form, and returns the
+	// module's answer when it is ok.
+	Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error)
 }
 
 // MaxFrame bounds a request frame's body; a longer one is a protocol error.
@@ -29,7 +32,7 @@ const MaxFrame = abi.MaxFrame
 // status is answered with that status (abi/frame.go).
 //
 //	err := harness.Serve(ctx, module, os.Stdin, os.Stdout)
-func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error {
+func Serve(ctx context.Context, m Module, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	r := bufio.NewReader(in)
 
@@ -61,7 +64,7 @@ func Serve(ctx context.Context, m Reconciler, in io.Reader, out io.Writer) error
 }
 
 // call decodes one request, calls m and encodes the answer into buf.
-func call(ctx context.Context, m Reconciler, body, buf []byte) (byte, []byte) {
+func call(ctx context.Context, m Module, body, buf []byte) (byte, []byte) {
 	resp, err := answer(ctx, m, body)
 	if err != nil {
 		return abi.ErrorFrameStatus(err), append(buf, err.Error()...)
@@ -73,38 +76,26 @@ func call(ctx context.Context, m Reconciler, body, buf []byte) (byte, []byte) {
 	return abi.FrameOK, enc
 }
 
-// answer calls the hook the frame names.
-func answer(ctx context.Context, m Reconciler, body []byte) (*abi.Response, error) {
+// answer calls the hook the frame names with the request decoded by its
+// form (abi.HookInfo.Form).
+func answer(ctx context.Context, m Module, body []byte) (*abi.Response, error) {
 	hook, body, err := abi.SplitRequestFrame(body)
 	if err != nil {
 		return nil, err
 	}
-	switch hook {
-	case abi.HookReconcile:
-		req, err := abi.DecodeReconcileRequest(body)
-		if err != nil {
-			return nil, fmt.Errorf("decode request: %w", err)
-		}
-		res, err := m.Reconcile(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		if res == nil {
-			res = &abi.Result{}
-		}
-		return &abi.Response{Status: abi.StatusOK, Result: res}, nil
-	case abi.HookAdmit:
-		req, err := abi.DecodeAdmitRequest(body)
-		if err != nil {
-			return nil, fmt.Errorf("decode request: %w", err)
-		}
-		res, err := m.Admit(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return &abi.Response{Status: abi.StatusOK, Admit: res}, nil
+	info, ok := hook.Info()
+	if !ok {
+		return nil, fmt.Errorf("decode request: hook %q: the harness does not serve it", hook)
 	}
-	return nil, fmt.Errorf("decode request: hook %q: the harness does not serve it", hook)
+	req, err := info.Form.DecodeRequest(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode request: %w", err)
+	}
+	resp, err := m.Call(ctx, hook, req)
+	if err != nil {
+		return nil, err
+	}
+	return info.Form.OK(resp), nil
 }
 
 // writeFrame writes and flushes one response frame.

@@ -24,6 +24,25 @@ func (f *fakeModule) Manifest() abi.Manifest {
 	return abi.Manifest{Name: "fake", Version: "1.2.3", ABIVersion: abi.Current.String(), Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookReconcile}}
 }
 
+// Call serves the hooks as the runtime does, by their typed methods.
+func (f *fakeModule) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error) {
+	switch h {
+	case abi.HookReconcile:
+		res, err := f.Reconcile(ctx, req.(*abi.ReconcileRequest))
+		if err != nil {
+			return nil, err
+		}
+		return &abi.Response{Result: res}, nil
+	case abi.HookAdmit:
+		res, err := f.Admit(ctx, req.(*abi.AdmitRequest))
+		if err != nil {
+			return nil, err
+		}
+		return &abi.Response{Admit: res}, nil
+	}
+	return nil, abi.ErrNoHook
+}
+
 func (f *fakeModule) Admit(_ context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 	return &abi.AdmitResponse{Allowed: req.Name == "ok", Message: "admit saw " + req.Name}, nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -28,22 +30,28 @@ import (
 )
 
 // Cache holds the informers of every kind a reconcile input is built from:
+// the kind of each subject of abi's table and its related kinds (today
 // StatefulSets, Pods, PersistentVolumeClaims, PersistentVolumes,
-// StorageClasses and, when the cluster serves the CRD, VolumeClaimUpdates.
-// It implements snapshot.Lister from their stores and indexes. Every object
-// goes through Slim before it is stored.
+// StorageClasses and, when the cluster serves the CRD, VolumeClaimUpdates).
+// Each informer is the shared informer factories' for the kind's resource
+// (ForResource, keyed by abi's group/version/resource and scope), so a new
+// subject kind needs nothing here. It implements snapshot.Lister from their
+// stores and indexes. Every object goes through Slim before it is stored.
 type Cache struct {
-	scoped   informers.SharedInformerFactory // namespaced kinds, restricted by Options
-	cluster  informers.SharedInformerFactory // cluster-scoped kinds, whole
-	dynamic  dynamicinformer.DynamicSharedInformerFactory
+	scoped  informers.SharedInformerFactory // namespaced kinds, restricted by Options
+	cluster informers.SharedInformerFactory // cluster-scoped kinds, whole
+	// dynamic watches the kinds the typed factories do not know (custom
+	// resources): namespaced ones restricted as scoped is, cluster-scoped
+	// ones whole. nil until such a kind is served.
+	dynamic  map[bool]dynamicinformer.DynamicSharedInformerFactory
 	sets     appslisters.StatefulSetLister
 	pods     cache.Indexer
 	claims   corelisters.PersistentVolumeClaimLister
 	claimIdx cache.Indexer
 	volumes  corelisters.PersistentVolumeLister
 	classes  storagelisters.StorageClassLister
-	updates  cache.GenericLister // nil when the CRD is not served
 	informer map[string]cache.SharedIndexInformer
+	lister   map[string]cache.GenericLister
 }
 
 var _ snapshot.Lister = (*Cache)(nil)
@@ -67,8 +75,24 @@ type Options struct {
 	Resync time.Duration
 }
 
-// NewCache sets up the informers; Start starts them. The VolumeClaimUpdate
-// informer exists only if discovery finds the CRD.
+// WatchedKinds returns the kinds a Cache watches: each subject's kind and
+// its related kinds, as abi's subject table lists them, each once.
+func WatchedKinds() []string {
+	var kinds []string
+	for _, name := range abi.Subjects() {
+		s, _ := abi.Subject(name).Info()
+		for _, k := range append([]string{s.Kind}, s.Related...) {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds
+}
+
+// NewCache sets up the informers; Start starts them. The informer of a
+// custom resource (a VolumeClaimUpdate) exists only if discovery finds its
+// CRD.
 func NewCache(client kubernetes.Interface, dyn dynamic.Interface, o Options) (*Cache, error) {
 	restrict := func(lo *metav1.ListOptions) {
 		if o.LabelSelector != "" {
@@ -78,44 +102,60 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, o Options) (*C
 	scoped := informers.NewSharedInformerFactoryWithOptions(client, o.Resync,
 		informers.WithNamespace(o.Namespace), informers.WithTweakListOptions(restrict), informers.WithTransform(Slim))
 	cluster := informers.NewSharedInformerFactoryWithOptions(client, o.Resync, informers.WithTransform(Slim))
-	pods := scoped.Core().V1().Pods().Informer()
-	claims := scoped.Core().V1().PersistentVolumeClaims().Informer()
+	c := &Cache{
+		scoped:   scoped,
+		cluster:  cluster,
+		dynamic:  map[bool]dynamicinformer.DynamicSharedInformerFactory{},
+		informer: map[string]cache.SharedIndexInformer{},
+		lister:   map[string]cache.GenericLister{},
+	}
+	for _, kind := range WatchedKinds() {
+		gvr, namespaced, err := GVR(kind)
+		if err != nil {
+			return nil, err
+		}
+		factory := cluster
+		if namespaced {
+			factory = scoped
+		}
+		gi, err := factory.ForResource(gvr)
+		if err != nil {
+			// Not a built-in resource: watched through the dynamic client,
+			// when the API server serves it.
+			served, err := serves(client, gvr)
+			if err != nil {
+				return nil, err
+			}
+			if !served {
+				continue
+			}
+			if c.dynamic[namespaced] == nil {
+				ns, tweak := o.Namespace, dynamicinformer.TweakListOptionsFunc(restrict)
+				if !namespaced {
+					ns, tweak = metav1.NamespaceAll, nil
+				}
+				c.dynamic[namespaced] = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, o.Resync, ns, tweak)
+			}
+			gi = c.dynamic[namespaced].ForResource(gvr)
+			if err := gi.Informer().SetTransform(Slim); err != nil {
+				return nil, fmt.Errorf("watch %s: %w", gvr.Resource, err)
+			}
+		}
+		c.informer[kind], c.lister[kind] = gi.Informer(), gi.Lister()
+	}
+	pods, claims := c.informer[abi.KindPod], c.informer[abi.KindPersistentVolumeClaim]
 	if err := pods.AddIndexers(cache.Indexers{ControllerIndex: PodControllerKeys}); err != nil {
 		return nil, fmt.Errorf("index pods: %w", err)
 	}
 	if err := claims.AddIndexers(cache.Indexers{ClaimSetIndex: ClaimSetKeys}); err != nil {
 		return nil, fmt.Errorf("index claims: %w", err)
 	}
-	c := &Cache{
-		scoped:   scoped,
-		cluster:  cluster,
-		sets:     scoped.Apps().V1().StatefulSets().Lister(),
-		pods:     pods.GetIndexer(),
-		claims:   scoped.Core().V1().PersistentVolumeClaims().Lister(),
-		claimIdx: claims.GetIndexer(),
-		volumes:  cluster.Core().V1().PersistentVolumes().Lister(),
-		classes:  cluster.Storage().V1().StorageClasses().Lister(),
-		informer: map[string]cache.SharedIndexInformer{
-			abi.KindStatefulSet:           scoped.Apps().V1().StatefulSets().Informer(),
-			abi.KindPod:                   pods,
-			abi.KindPersistentVolumeClaim: claims,
-			abi.KindPersistentVolume:      cluster.Core().V1().PersistentVolumes().Informer(),
-			abi.KindStorageClass:          cluster.Storage().V1().StorageClasses().Informer(),
-		},
-	}
-	served, err := serves(client, ClaimUpdateGVR)
-	if err != nil {
-		return nil, err
-	}
-	if served {
-		c.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, o.Resync, o.Namespace, restrict)
-		gi := c.dynamic.ForResource(ClaimUpdateGVR)
-		if err := gi.Informer().SetTransform(Slim); err != nil {
-			return nil, fmt.Errorf("watch %s: %w", ClaimUpdateGVR.Resource, err)
-		}
-		c.updates = gi.Lister()
-		c.informer[abi.KindVolumeClaimUpdate] = gi.Informer()
-	}
+	c.sets = scoped.Apps().V1().StatefulSets().Lister()
+	c.pods = pods.GetIndexer()
+	c.claims = scoped.Core().V1().PersistentVolumeClaims().Lister()
+	c.claimIdx = claims.GetIndexer()
+	c.volumes = cluster.Core().V1().PersistentVolumes().Lister()
+	c.classes = cluster.Storage().V1().StorageClasses().Lister()
 	return c, nil
 }
 
@@ -144,8 +184,8 @@ func (c *Cache) Informer(kind string) cache.SharedIndexInformer { return c.infor
 func (c *Cache) Start(ctx context.Context) {
 	c.scoped.Start(ctx.Done())
 	c.cluster.Start(ctx.Done())
-	if c.dynamic != nil {
-		c.dynamic.Start(ctx.Done())
+	for _, f := range c.dynamic {
+		f.Start(ctx.Done())
 	}
 }
 
@@ -159,8 +199,8 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 			}
 		}
 	}
-	if c.dynamic != nil {
-		for _, ok := range c.dynamic.WaitForCacheSync(ctx.Done()) {
+	for _, f := range c.dynamic {
+		for _, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return false
 			}
@@ -173,9 +213,24 @@ func (c *Cache) WaitForSync(ctx context.Context) bool {
 func (c *Cache) Shutdown() {
 	c.scoped.Shutdown()
 	c.cluster.Shutdown()
-	if c.dynamic != nil {
-		c.dynamic.Shutdown()
+	for _, f := range c.dynamic {
+		f.Shutdown()
 	}
+}
+
+// GetObject returns the object of kind named namespace/name (name alone for a
+// cluster-scoped kind) from the kind's informer: a typed object for a
+// built-in kind, an *unstructured.Unstructured for a custom one. A kind the
+// cache does not watch has no objects.
+func (c *Cache) GetObject(kind, namespace, name string) (k8sruntime.Object, error) {
+	l := c.lister[kind]
+	if l == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: abi.KindOf(kind).Resource}, name)
+	}
+	if abi.KindOf(kind).Namespaced {
+		return l.ByNamespace(namespace).Get(name)
+	}
+	return l.Get(name)
 }
 
 func (c *Cache) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
@@ -219,10 +274,11 @@ func (c *Cache) GetStorageClass(name string) (*storagev1.StorageClass, error) {
 }
 
 func (c *Cache) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
-	if c.updates == nil {
+	updates := c.lister[abi.KindVolumeClaimUpdate]
+	if updates == nil {
 		return nil, nil
 	}
-	objs, err := c.updates.ByNamespace(namespace).List(labels.Everything())
+	objs, err := updates.ByNamespace(namespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	dynfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
@@ -68,6 +69,10 @@ type scanLister struct {
 	pods    []*corev1.Pod
 	claims  []*corev1.PersistentVolumeClaim
 	classes []*storagev1.StorageClass
+}
+
+func (l *scanLister) GetObject(kind, _, name string) (runtime.Object, error) {
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: abi.KindOf(kind).Resource}, name)
 }
 
 func (l *scanLister) GetStatefulSet(ns, name string) (*appsv1.StatefulSet, error) {

@@ -11,28 +11,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
-// newTyped returns an empty typed object for the built-in kinds, nil for
-// the others (VolumeClaimUpdate has no Go type: it stays unstructured).
-func newTyped(kind string) any {
-	switch kind {
-	case abi.KindStatefulSet:
-		return &appsv1.StatefulSet{}
-	case abi.KindPod:
-		return &corev1.Pod{}
-	case abi.KindPersistentVolumeClaim:
-		return &corev1.PersistentVolumeClaim{}
-	case abi.KindPersistentVolume:
-		return &corev1.PersistentVolume{}
-	case abi.KindStorageClass:
-		return &storagev1.StorageClass{}
+// newTyped returns an empty typed object for a kind of abi.Kinds() that
+// client-go's scheme knows (the built-in kinds), nil for the others (a
+// VolumeClaimUpdate has no Go type: it stays unstructured) and for kinds no
+// reconcile input holds.
+func newTyped(kind string) runtime.Object {
+	info, ok := abi.LookupKind(kind)
+	if !ok {
+		return nil
 	}
-	return nil
+	gv, err := schema.ParseGroupVersion(info.APIVersion)
+	if err != nil {
+		return nil
+	}
+	obj, err := scheme.Scheme.New(gv.WithKind(kind))
+	if err != nil {
+		return nil
+	}
+	return obj
 }
 
 // canonical returns obj as the API server would store it: for built-in
@@ -62,6 +66,23 @@ func canonical(obj map[string]any) (map[string]any, error) {
 
 // The methods below implement snapshot.Lister. Every call converts the
 // stored object afresh, so callers get objects of their own.
+
+// GetObject returns the named object of kind: of its Go type for a
+// built-in kind (newTyped), an *unstructured.Unstructured for another.
+func (c *Cluster) GetObject(kind, namespace, name string) (runtime.Object, error) {
+	obj, ok := c.Get(kind, namespace, name)
+	if !ok {
+		return nil, apierrors.NewNotFound(groupResource(kind), name)
+	}
+	typed := newTyped(kind)
+	if typed == nil {
+		return &unstructured.Unstructured{Object: obj}, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", c.key(kind, namespace, name), err)
+	}
+	return typed, nil
+}
 
 // GetStatefulSet returns the named StatefulSet.
 func (c *Cluster) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {

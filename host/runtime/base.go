@@ -37,7 +37,7 @@ type base[T poolable] struct {
 	// returning the checked answer (instance.call's contract); free releases
 	// the profile's resources after the pools are closed.
 	newInstance func(context.Context) (T, ErrorKind, error)
-	call        func(ctx context.Context, inst T, h hookID, req message) (*abi.Response, ErrorKind, bool, error)
+	call        func(ctx context.Context, inst T, h hookID, req abi.HookRequest) (*abi.Response, ErrorKind, bool, error)
 	free        func(context.Context) error
 
 	closeOnce sync.Once
@@ -78,7 +78,7 @@ func (b *base[T]) started(man abi.Manifest, inst T) {
 // reconciles): RATIONALE.md, "Why a pool per hook?".
 //
 // key names the call in errors (a subject's key, an admission's object).
-func (b *base[T]) invoke(ctx context.Context, h hookID, key string, req message) (*abi.Response, error) {
+func (b *base[T]) invoke(ctx context.Context, h hookID, key string, req abi.HookRequest) (*abi.Response, error) {
 	var resp *abi.Response
 	err := invokeOn(ctx, b.pools[h], b.name, string(hookTable[h].Name), key, &b.interrupted, b.newInstance,
 		func(inst T) (kind ErrorKind, keep bool, err error) {

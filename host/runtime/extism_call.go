@@ -129,7 +129,7 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 }
 
 // callHook is base.call for a plugin: it encodes req in the plugin's
-// encoding (for JSON, in the hook's JSON form, extismForms), calls the
+// encoding (for JSON, in its form's JSON form, formSpec.extism), calls the
 // hook's Extism function on inst, and decodes the answer with the same
 // checks as a native module's output (decodeOutput for MessagePack; for
 // JSON the shape bounds, then ownStrings, then the form's conversion to the
@@ -137,12 +137,9 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 // hook's check. The check runs inside the call, as instance.call runs it
 // for a native module, so that an answer it refuses discards the instance
 // too.
-func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, req message) (*abi.Response, ErrorKind, bool, error) {
+func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, req abi.HookRequest) (*abi.Response, ErrorKind, bool, error) {
 	spec := hookTable[h]
-	form, ok := extismForms[spec.Name]
-	if !ok {
-		form = extismForm{func(r message) any { return r }, jsonAnswer(func(r *abi.Response) *abi.Response { return r })}
-	}
+	form := spec.extism
 	var in []byte
 	var err error
 	if p.encoding == EncodingMsgpack {
@@ -178,29 +175,9 @@ func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, r
 // extismForm is a hook's messages in the Extism profile's JSON encoding.
 type extismForm struct {
 	// request is the request's JSON form.
-	request func(req message) any
+	request func(req abi.HookRequest) any
 	// answer decodes the plugin's JSON answer into the wire type.
 	answer func(out []byte, l Limits) (*abi.Response, error)
-}
-
-// extismForms are the hooks whose JSON form differs from their wire type's
-// (the configuration and objects as JSON values rather than base64 bytes);
-// any other hook is sent and answered as its wire types in JSON.
-var extismForms = map[abi.Hook]extismForm{
-	abi.HookReconcile: {
-		request: func(r message) any {
-			req := r.(*abi.ReconcileRequest)
-			return jsonReconcileRequest{req, json.RawMessage(req.Config)}
-		},
-		answer: jsonAnswer(func(r *abi.Response) *abi.Response { return r }),
-	},
-	abi.HookAdmit: {
-		request: func(r message) any {
-			req := r.(*abi.AdmitRequest)
-			return jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)}
-		},
-		answer: jsonAnswer((*jsonAdmitAnswer).response),
-	},
 }
 
 // jsonAnswer decodes a JSON answer of form J and converts it to the wire

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -12,52 +13,82 @@ import (
 // hookID indexes the hook table: a hook's position in abi.Hooks().
 type hookID int
 
-// The hooks the runtime has typed methods for (Module.Reconcile, .Admit).
-var (
-	hookReconcile = hookIndex(abi.HookReconcile)
-	hookAdmit     = hookIndex(abi.HookAdmit)
-)
-
 // hookSpec is one row of the hook table: abi's descriptor of the hook and
-// the one thing the runtime adds to it. Everything that differs between
-// hooks is data here or a typed method below, and every hook goes through
-// the one call path (base.invoke, a profile's call). A new hook is a row of
-// abi's table, and here a check and a typed method over invoke.
+// what the runtime adds to its form. Nothing here is per hook: every hook
+// goes through the one call path (Call, base.invoke, a profile's call), and
+// what differs between hooks is their form's row of forms. A new hook of an
+// existing form is a row of abi's table and nothing here.
 type hookSpec struct {
 	abi.HookInfo
-	// check refuses an ok response that does not carry this hook's answer
+	formSpec
+}
+
+// formSpec is what the runtime adds to a form of abi's (abi.HookForm).
+type formSpec struct {
+	// check refuses an ok response that does not carry this form's answer
 	// (a module answering another hook's question is confused or hostile)
 	// or whose answer is larger than the limits allow.
 	check func(resp *abi.Response, l Limits) error
+	// key names a request in errors and logs; ok is false when req is not
+	// a non-nil request of the form.
+	key func(req abi.HookRequest) (key string, ok bool)
+	// extism is the form's messages in the Extism profile's JSON encoding.
+	extism extismForm
 }
 
-// hookChecks holds each hook's answer check, by name.
-var hookChecks = map[abi.Hook]func(*abi.Response, Limits) error{
-	abi.HookReconcile: checkReconcile,
-	abi.HookAdmit:     checkAdmit,
+// forms holds the runtime's part of each hook form, by form.
+var forms = map[abi.HookForm]formSpec{
+	abi.FormReconcile: {
+		check: checkReconcile,
+		key:   keyOf(func(req *abi.ReconcileRequest) string { return req.Key }),
+		extism: extismForm{
+			request: func(r abi.HookRequest) any {
+				req := r.(*abi.ReconcileRequest)
+				return jsonReconcileRequest{req, json.RawMessage(req.Config)}
+			},
+			answer: jsonAnswer(func(r *abi.Response) *abi.Response { return r }),
+		},
+	},
+	abi.FormAdmit: {
+		check: checkAdmit,
+		key:   keyOf(admitKey),
+		extism: extismForm{
+			request: func(r abi.HookRequest) any {
+				req := r.(*abi.AdmitRequest)
+				return jsonAdmitRequest{req, asJSONAdmitObject(req.Object), asJSONAdmitObject(req.OldObject), json.RawMessage(req.Config)}
+			},
+			answer: jsonAnswer((*jsonAdmitAnswer).response),
+		},
+	},
 }
 
-// hookTable is abi.Hooks() with the runtime's checks, in abi's order.
+// keyOf is a form's key function for requests of type P (*R).
+func keyOf[R any, P interface {
+	*R
+	abi.HookRequest
+}](key func(P) string) func(abi.HookRequest) (string, bool) {
+	return func(r abi.HookRequest) (string, bool) {
+		req, ok := r.(P)
+		if !ok || req == nil {
+			return "", false
+		}
+		return key(req), true
+	}
+}
+
+// hookTable is abi.Hooks() with the runtime's part of their forms, in
+// abi's order.
 var hookTable = func() []hookSpec {
 	var t []hookSpec
 	for _, h := range abi.Hooks() {
-		check, ok := hookChecks[h.Name]
+		form, ok := forms[h.Form]
 		if !ok {
-			panic("runtime: hook " + string(h.Name) + " of package abi has no answer check in hookChecks")
+			panic(fmt.Sprintf("runtime: hook %s of package abi has form %d, which has no row in forms", h.Name, h.Form))
 		}
-		t = append(t, hookSpec{h, check})
+		t = append(t, hookSpec{h, form})
 	}
 	return t
 }()
-
-// hookIndex is the hookID of a hook of abi's table.
-func hookIndex(name abi.Hook) hookID {
-	i := name.Index()
-	if i < 0 {
-		panic("runtime: " + string(name) + " is not a hook of package abi")
-	}
-	return hookID(i)
-}
 
 func checkReconcile(r *abi.Response, _ Limits) error {
 	if r.Admit != nil {
@@ -76,11 +107,6 @@ func checkAdmit(r *abi.Response, l Limits) error {
 		return fmt.Errorf("output: admit.patch holds %d operations, more than the limit of %d: raise the module's limits.maxActions, or fix the module", len(r.Admit.Patch), l.MaxActions)
 	}
 	return nil
-}
-
-// message is a hook's request as the call path needs it.
-type message interface {
-	MarshalMsg([]byte) ([]byte, error)
 }
 
 // invokeOn is the call path of every kind of module (base.invoke): it
@@ -126,21 +152,39 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 	return nil
 }
 
-// Reconcile calls the module's reconcile hook with req (see invoke).
+// Call calls the module's hook h with req, a request of h's form
+// (abi.HookInfo.Form), and returns its checked answer, an ok one (see
+// invoke). It is the one call path of every hook; Reconcile and Admit are
+// typed forms of it.
 //
 // A failure of the guest is a *CallError; the instance is discarded unless
 // the guest itself reported a status other than abi.StatusPanic. Calls
 // after Close fail with ErrClosed.
+func (b *base[T]) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error) {
+	id, ok := hookNamed(string(h))
+	if !ok {
+		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("%q is not a hook of ABI %v", h, abi.Current)}
+	}
+	spec := hookTable[id]
+	key, ok := spec.key(req)
+	if !ok {
+		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("request %T is not one of the %s hook's", req, h)}
+	}
+	resp, err := b.invoke(ctx, id, key, req)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Form.OK(resp), nil
+}
+
+// Reconcile calls the module's reconcile hook with req (see Call).
 func (b *base[T]) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
 	if req == nil {
 		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := b.invoke(ctx, hookReconcile, req.Key, req)
+	resp, err := b.Call(ctx, abi.HookReconcile, req)
 	if err != nil {
 		return nil, err
-	}
-	if resp.Result == nil {
-		return &abi.Result{}, nil
 	}
 	return resp.Result, nil
 }
@@ -154,7 +198,7 @@ func (b *base[T]) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitR
 	if req == nil {
 		return nil, &CallError{Module: b.name, Hook: abi.HookAdmit, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := b.invoke(ctx, hookAdmit, admitKey(req), req)
+	resp, err := b.Call(ctx, abi.HookAdmit, req)
 	if err != nil {
 		return nil, err
 	}

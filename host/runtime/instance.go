@@ -109,7 +109,7 @@ func (inst *instance) close() {
 //
 // One deadline covers the whole round trip (malloc when the lent region is
 // too small, then the hook), so the timer is armed once per call.
-func (inst *instance) call(parent context.Context, l Limits, h hookID, req message) (resp *abi.Response, kind ErrorKind, keep bool, err error) {
+func (inst *instance) call(parent context.Context, l Limits, h hookID, req abi.HookRequest) (resp *abi.Response, kind ErrorKind, keep bool, err error) {
 	in, err := req.MarshalMsg(inst.in[:0])
 	if err != nil {
 		return nil, KindInput, true, fmt.Errorf("encode request: %w", err)

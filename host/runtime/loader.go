@@ -8,9 +8,13 @@ import (
 )
 
 // Loaded is a loaded module of either kind, native (*Module) or Extism
-// (*Plugin), as the host and kubeplug's commands hold it.
+// (*Plugin), as the host and kubeplug's commands hold it. Consumers take the
+// small interface of what they call (controller.Guest, admission.Admitter,
+// harness.Module); Call serves every hook, Reconcile and Admit are its typed
+// forms, so a new hook adds no method here.
 type Loaded interface {
 	Manifest() abi.Manifest
+	Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error)
 	Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error)
 	Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error)
 	HasHook(hook string) bool

@@ -40,7 +40,7 @@ type Module struct {
 func newModule(e *Engine, source string, limits Limits, info Info, sum [32]byte) *Module {
 	m := &Module{base: newBase[*instance](e, source, limits, info), sum: sum}
 	m.base.newInstance = m.newInstance
-	m.base.call = func(ctx context.Context, inst *instance, h hookID, req message) (*abi.Response, ErrorKind, bool, error) {
+	m.base.call = func(ctx context.Context, inst *instance, h hookID, req abi.HookRequest) (*abi.Response, ErrorKind, bool, error) {
 		return inst.call(ctx, m.limits, h, req)
 	}
 	m.free = m.release

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -36,16 +37,66 @@ type Builder struct {
 }
 
 // Build builds the input of the reconcile of key for a module with the given
-// subject kind (abi.SubjectStatefulSet or abi.SubjectPersistentVolume).
+// subject kind (one of abi.Subjects()).
 func (b *Builder) Build(subject, key string, config []byte) (*abi.ReconcileRequest, error) {
-	switch subject {
-	case abi.SubjectStatefulSet:
-		return b.StatefulSet(key, config)
-	case abi.SubjectPersistentVolume:
-		return b.PersistentVolume(key, config)
+	part, ok := subjects[subject]
+	if !ok {
+		return nil, fmt.Errorf("build reconcile input for %q: unknown subject %q, want one of %v", key, subject, abi.Subjects())
 	}
-	return nil, fmt.Errorf("build reconcile input for %q: unknown subject %q, want one of %v", key, subject, abi.Subjects())
+	return part.build(b, key, config)
 }
+
+// subjectPart is the snapshot's part of a subject kind of abi's table: how
+// its input is built, and which subjects an event on each of its related
+// kinds queues (the subject's own kind queues its own key).
+type subjectPart struct {
+	build   func(b *Builder, key string, config []byte) (*abi.ReconcileRequest, error)
+	related map[string]KeysFunc
+}
+
+// KeysFunc maps an object of a related kind, as its informer holds it, to
+// the keys of the subjects whose input holds it; l is read for what the
+// mapping needs. An object of another type maps to none.
+type KeysFunc func(obj any, l Lister) ([]string, error)
+
+// subjects holds the snapshot's part of each subject kind, by name. A new
+// subject kind is a row here and its build function.
+var subjects = map[string]subjectPart{
+	abi.SubjectStatefulSet: {
+		build: (*Builder).StatefulSet,
+		related: map[string]KeysFunc{
+			abi.KindPod:                   keysOf(func(p *corev1.Pod, _ Lister) ([]string, error) { return SetKeysForPod(p), nil }),
+			abi.KindPersistentVolumeClaim: keysOf(SetKeysForClaim),
+			abi.KindVolumeClaimUpdate: keysOf(func(u *unstructured.Unstructured, _ Lister) ([]string, error) {
+				return []string{SetKeyForClaimUpdate(u)}, nil
+			}),
+		},
+	},
+	abi.SubjectPersistentVolume: {
+		build: (*Builder).PersistentVolume,
+		related: map[string]KeysFunc{
+			abi.KindPersistentVolumeClaim: keysOf(func(c *corev1.PersistentVolumeClaim, _ Lister) ([]string, error) {
+				return []string{VolumeKeyForClaim(c)}, nil
+			}),
+		},
+	},
+}
+
+// keysOf is f as a KeysFunc over objects of type T.
+func keysOf[T any](f func(T, Lister) ([]string, error)) KeysFunc {
+	return func(obj any, l Lister) ([]string, error) {
+		t, ok := obj.(T)
+		if !ok {
+			return nil, nil
+		}
+		return f(t, l)
+	}
+}
+
+// RelatedKeys returns the key functions of subject's related kinds, by
+// kind: what an event on an object of each queues. A kind without one
+// (StorageClass) queues nothing.
+func RelatedKeys(subject string) map[string]KeysFunc { return maps.Clone(subjects[subject].related) }
 
 // StatefulSet builds the input for the StatefulSet named by key
 // ("namespace/name"): the set; its pods (controller reference to the set),
@@ -114,7 +165,7 @@ func (b *Builder) PersistentVolume(key string, config []byte) (*abi.ReconcileReq
 	if key == "" || strings.Contains(key, "/") {
 		return nil, fmt.Errorf("%w %q: a persistentvolume key is its name", ErrBadKey, key)
 	}
-	pv, err := b.Lister.GetVolume(key)
+	pv, err := get[*corev1.PersistentVolume](b.Lister, abi.KindPersistentVolume, "", key)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
@@ -66,6 +68,26 @@ func (l *fakeLister) add(o any) {
 
 func notFound(resource, name string) error {
 	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}
+
+// GetObject serves the kinds the fake holds through their typed methods.
+func (l *fakeLister) GetObject(kind, namespace, name string) (runtime.Object, error) {
+	var obj runtime.Object
+	var err error
+	switch kind {
+	case abi.KindPersistentVolume:
+		obj, err = l.GetVolume(name)
+	case abi.KindPersistentVolumeClaim:
+		obj, err = l.GetClaim(namespace, name)
+	case abi.KindStorageClass:
+		obj, err = l.GetStorageClass(name)
+	default:
+		return nil, notFound(kind, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 func (l *fakeLister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
