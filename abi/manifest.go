@@ -30,6 +30,11 @@ type Manifest struct {
 	// Admission says what the admit hook admits; required with HookAdmit
 	// (ABI 1.1).
 	Admission *Admission `json:"admission,omitempty"`
+	// Projection is what the module reads of each kind of object (ABI 1.3):
+	// the host sends the reconcile hook objects of a listed kind with only
+	// those fields and the identity fields (ObjectFields). Empty, every
+	// object is sent whole.
+	Projection []ObjectFields `json:"projection,omitempty"`
 }
 
 // Capability allows one action type on some resources. Resources are

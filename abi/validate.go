@@ -28,6 +28,11 @@ const (
 	RuleTooMany ManifestRule = "too many"
 	// RuleIncomplete: an admission rule lacks a required list.
 	RuleIncomplete ManifestRule = "incomplete"
+	// RuleDuplicate: a projection names a kind twice, or a field path that
+	// another of the kind's paths already keeps.
+	RuleDuplicate ManifestRule = "duplicate"
+	// RuleTooLong: a field path longer than MaxFieldPathLength.
+	RuleTooLong ManifestRule = "too long"
 )
 
 // ManifestError is one reason a manifest is invalid. Its text names the
@@ -38,8 +43,8 @@ type ManifestError struct {
 	// Field is the field at fault: "name", "hooks", "capabilities.action",
 	// "admission.rules", ...; the element's index is in Index.
 	Field string
-	// Index is the index of the element of hooks, capabilities or
-	// admission.rules at fault, -1 for other fields.
+	// Index is the index of the element of hooks, capabilities,
+	// admission.rules or projection at fault, -1 for other fields.
 	Index int
 	Rule  ManifestRule
 	// Value is the value at fault, or for a capability the action it names.
@@ -94,6 +99,7 @@ func (m *Manifest) Validate(marker Version) error {
 		}
 	}
 	m.validateAdmission(bad)
+	m.validateProjection(marker, bad)
 	return errors.Join(errs...)
 }
 
@@ -124,6 +130,65 @@ func (m *Manifest) validateAdmission(bad func(field string, index int, rule Mani
 		for j, op := range r.Operations {
 			if !slices.Contains(admissionOperations[:], op) {
 				bad("admission.rules.operations", i, RuleUnknown, op, "admission.rules[%d].operations[%d] %q is not CREATE, UPDATE, DELETE, CONNECT or *", i, j, op)
+			}
+		}
+	}
+}
+
+// validateProjection checks the projection's budgets first, then that each
+// entry names a kind of the subject's requests once, and field paths of it,
+// each once.
+func (m *Manifest) validateProjection(marker Version, bad func(field string, index int, rule ManifestRule, value, format string, args ...any)) {
+	p := m.Projection
+	if len(p) == 0 {
+		return
+	}
+	if marker.Minor < ProjectionMinMinor {
+		bad("projection", -1, RuleTooNew, "", "projection needs ABI %d.%d, but the module was built for %s", VersionMajor, ProjectionMinMinor, marker)
+		return
+	}
+	total := 0
+	for _, o := range p {
+		total += len(o.Fields)
+	}
+	if len(p) > len(projectionKinds) || total > MaxProjectionFields {
+		bad("projection", -1, RuleTooMany, "", "projection lists %d kinds and %d field paths, more than the %d kinds and %d paths allowed: list only the fields the module reads", len(p), total, len(projectionKinds), MaxProjectionFields)
+		return
+	}
+	info, ok := Subject(m.Subject).Info()
+	if !ok {
+		return // the subject's own error says it
+	}
+	carried := append([]string{info.Kind}, info.Related...)
+	first := map[string]int{}
+	for i, o := range p {
+		if !slices.Contains(carried, o.Kind) {
+			bad("projection.kind", i, RuleUnknown, o.Kind, "projection[%d].kind %q is not a kind a %s request carries (%s)", i, o.Kind, m.Subject, strings.Join(carried, ", "))
+			continue
+		}
+		if j, dup := first[o.Kind]; dup {
+			bad("projection.kind", i, RuleDuplicate, o.Kind, "projection[%d].kind %q is listed already at projection[%d]: merge their fields", i, o.Kind, j)
+			continue
+		}
+		first[o.Kind] = i
+		for j, path := range o.Fields {
+			if len(path) > MaxFieldPathLength {
+				bad("projection.fields", i, RuleTooLong, path[:MaxFieldPathLength], "projection[%d].fields[%d] is %d bytes long, more than %d: no field path of %s is", i, j, len(path), MaxFieldPathLength, o.Kind)
+				continue
+			}
+			if at, step, fields, ok := checkFieldPath(o.Kind, path); !ok {
+				if len(fields) == 0 {
+					bad("projection.fields", i, RuleUnknown, path, "projection[%d].fields[%d] %q is not a field path of %s: %s has no fields under it (name fields with their JSON names, joined by dots)", i, j, path, o.Kind, at)
+				} else {
+					bad("projection.fields", i, RuleUnknown, path, "projection[%d].fields[%d] %q is not a field path of %s: %s has no field %q (it has %s)", i, j, path, o.Kind, at, step, strings.Join(fields, ", "))
+				}
+				continue
+			}
+			for k, other := range o.Fields[:j] {
+				if covers(other, path) || covers(path, other) {
+					bad("projection.fields", i, RuleDuplicate, path, "projection[%d].fields[%d] %q overlaps fields[%d] %q: list each field once, the outer one if the module reads all of it", i, j, path, k, other)
+					break
+				}
 			}
 		}
 	}

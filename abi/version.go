@@ -10,7 +10,7 @@ import (
 // adds functions; patch adds enum values (new action types, statuses).
 const (
 	VersionMajor = 1
-	VersionMinor = 2
+	VersionMinor = 3
 	VersionPatch = 0
 )
 

@@ -2957,8 +2957,8 @@ func (z GroupVersionResource) Msgsize() (s int) {
 func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(9)
-	var zb0001Mask uint16 /* 9 bits */
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
 	_ = zb0001Mask
 	if z.Capabilities == nil {
 		zb0001Len--
@@ -2975,6 +2975,10 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Admission == nil {
 		zb0001Len--
 		zb0001Mask |= 0x100
+	}
+	if z.Projection == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -3034,6 +3038,38 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "projection"
+			o = append(o, 0xaa, 0x70, 0x72, 0x6f, 0x6a, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Projection)))
+			for za0003 := range z.Projection {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.Projection[za0003].Fields == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					// string "kind"
+					o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+					o = msgp.AppendString(o, z.Projection[za0003].Kind)
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "fields"
+						o = append(o, 0xa6, 0x66, 0x69, 0x65, 0x6c, 0x64, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.Projection[za0003].Fields)))
+						for za0004 := range z.Projection[za0003].Fields {
+							o = msgp.AppendString(o, z.Projection[za0003].Fields[za0004])
+						}
+					}
+				}
+			}
+		}
 	}
 	return
 }
@@ -3048,7 +3084,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 4 bits */
+	var zb0001Mask uint8 /* 5 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -3153,6 +3189,76 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x8
+		case "projection":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Projection")
+				return
+			}
+			if cap(z.Projection) >= int(zb0004) {
+				z.Projection = (z.Projection)[:zb0004]
+			} else {
+				z.Projection = make([]ObjectFields, zb0004)
+			}
+			for za0003 := range z.Projection {
+				var zb0005 uint32
+				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Projection", za0003)
+					return
+				}
+				var zb0005Mask uint8 /* 1 bits */
+				_ = zb0005Mask
+				for zb0005 > 0 {
+					zb0005--
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if err != nil {
+						err = msgp.WrapError(err, "Projection", za0003)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "kind":
+						z.Projection[za0003].Kind, bts, err = readStringBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Projection", za0003, "Kind")
+							return
+						}
+					case "fields":
+						var zb0006 uint32
+						zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Projection", za0003, "Fields")
+							return
+						}
+						if cap(z.Projection[za0003].Fields) >= int(zb0006) {
+							z.Projection[za0003].Fields = (z.Projection[za0003].Fields)[:zb0006]
+						} else {
+							z.Projection[za0003].Fields = make([]string, zb0006)
+						}
+						for za0004 := range z.Projection[za0003].Fields {
+							z.Projection[za0003].Fields[za0004], bts, err = readStringBytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Projection", za0003, "Fields", za0004)
+								return
+							}
+						}
+						zb0005Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Projection", za0003)
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0005Mask & 0x1) == 0 {
+					z.Projection[za0003].Fields = nil
+				}
+
+			}
+			zb0001Mask |= 0x10
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -3162,7 +3268,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xf {
+	if zb0001Mask != 0x1f {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Capabilities = nil
 		}
@@ -3174,6 +3280,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x8) == 0 {
 			z.Admission = nil
+		}
+		if (zb0001Mask & 0x10) == 0 {
+			z.Projection = nil
 		}
 	}
 	o = bts
@@ -3195,6 +3304,13 @@ func (z *Manifest) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.Admission.Msgsize()
+	}
+	s += 11 + msgp.ArrayHeaderSize
+	for za0003 := range z.Projection {
+		s += 1 + 5 + msgp.StringPrefixSize + len(z.Projection[za0003].Kind) + 7 + msgp.ArrayHeaderSize
+		for za0004 := range z.Projection[za0003].Fields {
+			s += msgp.StringPrefixSize + len(z.Projection[za0003].Fields[za0004])
+		}
 	}
 	return
 }
@@ -3257,6 +3373,109 @@ func (z *MatchCondition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z MatchCondition) Msgsize() (s int) {
 	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 11 + msgp.StringPrefixSize + len(z.Expression)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *ObjectFields) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Fields == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "kind"
+		o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+		o = msgp.AppendString(o, z.Kind)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "fields"
+			o = append(o, 0xa6, 0x66, 0x69, 0x65, 0x6c, 0x64, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Fields)))
+			for za0001 := range z.Fields {
+				o = msgp.AppendString(o, z.Fields[za0001])
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "kind":
+			z.Kind, bts, err = readStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+		case "fields":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Fields")
+				return
+			}
+			if cap(z.Fields) >= int(zb0002) {
+				z.Fields = (z.Fields)[:zb0002]
+			} else {
+				z.Fields = make([]string, zb0002)
+			}
+			for za0001 := range z.Fields {
+				z.Fields[za0001], bts, err = readStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Fields", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Fields = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *ObjectFields) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Kind) + 7 + msgp.ArrayHeaderSize
+	for za0001 := range z.Fields {
+		s += msgp.StringPrefixSize + len(z.Fields[za0001])
+	}
 	return
 }
 

@@ -37,6 +37,16 @@ type Module struct {
 	// webhook; Admission is then required and says what it admits.
 	Admit     AdmitFunc
 	Admission *abi.Admission
+	// Projection is what Reconcile reads of each kind of object (ABI 1.3):
+	// the host then sends objects of a listed kind with only those fields
+	// and their identity (name, namespace, uid, resourceVersion), which
+	// makes each call cheaper. The module's code is the same either way: a
+	// field left out reads as empty. Leave it nil to get every object whole.
+	// `kubeplug test` runs every reconcile with and without it and fails a
+	// case whose answers differ, so a field read but not listed is caught.
+	//
+	//	Projection: []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions"}}}
+	Projection []abi.ObjectFields
 }
 
 // Register registers the guest's module. Call it once, from an init function
@@ -69,6 +79,7 @@ func (m Module) Manifest() (abi.Manifest, error) {
 		Description:  m.Description,
 		ConfigSchema: m.ConfigSchema,
 		Admission:    m.Admission,
+		Projection:   m.Projection,
 	}
 	var errs []error
 	if err := man.Validate(abi.Current); err != nil {
