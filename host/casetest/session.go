@@ -82,6 +82,9 @@ func (s *Session) Restart(guest controller.Guest, deps *controller.Deps) {
 	if guest != nil {
 		mod.Runtime = guest
 	}
+	// Every reconcile of a module with a projection is checked against the
+	// whole request (projection.go).
+	mod.Runtime = checkProjection(mod.Runtime)
 	d := s.Deps()
 	if deps != nil {
 		d = *deps

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/projection"
 )
 
 // base is what every kind of loaded module shares, whatever its runtime
@@ -24,6 +25,9 @@ type base[T poolable] struct {
 	limits   Limits
 	info     Info
 	manifest abi.Manifest
+	// projection is the manifest's, compiled: what Reconcile sends of
+	// each object (nil: everything).
+	projection *projection.Projection
 	// name is Name's; set by load and SetName before the first call.
 	name string
 
@@ -55,6 +59,8 @@ func newBase[T poolable](e *Engine, source string, limits Limits, info Info) bas
 // leaves inst, the instance that read the manifest, idle in the first.
 func (b *base[T]) started(man abi.Manifest, inst T) {
 	b.manifest = man
+	// checkManifest compiled it once already: it cannot fail here.
+	b.projection, _ = projection.Compile(man.Projection)
 	b.pools = make([]*pool[T], len(hookTable))
 	var first *pool[T]
 	for h, spec := range hookTable {

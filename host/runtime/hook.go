@@ -155,12 +155,20 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 // Call calls the module's hook h with req, a request of h's form
 // (abi.HookInfo.Form), and returns its checked answer, an ok one (see
 // invoke). It is the one call path of every hook; Reconcile and Admit are
-// typed forms of it.
+// typed forms of it. A reconcile request's objects are narrowed to the
+// module's projection when it declared one (ABI 1.3; internal/projection):
+// req itself is not changed, and the caller checks the module's actions
+// against the whole request.
 //
 // A failure of the guest is a *CallError; the instance is discarded unless
 // the guest itself reported a status other than abi.StatusPanic. Calls
 // after Close fail with ErrClosed.
 func (b *base[T]) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error) {
+	return b.callHook(ctx, h, req, true)
+}
+
+// callHook is Call, narrowing a reconcile request only when narrow is set.
+func (b *base[T]) callHook(ctx context.Context, h abi.Hook, req abi.HookRequest, narrow bool) (*abi.Response, error) {
 	id, ok := hookNamed(string(h))
 	if !ok {
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("%q is not a hook of ABI %v", h, abi.Current)}
@@ -169,6 +177,9 @@ func (b *base[T]) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*a
 	key, ok := spec.key(req)
 	if !ok {
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("request %T is not one of the %s hook's", req, h)}
+	}
+	if r, ok := req.(*abi.ReconcileRequest); ok && narrow {
+		req = b.projection.Apply(r)
 	}
 	resp, err := b.invoke(ctx, id, key, req)
 	if err != nil {
@@ -188,6 +199,25 @@ func (b *base[T]) Reconcile(ctx context.Context, req *abi.ReconcileRequest) (*ab
 	}
 	return resp.Result, nil
 }
+
+// ReconcileWhole is Reconcile with the whole request, whatever projection
+// the module declared: what a module that declares none is sent. `kubeplug
+// test` compares its answers with Reconcile's to catch a module that reads
+// a field its projection leaves out.
+func (b *base[T]) ReconcileWhole(ctx context.Context, req *abi.ReconcileRequest) (*abi.Result, error) {
+	if req == nil {
+		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
+	}
+	resp, err := b.callHook(ctx, abi.HookReconcile, req, false)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Result, nil
+}
+
+// Projected reports whether the module declared a projection (ABI 1.3):
+// whether Reconcile sends less than ReconcileWhole.
+func (b *base[T]) Projected() bool { return b.projection != nil }
 
 // Admit calls the module's admit hook (ABI 1.1) with req, under the same
 // rules as Reconcile, on instances of its own. The answer's patch is not

@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/projection"
 )
 
 // signature is a function type.
@@ -177,6 +178,9 @@ func checkManifest(source string, m *abi.Manifest, marker abi.Version) error {
 	var first *abi.ManifestError
 	if err := m.Validate(marker); errors.As(err, &first) {
 		return loadError(source, ErrManifest, "%s: fix the manifest the module returns from %s", first, abi.ExportManifest)
+	}
+	if _, err := projection.Compile(m.Projection); err != nil {
+		return loadError(source, ErrManifest, "%v: fix the manifest the module returns from %s", err, abi.ExportManifest)
 	}
 	return nil
 }
