@@ -23,6 +23,14 @@ func init() {
 			{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}},
 			{Action: abi.ActionEvent, Resources: []string{"statefulsets"}},
 		},
+		// What reconcile reads (ABI 1.3): the host sends nothing else.
+		Projection: []abi.ObjectFields{
+			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.volumeClaimTemplates.metadata.name"}},
+			{Kind: abi.KindPod},
+			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences", "status.capacity"}},
+			{Kind: abi.KindStorageClass},
+			{Kind: abi.KindVolumeClaimUpdate},
+		},
 		Reconcile: reconcile,
 	})
 }

@@ -82,6 +82,14 @@ func init() {
 			{Action: abi.ActionDeleteVolume},
 			{Action: abi.ActionEvent, Resources: []string{resource}},
 		},
+		// What reconcile reads (ABI 1.3): the host sends nothing else, and
+		// `kubeplug test` checks each answer against the whole request.
+		Projection: []abi.ObjectFields{
+			{Kind: abi.KindPersistentVolume, Fields: []string{"metadata.annotations", "metadata.finalizers", "metadata.deletionTimestamp",
+				"spec.claimRef", "spec.persistentVolumeReclaimPolicy", "spec.storageClassName", "spec.csi", "status.phase"}},
+			{Kind: abi.KindPersistentVolumeClaim},
+			{Kind: abi.KindStorageClass, Fields: []string{"parameters"}},
+		},
 		Reconcile: reconcile,
 	})
 }

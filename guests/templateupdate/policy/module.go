@@ -66,7 +66,21 @@ func init() {
 			}},
 		},
 		Reconcile: reconcile,
-		Admit:     admit,
+		// What reconcile reads (ABI 1.3): the host sends nothing else, and
+		// `kubeplug test` checks each answer against the whole request.
+		// The admit hook is sent whole objects.
+		Projection: []abi.ObjectFields{
+			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.updateStrategy",
+				"spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
+			{Kind: abi.KindPod, Fields: []string{"metadata.labels", "metadata.deletionTimestamp", "status.conditions"}},
+			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.labels", "metadata.annotations", "metadata.deletionTimestamp",
+				"spec.accessModes", "spec.resources", "spec.storageClassName", "spec.volumeMode", "spec.volumeAttributesClassName",
+				"status.phase", "status.capacity", "status.conditions", "status.allocatedResources", "status.allocatedResourceStatuses",
+				"status.currentVolumeAttributesClassName"}},
+			{Kind: abi.KindStorageClass, Fields: []string{"allowVolumeExpansion"}},
+			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"metadata.generation", "spec", "status"}},
+		},
+		Admit: admit,
 		Admission: &abi.Admission{
 			Mutates: true,
 			Rules: []abi.AdmissionRule{
