@@ -33,6 +33,16 @@ func init() {
 			{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}},
 			{Action: abi.ActionEvent, Resources: []string{"statefulsets"}},
 		},
+		// What reconcile reads (ABI 1.3): the host sends nothing else, and
+		// `kubeplug test` checks each answer against the whole request.
+		Projection: []abi.ObjectFields{
+			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.deletionTimestamp", "spec.replicas", "spec.ordinals",
+				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.persistentVolumeClaimRetentionPolicy"}},
+			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions.type", "status.conditions.status"}},
+			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences", "metadata.deletionTimestamp"}},
+			{Kind: abi.KindStorageClass},
+			{Kind: abi.KindVolumeClaimUpdate},
+		},
 		Reconcile: reconcile,
 	})
 }
