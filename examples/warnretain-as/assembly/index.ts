@@ -15,8 +15,14 @@ const OPT_OUT_LABEL = "warnretain.example.com/ignore";
 const CONFIG_SCHEMA = '{"type":"object","properties":{"ignoreNamespaces":{"type":"array","items":{"type":"string"},' +
   '"description":"namespaces whose StatefulSets are never warned about"}},"additionalProperties":false}';
 
-const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.2.0","encoding":"json",' +
+// projection (ABI 1.3) lists what reconcile reads: the host sends the set
+// with only these fields (and its name, namespace, uid, resourceVersion),
+// and its pods, claims, classes and update with their identity alone.
+const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.3.0","encoding":"json",' +
   '"subject":"statefulset","hooks":["reconcile"],' +
+  '"projection":[{"kind":"StatefulSet","fields":["metadata.labels","metadata.deletionTimestamp",' +
+  '"spec.volumeClaimTemplates.metadata.name","spec.persistentVolumeClaimRetentionPolicy"]},' +
+  '{"kind":"Pod"},{"kind":"PersistentVolumeClaim"},{"kind":"StorageClass"},{"kind":"VolumeClaimUpdate"}],' +
   '"capabilities":[{"action":"event","resources":["statefulsets"]}],' +
   '"description":"Warns about StatefulSets whose PersistentVolumeClaims are kept after the StatefulSet is deleted.",' +
   '"configSchema":' + quote(CONFIG_SCHEMA) + '}';

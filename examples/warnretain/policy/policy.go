@@ -42,7 +42,14 @@ func init() {
 		Description:  "Warns about StatefulSets whose PersistentVolumeClaims are kept after the StatefulSet is deleted.",
 		ConfigSchema: configSchema,
 		Capabilities: []abi.Capability{{Action: abi.ActionEvent, Resources: []string{"statefulsets"}}},
-		Reconcile:    reconcile,
+		// What reconcile reads (ABI 1.3): of the set, what the warning
+		// needs; of its pods, claims, classes and update, nothing.
+		Projection: []abi.ObjectFields{
+			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.labels", "metadata.deletionTimestamp",
+				"spec.volumeClaimTemplates.metadata.name", "spec.persistentVolumeClaimRetentionPolicy"}},
+			{Kind: abi.KindPod}, {Kind: abi.KindPersistentVolumeClaim}, {Kind: abi.KindStorageClass}, {Kind: abi.KindVolumeClaimUpdate},
+		},
+		Reconcile: reconcile,
 	})
 }
 

@@ -304,6 +304,17 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 	if a := m.Admission; a != nil {
 		field("Admission", admissionText(a))
 	}
+	if len(m.Projection) > 0 {
+		var lines []string
+		for _, o := range m.Projection {
+			fields := strings.Join(o.Fields, ", ")
+			if fields == "" {
+				fields = "identity only"
+			}
+			lines = append(lines, o.Kind+": "+fields)
+		}
+		field("Reads", strings.Join(lines, "\n")+"\n(identity: name, namespace, uid, resourceVersion; kinds not listed: whole)")
+	}
 	field("Description", orNone(m.Description))
 	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
 }
