@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unsafe"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -13,22 +14,13 @@ import (
 // whole; a nil *Projection keeps everything. It is immutable and safe for
 // concurrent use.
 type Projection struct {
-	kinds map[string]*node
+	// kinds holds, by kind, the node of a pointer to an object and of a
+	// list of objects (Apply's two shapes), which share the object's node.
+	kinds map[string]shapes
 }
 
-// node is what to keep of one value: all of it, or some fields of the
-// struct it is (or points to, or holds a list of).
-type node struct {
-	all    bool
-	fields []field
-}
-
-// field is one struct field to keep, by index, and what to keep of it.
-type field struct {
-	index int
-	name  string
-	node  *node
-}
+// shapes are the nodes of the two shapes a request holds objects in.
+type shapes struct{ pointer, list *node }
 
 // wireTypes are the wire types of the kinds a projection may name.
 var wireTypes = map[string]reflect.Type{
@@ -47,35 +39,73 @@ func Compile(p []abi.ObjectFields) (*Projection, error) {
 	if len(p) == 0 {
 		return nil, nil
 	}
-	c := &Projection{kinds: map[string]*node{}}
+	c := &Projection{kinds: map[string]shapes{}}
 	for i, o := range p {
 		t, ok := wireTypes[o.Kind]
 		if !ok {
 			return nil, fmt.Errorf("projection[%d]: kind %q has no wire type", i, o.Kind)
 		}
-		root := &node{}
+		object := newNode(t)
 		for _, path := range append(abi.IdentityFields(), o.Fields...) {
-			if err := root.add(t, strings.Split(path, ".")); err != nil {
+			if err := object.add(strings.Split(path, ".")); err != nil {
 				return nil, fmt.Errorf("projection[%d] (%s): field %q: %w", i, o.Kind, path, err)
 			}
 		}
-		c.kinds[o.Kind] = root
+		c.kinds[o.Kind] = shapes{
+			pointer: &node{typ: reflect.PointerTo(t), elem: object},
+			list:    &node{typ: reflect.SliceOf(t), elem: object},
+		}
 	}
 	return c, nil
 }
 
-// add marks the field path steps of a value of type t as kept.
-func (n *node) add(t reflect.Type, steps []string) error {
+// node is what to keep of one value of type typ: all of it (assign copies
+// it), or some fields of the struct it is, or of the struct each element of
+// the pointer or list it is points to or holds (elem).
+//
+// A call copies through unsafe pointers at offsets computed here, once per
+// load, rather than through reflect.Value at every field: measured on the
+// 1+100+100 workload, reflect.Value's checks made narrowing cost more than
+// encoding the whole request. Every store is typed (assign, or a store of
+// an unsafe.Pointer or a slice header), so the garbage collector sees each
+// pointer written.
+type node struct {
+	typ    reflect.Type
+	all    bool
+	assign func(dst, src unsafe.Pointer)
+	fields []field
+	elem   *node
+}
+
+// field is one struct field to keep: its offset and what to keep of it.
+type field struct {
+	index  int
+	offset uintptr
+	node   *node
+}
+
+// newNode returns the node of a value of type t that keeps nothing yet.
+func newNode(t reflect.Type) *node {
+	n := &node{typ: t}
+	if t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		n.elem = newNode(t.Elem())
+	}
+	return n
+}
+
+// add marks the field path steps under n as kept.
+func (n *node) add(steps []string) error {
 	if n.all {
 		return nil
 	}
 	if len(steps) == 0 {
-		n.all, n.fields = true, nil
+		n.all, n.fields, n.elem, n.assign = true, nil, nil, assignOf(n.typ)
 		return nil
 	}
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-		t = t.Elem()
+	if n.elem != nil {
+		return n.elem.add(steps)
 	}
+	t := n.typ
 	if t.Kind() != reflect.Struct {
 		return fmt.Errorf("%s has no fields", t)
 	}
@@ -83,56 +113,94 @@ func (n *node) add(t reflect.Type, steps []string) error {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == steps[0] {
 			for _, f := range n.fields {
 				if f.index == i {
-					return f.node.add(t.Field(i).Type, steps[1:])
+					return f.node.add(steps[1:])
 				}
 			}
-			child := &node{}
-			n.fields = append(n.fields, field{index: i, name: name, node: child})
-			return child.add(t.Field(i).Type, steps[1:])
+			child := newNode(t.Field(i).Type)
+			n.fields = append(n.fields, field{index: i, offset: t.Field(i).Offset, node: child})
+			return child.add(steps[1:])
 		}
 	}
 	return fmt.Errorf("%s has no field %q", t, steps[0])
 }
 
-// copy sets dst, a zero value, to what n keeps of src.
-func (n *node) copy(dst, src reflect.Value) {
-	if n.all {
-		dst.Set(src)
-		return
-	}
-	switch src.Kind() {
-	case reflect.Pointer:
-		if src.IsNil() {
-			return
-		}
-		p := reflect.New(src.Type().Elem())
-		n.copy(p.Elem(), src.Elem())
-		dst.Set(p)
-	case reflect.Slice:
-		if src.IsNil() {
-			return
-		}
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			n.copy(s.Index(i), src.Index(i))
-		}
-		dst.Set(s)
-	case reflect.Struct:
+// sliceHeader is the layout of a slice value.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// copy sets *dst, a zero value of n's type, to what n keeps of *src.
+func (n *node) copy(dst, src unsafe.Pointer) {
+	switch {
+	case n.all:
+		n.assign(dst, src)
+	case n.typ.Kind() == reflect.Struct:
 		for _, f := range n.fields {
-			f.node.copy(dst.Field(f.index), src.Field(f.index))
+			f.node.copy(unsafe.Add(dst, f.offset), unsafe.Add(src, f.offset))
 		}
+	case n.typ.Kind() == reflect.Pointer:
+		from := *(*unsafe.Pointer)(src)
+		if from == nil {
+			return
+		}
+		to := reflect.New(n.elem.typ).UnsafePointer()
+		n.elem.copy(to, from)
+		*(*unsafe.Pointer)(dst) = to
+	case n.typ.Kind() == reflect.Slice:
+		from := (*sliceHeader)(src)
+		if from.data == nil {
+			return
+		}
+		to := reflect.MakeSlice(n.typ, from.len, from.len).UnsafePointer()
+		size := n.elem.typ.Size()
+		for i := range from.len {
+			n.elem.copy(unsafe.Add(to, uintptr(i)*size), unsafe.Add(from.data, uintptr(i)*size))
+		}
+		*(*sliceHeader)(dst) = sliceHeader{to, from.len, from.len}
 	}
 }
 
-// keep sets *dst to what the projection keeps of src, an object of kind
-// (a pointer to one, or a list of them).
-func keep[T any](p *Projection, kind string, dst *T, src T) {
-	n, ok := p.kinds[kind]
+// assignOf returns a typed assignment of a value of type t: direct for the
+// wire types' common field types, through reflect for the others.
+func assignOf(t reflect.Type) func(dst, src unsafe.Pointer) {
+	switch t {
+	case reflect.TypeFor[string]():
+		return func(dst, src unsafe.Pointer) { *(*string)(dst) = *(*string)(src) }
+	case reflect.TypeFor[map[string]string]():
+		return func(dst, src unsafe.Pointer) { *(*map[string]string)(dst) = *(*map[string]string)(src) }
+	case reflect.TypeFor[[]string]():
+		return func(dst, src unsafe.Pointer) { *(*[]string)(dst) = *(*[]string)(src) }
+	case reflect.TypeFor[int32]():
+		return func(dst, src unsafe.Pointer) { *(*int32)(dst) = *(*int32)(src) }
+	case reflect.TypeFor[int64]():
+		return func(dst, src unsafe.Pointer) { *(*int64)(dst) = *(*int64)(src) }
+	case reflect.TypeFor[bool]():
+		return func(dst, src unsafe.Pointer) { *(*bool)(dst) = *(*bool)(src) }
+	}
+	return func(dst, src unsafe.Pointer) { reflect.NewAt(t, dst).Elem().Set(reflect.NewAt(t, src).Elem()) }
+}
+
+// keepOne sets *dst to what the projection keeps of src, an object of
+// kind.
+func keepOne[T any](p *Projection, kind string, dst **T, src *T) {
+	s, ok := p.kinds[kind]
 	if !ok {
 		*dst = src
 		return
 	}
-	n.copy(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src))
+	s.pointer.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
+}
+
+// keepList sets *dst to what the projection keeps of src, objects of
+// kind.
+func keepList[T any](p *Projection, kind string, dst *[]T, src []T) {
+	s, ok := p.kinds[kind]
+	if !ok {
+		*dst = src
+		return
+	}
+	s.list.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 }
 
 // Apply returns the request a module with projection p is sent: req itself
@@ -146,18 +214,18 @@ func (p *Projection) Apply(req *abi.ReconcileRequest) *abi.ReconcileRequest {
 	out := *req
 	if s := req.StatefulSet; s != nil {
 		c := &abi.StatefulSetSubject{}
-		keep(p, abi.KindStatefulSet, &c.Set, s.Set)
-		keep(p, abi.KindPod, &c.Pods, s.Pods)
-		keep(p, abi.KindPersistentVolumeClaim, &c.Claims, s.Claims)
-		keep(p, abi.KindStorageClass, &c.StorageClasses, s.StorageClasses)
-		keep(p, abi.KindVolumeClaimUpdate, &c.ClaimUpdate, s.ClaimUpdate)
+		keepOne(p, abi.KindStatefulSet, &c.Set, s.Set)
+		keepList(p, abi.KindPod, &c.Pods, s.Pods)
+		keepList(p, abi.KindPersistentVolumeClaim, &c.Claims, s.Claims)
+		keepList(p, abi.KindStorageClass, &c.StorageClasses, s.StorageClasses)
+		keepOne(p, abi.KindVolumeClaimUpdate, &c.ClaimUpdate, s.ClaimUpdate)
 		out.StatefulSet = c
 	}
 	if s := req.PersistentVolume; s != nil {
 		c := &abi.PersistentVolumeSubject{Drivers: s.Drivers}
-		keep(p, abi.KindPersistentVolume, &c.Volume, s.Volume)
-		keep(p, abi.KindPersistentVolumeClaim, &c.Claim, s.Claim)
-		keep(p, abi.KindStorageClass, &c.StorageClass, s.StorageClass)
+		keepOne(p, abi.KindPersistentVolume, &c.Volume, s.Volume)
+		keepOne(p, abi.KindPersistentVolumeClaim, &c.Claim, s.Claim)
+		keepOne(p, abi.KindStorageClass, &c.StorageClass, s.StorageClass)
 		out.PersistentVolume = c
 	}
 	return &out
