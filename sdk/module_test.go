@@ -130,6 +130,15 @@ func TestModuleValidation(t *testing.T) {
 		{"delete volume needs none", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteVolume}} }, ""},
 		{"bad schema", func(m *sdk.Module) { m.ConfigSchema = `{"type":` }, "not valid JSON"},
 		{"prose schema", func(m *sdk.Module) { m.ConfigSchema = "a list of namespaces" }, ""},
+		{"projection", func(m *sdk.Module) {
+			m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions"}}, {Kind: abi.KindStorageClass}}
+		}, ""},
+		{"projection naming no field", func(m *sdk.Module) {
+			m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.podIP"}}}
+		}, `projection[0].fields[0] "status.podIP" is not a field path of Pod: status has no field "podIP"`},
+		{"projection of another subject's kind", func(m *sdk.Module) {
+			m.Projection = []abi.ObjectFields{{Kind: abi.KindPersistentVolume}}
+		}, `projection[0].kind "PersistentVolume" is not a kind a statefulset request carries`},
 		{"every problem at once", func(m *sdk.Module) { *m = sdk.Module{} }, "Version is empty"},
 	}
 	for _, tt := range tests {
@@ -187,5 +196,18 @@ func TestAdmitConfig(t *testing.T) {
 	}
 	if err := sdk.AdmitConfig(&abi.AdmitRequest{Config: []byte(`{"strikt":true}`)}, &cfg); !errors.Is(err, sdk.ErrConfig) {
 		t.Fatalf("an unknown field: %v, want ErrConfig", err)
+	}
+}
+
+// The manifest carries the module's projection as declared.
+func TestManifestCarriesProjection(t *testing.T) {
+	m := testModule
+	m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions"}}}
+	man, err := m.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(man.Projection) != fmt.Sprint(m.Projection) {
+		t.Errorf("manifest projection %v, want %v", man.Projection, m.Projection)
 	}
 }
