@@ -164,11 +164,11 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 // the guest itself reported a status other than abi.StatusPanic. Calls
 // after Close fail with ErrClosed.
 func (b *base[T]) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error) {
-	return b.callHook(ctx, h, req, true)
+	return b.callNarrowing(ctx, h, req, true)
 }
 
-// callHook is Call, narrowing a reconcile request only when narrow is set.
-func (b *base[T]) callHook(ctx context.Context, h abi.Hook, req abi.HookRequest, narrow bool) (*abi.Response, error) {
+// callNarrowing is Call, narrowing a reconcile request only when narrow is set.
+func (b *base[T]) callNarrowing(ctx context.Context, h abi.Hook, req abi.HookRequest, narrow bool) (*abi.Response, error) {
 	id, ok := hookNamed(string(h))
 	if !ok {
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("%q is not a hook of ABI %v", h, abi.Current)}
@@ -208,7 +208,7 @@ func (b *base[T]) ReconcileWhole(ctx context.Context, req *abi.ReconcileRequest)
 	if req == nil {
 		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := b.callHook(ctx, abi.HookReconcile, req, false)
+	resp, err := b.callNarrowing(ctx, abi.HookReconcile, req, false)
 	if err != nil {
 		return nil, err
 	}
