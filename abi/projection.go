@@ -20,10 +20,16 @@ import (
 // field of every element. A kind that has no entry is sent whole, and so is
 // every object of a module that declares no projection.
 //
+// Omit, with no Fields, says the module reads no object of Kind at all: the
+// request then carries none, not even their identity. The subject's own
+// kind cannot be omitted.
+//
 //	{kind: Pod, fields: [metadata.labels, status.conditions]}
+//	{kind: StorageClass, omit: true}
 type ObjectFields struct {
 	Kind   string   `json:"kind"`
 	Fields []string `json:"fields,omitempty"`
+	Omit   bool     `json:"omit,omitempty"`
 }
 
 // Budgets of a projection, checked before its paths are read.

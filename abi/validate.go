@@ -22,7 +22,8 @@ const (
 	RuleMismatch ManifestRule = "mismatch"
 	// RuleTooNew: a hook newer than the ABI version the module was built for.
 	RuleTooNew ManifestRule = "too new"
-	// RuleUnexpected: admission is set without the admit hook.
+	// RuleUnexpected: admission is set without the admit hook, or a
+	// projection omits the subject's kind or lists fields of a kind it omits.
 	RuleUnexpected ManifestRule = "unexpected"
 	// RuleTooMany: more elements than the API server accepts.
 	RuleTooMany ManifestRule = "too many"
@@ -171,6 +172,14 @@ func (m *Manifest) validateProjection(marker Version, bad func(field string, ind
 			continue
 		}
 		first[o.Kind] = i
+		switch {
+		case o.Omit && o.Kind == info.Kind:
+			bad("projection.omit", i, RuleUnexpected, o.Kind, "projection[%d] omits %s, the subject's own kind: a %s request always carries it", i, o.Kind, m.Subject)
+			continue
+		case o.Omit && len(o.Fields) > 0:
+			bad("projection.omit", i, RuleUnexpected, o.Kind, "projection[%d] omits %s and lists fields of it: drop omit, or the fields", i, o.Kind)
+			continue
+		}
 		for j, path := range o.Fields {
 			if len(path) > MaxFieldPathLength {
 				bad("projection.fields", i, RuleTooLong, path[:MaxFieldPathLength], "projection[%d].fields[%d] is %d bytes long, more than %d: no field path of %s is", i, j, len(path), MaxFieldPathLength, o.Kind)

@@ -3043,30 +3043,10 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 			o = append(o, 0xaa, 0x70, 0x72, 0x6f, 0x6a, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Projection)))
 			for za0003 := range z.Projection {
-				// check for omitted fields
-				zb0002Len := uint32(2)
-				var zb0002Mask uint8 /* 2 bits */
-				_ = zb0002Mask
-				if z.Projection[za0003].Fields == nil {
-					zb0002Len--
-					zb0002Mask |= 0x2
-				}
-				// variable map header, size zb0002Len
-				o = append(o, 0x80|uint8(zb0002Len))
-
-				// skip if no fields are to be emitted
-				if zb0002Len != 0 {
-					// string "kind"
-					o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
-					o = msgp.AppendString(o, z.Projection[za0003].Kind)
-					if (zb0002Mask & 0x2) == 0 { // if not omitted
-						// string "fields"
-						o = append(o, 0xa6, 0x66, 0x69, 0x65, 0x6c, 0x64, 0x73)
-						o = msgp.AppendArrayHeader(o, uint32(len(z.Projection[za0003].Fields)))
-						for za0004 := range z.Projection[za0003].Fields {
-							o = msgp.AppendString(o, z.Projection[za0003].Fields[za0004])
-						}
-					}
+				o, err = z.Projection[za0003].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Projection", za0003)
+					return
 				}
 			}
 		}
@@ -3202,61 +3182,11 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Projection = make([]ObjectFields, zb0004)
 			}
 			for za0003 := range z.Projection {
-				var zb0005 uint32
-				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				bts, err = z.Projection[za0003].UnmarshalMsg(bts)
 				if err != nil {
 					err = msgp.WrapError(err, "Projection", za0003)
 					return
 				}
-				var zb0005Mask uint8 /* 1 bits */
-				_ = zb0005Mask
-				for zb0005 > 0 {
-					zb0005--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
-					if err != nil {
-						err = msgp.WrapError(err, "Projection", za0003)
-						return
-					}
-					switch msgp.UnsafeString(field) {
-					case "kind":
-						z.Projection[za0003].Kind, bts, err = readStringBytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Projection", za0003, "Kind")
-							return
-						}
-					case "fields":
-						var zb0006 uint32
-						zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Projection", za0003, "Fields")
-							return
-						}
-						if cap(z.Projection[za0003].Fields) >= int(zb0006) {
-							z.Projection[za0003].Fields = (z.Projection[za0003].Fields)[:zb0006]
-						} else {
-							z.Projection[za0003].Fields = make([]string, zb0006)
-						}
-						for za0004 := range z.Projection[za0003].Fields {
-							z.Projection[za0003].Fields[za0004], bts, err = readStringBytes(bts)
-							if err != nil {
-								err = msgp.WrapError(err, "Projection", za0003, "Fields", za0004)
-								return
-							}
-						}
-						zb0005Mask |= 0x1
-					default:
-						bts, err = msgp.Skip(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Projection", za0003)
-							return
-						}
-					}
-				}
-				// Clear omitted fields.
-				if (zb0005Mask & 0x1) == 0 {
-					z.Projection[za0003].Fields = nil
-				}
-
 			}
 			zb0001Mask |= 0x10
 		default:
@@ -3307,10 +3237,7 @@ func (z *Manifest) Msgsize() (s int) {
 	}
 	s += 11 + msgp.ArrayHeaderSize
 	for za0003 := range z.Projection {
-		s += 1 + 5 + msgp.StringPrefixSize + len(z.Projection[za0003].Kind) + 7 + msgp.ArrayHeaderSize
-		for za0004 := range z.Projection[za0003].Fields {
-			s += msgp.StringPrefixSize + len(z.Projection[za0003].Fields[za0004])
-		}
+		s += z.Projection[za0003].Msgsize()
 	}
 	return
 }
@@ -3380,12 +3307,16 @@ func (z MatchCondition) Msgsize() (s int) {
 func (z *ObjectFields) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(2)
-	var zb0001Mask uint8 /* 2 bits */
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	if z.Fields == nil {
 		zb0001Len--
 		zb0001Mask |= 0x2
+	}
+	if z.Omit == false {
+		zb0001Len--
+		zb0001Mask |= 0x4
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -3403,6 +3334,11 @@ func (z *ObjectFields) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Fields[za0001])
 			}
 		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "omit"
+			o = append(o, 0xa4, 0x6f, 0x6d, 0x69, 0x74)
+			o = msgp.AppendBool(o, z.Omit)
+		}
 	}
 	return
 }
@@ -3417,7 +3353,7 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 1 bits */
+	var zb0001Mask uint8 /* 2 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -3453,6 +3389,13 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x1
+		case "omit":
+			z.Omit, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Omit")
+				return
+			}
+			zb0001Mask |= 0x2
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -3462,10 +3405,14 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if (zb0001Mask & 0x1) == 0 {
-		z.Fields = nil
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Fields = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Omit = false
+		}
 	}
-
 	o = bts
 	return
 }
@@ -3476,6 +3423,7 @@ func (z *ObjectFields) Msgsize() (s int) {
 	for za0001 := range z.Fields {
 		s += msgp.StringPrefixSize + len(z.Fields[za0001])
 	}
+	s += 5 + msgp.BoolSize
 	return
 }
 

@@ -17,12 +17,13 @@ const CONFIG_SCHEMA = '{"type":"object","properties":{"ignoreNamespaces":{"type"
 
 // projection (ABI 1.3) lists what reconcile reads: the host sends the set
 // with only these fields (and its name, namespace, uid, resourceVersion),
-// and its pods, claims, classes and update with their identity alone.
+// and none of its pods, claims, classes and update.
 const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.3.0","encoding":"json",' +
   '"subject":"statefulset","hooks":["reconcile"],' +
   '"projection":[{"kind":"StatefulSet","fields":["metadata.labels","metadata.deletionTimestamp",' +
   '"spec.volumeClaimTemplates.metadata.name","spec.persistentVolumeClaimRetentionPolicy"]},' +
-  '{"kind":"Pod"},{"kind":"PersistentVolumeClaim"},{"kind":"StorageClass"},{"kind":"VolumeClaimUpdate"}],' +
+  '{"kind":"Pod","omit":true},{"kind":"PersistentVolumeClaim","omit":true},{"kind":"StorageClass","omit":true},' +
+  '{"kind":"VolumeClaimUpdate","omit":true}],' +
   '"capabilities":[{"action":"event","resources":["statefulsets"]}],' +
   '"description":"Warns about StatefulSets whose PersistentVolumeClaims are kept after the StatefulSet is deleted.",' +
   '"configSchema":' + quote(CONFIG_SCHEMA) + '}';

@@ -43,11 +43,13 @@ func init() {
 		ConfigSchema: configSchema,
 		Capabilities: []abi.Capability{{Action: abi.ActionEvent, Resources: []string{"statefulsets"}}},
 		// What reconcile reads (ABI 1.3): of the set, what the warning
-		// needs; of its pods, claims, classes and update, nothing.
+		// needs; of its pods, claims, classes and update, nothing, so
+		// they are not sent.
 		Projection: []abi.ObjectFields{
 			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.labels", "metadata.deletionTimestamp",
 				"spec.volumeClaimTemplates.metadata.name", "spec.persistentVolumeClaimRetentionPolicy"}},
-			{Kind: abi.KindPod}, {Kind: abi.KindPersistentVolumeClaim}, {Kind: abi.KindStorageClass}, {Kind: abi.KindVolumeClaimUpdate},
+			{Kind: abi.KindPod, Omit: true}, {Kind: abi.KindPersistentVolumeClaim, Omit: true},
+			{Kind: abi.KindStorageClass, Omit: true}, {Kind: abi.KindVolumeClaimUpdate, Omit: true},
 		},
 		Reconcile: reconcile,
 	})

@@ -308,7 +308,10 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 		var lines []string
 		for _, o := range m.Projection {
 			fields := strings.Join(o.Fields, ", ")
-			if fields == "" {
+			switch {
+			case o.Omit:
+				fields = "none sent"
+			case fields == "":
 				fields = "identity only"
 			}
 			lines = append(lines, o.Kind+": "+fields)

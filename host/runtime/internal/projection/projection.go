@@ -19,8 +19,12 @@ type Projection struct {
 	kinds map[string]shapes
 }
 
-// shapes are the nodes of the two shapes a request holds objects in.
-type shapes struct{ pointer, list *node }
+// shapes are the nodes of the two shapes a request holds objects in; omit
+// is set when the module reads none of the kind's objects.
+type shapes struct {
+	pointer, list *node
+	omit          bool
+}
 
 // wireTypes are the wire types of the kinds a projection may name.
 var wireTypes = map[string]reflect.Type{
@@ -54,6 +58,7 @@ func Compile(p []abi.ObjectFields) (*Projection, error) {
 		c.kinds[o.Kind] = shapes{
 			pointer: &node{typ: reflect.PointerTo(t), elem: object},
 			list:    &node{typ: reflect.SliceOf(t), elem: object},
+			omit:    o.Omit,
 		}
 	}
 	return c, nil
@@ -185,22 +190,24 @@ func assignOf(t reflect.Type) func(dst, src unsafe.Pointer) {
 // kind.
 func keepOne[T any](p *Projection, kind string, dst **T, src *T) {
 	s, ok := p.kinds[kind]
-	if !ok {
+	switch {
+	case !ok:
 		*dst = src
-		return
+	case !s.omit:
+		s.pointer.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 	}
-	s.pointer.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 }
 
 // keepList sets *dst to what the projection keeps of src, objects of
 // kind.
 func keepList[T any](p *Projection, kind string, dst *[]T, src []T) {
 	s, ok := p.kinds[kind]
-	if !ok {
+	switch {
+	case !ok:
 		*dst = src
-		return
+	case !s.omit:
+		s.list.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 	}
-	s.list.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 }
 
 // Apply returns the request a module with projection p is sent: req itself

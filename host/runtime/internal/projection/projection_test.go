@@ -120,6 +120,23 @@ func TestApplyWithoutTheRequestsKinds(t *testing.T) {
 	require.Nil(t, c)
 }
 
+// An omitted kind's objects are not sent at all.
+func TestApplyOmitsKinds(t *testing.T) {
+	p := compile(t, abi.ObjectFields{Kind: abi.KindPod, Omit: true}, abi.ObjectFields{Kind: abi.KindVolumeClaimUpdate, Omit: true},
+		abi.ObjectFields{Kind: abi.KindStorageClass, Omit: true})
+	req := setRequest()
+	got := p.Apply(req).StatefulSet
+	require.Nil(t, got.Pods)
+	require.Nil(t, got.ClaimUpdate)
+	require.Nil(t, got.StorageClasses)
+	require.Equal(t, req.StatefulSet.Set, got.Set)
+	require.Equal(t, req.StatefulSet.Claims, got.Claims)
+	require.Equal(t, setRequest(), req, "Apply changed the request it was given")
+	got2 := p.Apply(volumeRequest()).PersistentVolume
+	require.Nil(t, got2.StorageClass)
+	require.NotNil(t, got2.Claim)
+}
+
 func TestApplyVolumeSubject(t *testing.T) {
 	p := compile(t,
 		abi.ObjectFields{Kind: abi.KindPersistentVolume, Fields: []string{"spec.csi.driver", "status.phase"}},
