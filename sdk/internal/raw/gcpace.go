@@ -48,23 +48,37 @@ func (p *pacer) due() bool {
 	return true
 }
 
+// smallCall is the share of the budget below which a call counts as small:
+// calls that allocate less than a sixteenth of it are left to Go's own
+// pacing, as before. Measured on reclaim (about 10 KB a call), a collection
+// forced between calls costs more than the incremental one it replaces, while
+// on the 100-replica workloads (about 200 KB a call) it saves a fifth.
+const smallCall = 16
+
 // decide takes a reading (cumulative allocation and completed cycles) and
-// reports whether to collect now: when the next two calls, at the mean rate
-// since the last collection, would cross the budget. Otherwise it sets how
-// many calls to skip before the next reading: a quarter of the calls the
-// rest of the budget lasts at that rate. A collection Go ran by itself (a
-// call larger than predicted) starts a new period at the reading.
+// reports whether to collect now: when calls are not small and the next two,
+// at the mean rate since the last collection, would cross the budget.
+// Otherwise it sets how many calls to skip before the next reading: a
+// quarter of the calls the rest of the budget (or, past it, a quarter of the
+// budget) lasts at that rate. A
+// collection Go ran by itself (small calls, or a call larger than predicted)
+// starts a new period at the reading.
 func (p *pacer) decide(allocs, cycles uint64) (collect bool, restart bool) {
 	if cycles != p.cycles {
 		return false, true
 	}
 	used := allocs - p.base
 	perCall := used / max(p.calls, 1)
-	if used+2*perCall >= p.budget {
+	near := used+2*perCall >= p.budget
+	if near && perCall >= p.budget/smallCall {
 		return true, false
 	}
 	if perCall > 0 {
-		p.skip = (p.budget - used - 2*perCall) / perCall / 4
+		left := p.budget / 4 // small calls past the budget: Go collects soon
+		if !near {
+			left = p.budget - used - 2*perCall
+		}
+		p.skip = left / perCall / 4
 	}
 	return false, false
 }

@@ -14,7 +14,7 @@ func TestPacerCollectsBeforeTheBudget(t *testing.T) {
 	if p.budget != budget {
 		t.Fatalf("budget %d, want %d", p.budget, budget)
 	}
-	const perCall = 100 << 10
+	const perCall = 200 << 10 // over a sixteenth of the budget: not a small call
 	allocs, readings := uint64(0), 0
 	for call := 1; ; call++ {
 		allocs += perCall
@@ -60,5 +60,26 @@ func TestPacerLeavesGOGCOff(t *testing.T) {
 	p.due()
 	if collect, _ := p.decide(1<<30, 0); collect {
 		t.Fatal("collected a guest whose collector is off")
+	}
+}
+
+// Small calls are left to Go's own pacing, and read rarely.
+func TestPacerLeavesSmallCallsToGo(t *testing.T) {
+	var p pacer
+	p.reset(0, 0, 1<<20, 5<<20)
+	const perCall = 10 << 10
+	allocs, readings := uint64(0), 0
+	for call := 1; call <= 1000; call++ {
+		allocs += perCall
+		if !p.due() {
+			continue
+		}
+		readings++
+		if collect, _ := p.decide(allocs, 0); collect {
+			t.Fatalf("collected at call %d after small calls", call)
+		}
+	}
+	if readings > 100 {
+		t.Fatalf("%d readings in 1,000 small calls: want them spread out", readings)
 	}
 }
