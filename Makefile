@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse \
 	host:./casetest:FuzzParse
 
-.PHONY: faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -146,6 +146,28 @@ bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
 	cd host && $(GO) test -run '^$$' -bench AdmitRoundTrip -benchtime 10000x ./admission
 	cd host && $(GO) test -run '^$$' -bench BenchmarkSwap -benchtime 5x ./app
+
+# Profile-guided optimisation of the guests (RATIONALE.md, "Why are the
+# reference guests built with a committed default.pgo?"): a CPU profile of
+# each guest's code run natively by its benchmark, written to the guest's
+# main package directory as default.pgo, which go build uses by itself
+# (-pgo=auto) in make guests, the benchmarks and a user's own build.
+# Regenerate after changing a guest, the SDK or abi's codec. dir:package:benchmark.
+PGO_PROFILES := \
+	internal/benchpolicy/guest:./bench:BenchmarkReconcileStatefulSet100Native \
+	guests/retention:./bench/retention:BenchmarkRetention100Native \
+	guests/templateupdate:./bench/templateupdate:BenchmarkTemplateupdate100Native \
+	guests/reclaim:./bench/reclaim:BenchmarkReclaim10000Native \
+	examples/warnretain:./bench/extism:BenchmarkWarnretainNative
+PGO_BENCHTIME ?= 5s
+pgo:
+	@mkdir -p $(BUILD)
+	@set -e; for t in $(PGO_PROFILES); do \
+		dir=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; name=$${rest#*:}; \
+		echo "== $$dir/default.pgo from $$name in host/$$pkg"; \
+		(cd host && $(GO) test -run '^$$' -bench "^$$name\$$" -benchtime $(PGO_BENCHTIME) -o $(BUILD)/pgo.test \
+			-cpuprofile $(CURDIR)/$$dir/default.pgo $$pkg); \
+	done; rm -f $(BUILD)/pgo.test
 
 # The host at scale (e2e/scale, BENCHMARKS.md): for each N, N StatefulSets of
 # 3 replicas with their pods, bound claims and CSI volumes on a fresh

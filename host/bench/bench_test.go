@@ -51,17 +51,10 @@ func BenchmarkReconcileStatefulSet100(b *testing.B) {
 	b.ReportMetric(perOp/native, "x-native")
 }
 
-// BenchmarkReconcileStatefulSet100Native is the baseline on its own.
+// BenchmarkReconcileStatefulSet100Native is the baseline on its own (make
+// pgo profiles it for the guest's default.pgo).
 func BenchmarkReconcileStatefulSet100Native(b *testing.B) {
-	req := workload.StatefulSet(b, replicas)
-	h := sdktest.New(b)
-	for b.Loop() {
-		res, err := h.Reconcile(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		checkResult(b, res)
-	}
+	workload.Native(b, []*abi.ReconcileRequest{workload.StatefulSet(b, replicas)}, checkResult)
 }
 
 // TestWorkload keeps the benchmark honest in `make test`: the wasm module and

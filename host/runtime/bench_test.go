@@ -148,3 +148,35 @@ func BenchmarkExtismDeadline(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExtismCall is the fixed cost of a call to an Extism plugin that
+// answers at once: "go-sdk" is go-sdk's CallWithContext alone (its kernel
+// calls, input copy in and output copy out), "host" the whole reconcile of
+// an empty request through the runtime (encode, pool, call, checks,
+// decode), on the same plugin.
+func BenchmarkExtismCall(b *testing.B) {
+	ctx := context.Background()
+	m, err := newEngine(b, runtime.Options{}).LoadAny(ctx, "answer.wasm", hostile.ExtismAnswering([]byte(`{"status":0}`)), runtime.Limits{})
+	require.NoError(b, err)
+	b.Run("go-sdk", func(b *testing.B) {
+		call, closeInst, err := runtime.ExtismCallForTest(ctx, m.(*runtime.Plugin), "reconcile") // abi's hook table: the reconcile hook's Extism function
+		require.NoError(b, err)
+		defer closeInst()
+		in := []byte(`{}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := call(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		req := &abi.ReconcileRequest{}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Reconcile(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -38,3 +38,21 @@ func SetExtismCloseOnDoneForTest() (restore func()) {
 func DecodeJSONOutputForTest(out []byte, l Limits) (*abi.Response, error) {
 	return decodeJSONAnswer[abi.Response](out, l.withDefaults())
 }
+
+// ExtismCallForTest starts an instance of p and returns a call of export
+// through go-sdk alone (CallWithContext under the instance's call context,
+// none of the host's encoding, decoding or checks), and the instance's
+// close: what go-sdk costs per call, for BenchmarkExtismCall.
+func ExtismCallForTest(ctx context.Context, p *Plugin, export string) (call func(in []byte) error, closeInst func(), err error) {
+	inst, _, err := p.newInstance(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	call = func(in []byte) error {
+		c := inst.ctx.start(ctx, p.limits.Deadline)
+		_, _, err := inst.p.CallWithContext(c, export, in)
+		inst.ctx.finish()
+		return err
+	}
+	return call, inst.close, nil
+}

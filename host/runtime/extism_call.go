@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,10 @@ type pluginInstance struct {
 	// mems are the instance's linear memories (the plugin's and the
 	// kernel's), for telling an out-of-memory trap from another.
 	mems *memories
+	// in is the last request's encoding, its memory reused for the next
+	// (instance.in's twin): go-sdk copies the input into the kernel's
+	// memory before the call, so nothing holds it after.
+	in []byte
 }
 
 // extismLogLevel is set once: go-sdk's log level is a process-wide setting,
@@ -140,13 +145,7 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, req abi.HookRequest) (*abi.Response, ErrorKind, bool, error) {
 	spec := hookTable[h]
 	form := spec.extism
-	var in []byte
-	var err error
-	if p.encoding == EncodingMsgpack {
-		in, err = req.MarshalMsg(nil)
-	} else {
-		in, err = json.Marshal(form.request(req))
-	}
+	in, err := inst.encode(p.encoding, form, req)
 	if err != nil {
 		return nil, KindInput, true, fmt.Errorf("encode request: %w", err)
 	}
@@ -170,6 +169,29 @@ func (p *Plugin) callHook(ctx context.Context, inst *pluginInstance, h hookID, r
 		return nil, KindOutput, false, err
 	}
 	return resp, 0, keep, nil
+}
+
+// encode encodes req in the plugin's encoding into the instance's input
+// buffer, which a call never outgrows for long (maxKeptInput), and returns
+// the encoding: json.Marshal's bytes (without the newline json.Encoder
+// adds) or MessagePack's.
+func (inst *pluginInstance) encode(enc string, form extismForm, req abi.HookRequest) (in []byte, err error) {
+	if enc == EncodingMsgpack {
+		in, err = req.MarshalMsg(inst.in[:0])
+	} else {
+		buf := bytes.NewBuffer(inst.in[:0])
+		err = json.NewEncoder(buf).Encode(form.request(req))
+		in = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cap(in) <= maxKeptInput {
+		inst.in = in
+	} else {
+		inst.in = nil
+	}
+	return in, nil
 }
 
 // extismForm is a hook's messages in the Extism profile's JSON encoding.

@@ -88,6 +88,12 @@ func BenchmarkWarnretain(b *testing.B) {
 	}
 }
 
+// BenchmarkWarnretainNative is the native baseline of the set100 workload on
+// its own (make pgo profiles it for the Go module's default.pgo).
+func BenchmarkWarnretainNative(b *testing.B) {
+	workload.Native(b, []*abi.ReconcileRequest{workloads(b)["set100"]}, checker("set100"))
+}
+
 // TestWorkload keeps the benchmark honest in `make test`: the Extism
 // plugin, the Go module compiled to wasm and the native run answer each
 // workload alike.

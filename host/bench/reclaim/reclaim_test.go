@@ -46,6 +46,12 @@ func BenchmarkReclaim10000(b *testing.B) {
 	b.ReportMetric(perOp/native, "x-native")
 }
 
+// BenchmarkReclaim10000Native is the native baseline on its own (make pgo
+// profiles it for the guest's default.pgo).
+func BenchmarkReclaim10000Native(b *testing.B) {
+	workload.Native(b, workload.Volumes(b, volumes), check)
+}
+
 // TestWorkload: compiled and native answer alike over the whole workload,
 // and the module does what the workload is built for: deletes the released
 // tenth, protects the tenth without a finalizer, leaves the rest.

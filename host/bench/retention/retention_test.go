@@ -55,6 +55,12 @@ func BenchmarkRetention100(b *testing.B) {
 	b.ReportMetric(perOp/native, "x-native")
 }
 
+// BenchmarkRetention100Native is the native baseline on its own (make pgo
+// profiles it for the guest's default.pgo).
+func BenchmarkRetention100Native(b *testing.B) {
+	workload.Native(b, []*abi.ReconcileRequest{workload.StatefulSet(b, replicas)}, check)
+}
+
 // TestWorkload keeps the benchmark honest in `make test`: compiled and
 // native give the same answer.
 func TestWorkload(t *testing.T) {

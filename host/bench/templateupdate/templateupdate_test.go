@@ -68,6 +68,12 @@ func BenchmarkTemplateupdate100(b *testing.B) {
 	b.ReportMetric(perOp/native, "x-native")
 }
 
+// BenchmarkTemplateupdate100Native is the native baseline on its own (make
+// pgo profiles it for the guest's default.pgo).
+func BenchmarkTemplateupdate100Native(b *testing.B) {
+	workload.Native(b, []*abi.ReconcileRequest{workload.ClaimUpdate(b, replicas)}, check)
+}
+
 // TestWorkload keeps the benchmark honest in `make test`: compiled and
 // native give the same answer.
 func TestWorkload(t *testing.T) {

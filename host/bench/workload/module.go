@@ -166,3 +166,19 @@ func Must(tb testing.TB, err error, what string, args ...any) {
 		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
 }
+
+// Native runs reqs through the native harness once per op, checking every
+// result: the native baseline on its own, and the CPU profile that make pgo
+// turns into the module's default.pgo.
+func Native(b *testing.B, reqs []*abi.ReconcileRequest, check func(testing.TB, *abi.Result)) {
+	h := sdktest.New(b)
+	for b.Loop() {
+		for _, req := range reqs {
+			res, err := h.Reconcile(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			check(b, res)
+		}
+	}
+}

@@ -74,6 +74,7 @@ func hook(ptr, length uint32, dispatch func([]byte) []byte) uint64 {
 	} else {
 		resp = dispatch(copyInput(in[:length]))
 	}
+	afterCall()
 	return abi.PackPtrLen(addr(resp), uint32(len(resp)))
 }
 
