@@ -31,6 +31,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
+	"github.com/kubeplug/kubeplug/e2e/internal/tcpproxy"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
@@ -115,7 +116,7 @@ type run struct {
 	tr     *tracker
 
 	config      string
-	proxies     []*proxy
+	proxies     []*tcpproxy.Proxy
 	kubeconfigs []string
 	hosts       []*testenv.Host
 	downUntil   []time.Time
@@ -213,7 +214,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		n = 2
 	}
 	for i := range n {
-		p, err := newProxy(w.target)
+		p, err := tcpproxy.New(w.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +415,7 @@ func (r *run) do(e event) {
 	case faultWatch:
 		closed, open := 0, 0
 		for _, p := range r.proxies {
-			open += p.open()
+			open += p.Open()
 			closed += p.Break(time.Duration(e.arg) * time.Millisecond)
 		}
 		r.logf("closed %d of %d connections", closed, open)
