@@ -19,7 +19,8 @@ import (
 // TestControlPlane starts the control plane with the garbage collector and
 // checks what the tests rely on: pods are admitted without a service-account
 // controller, the kubeconfig file reaches the API server, and the garbage
-// collector deletes a dependent after its owner.
+// collector deletes a dependent after its owner, also when kube-apiserver
+// restarted in between (kube-controller-manager's watches start again).
 func TestControlPlane(t *testing.T) {
 	ctx := context.Background()
 	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"garbage-collector-controller"}, Logf: t.Logf})
@@ -45,6 +46,9 @@ func TestControlPlane(t *testing.T) {
 	}
 	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("pod not admitted: %v", err)
+	}
+	if err := cp.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
