@@ -133,10 +133,19 @@ type run struct {
 	lastFault time.Time
 	racer     context.CancelFunc
 	racerDone chan struct{}
-	// restarted gets the time each API server restart ended, from the
+	// restarted gets each API server restart that ended, from the
 	// goroutine that restarts it; restarting counts those under way.
-	restarted  chan time.Time
+	restarted  chan restart
 	restarting sync.WaitGroup
+	// restartTook is how long each restart took until the new server
+	// answered.
+	restartTook []time.Duration
+}
+
+// restart is one API server restart that ended: when, and how long it took.
+type restart struct {
+	ended time.Time
+	took  time.Duration
 }
 
 // result is what a run gives the campaign's figures.
@@ -144,7 +153,8 @@ type result struct {
 	seed       uint64
 	faults     map[kind]int
 	violations []string
-	converged  time.Duration // after the last fault ended; -1 when it did not
+	converged  time.Duration   // after the last fault ended; -1 when it did not
+	restarts   []time.Duration // how long each API server restart took
 	writes     int
 	// What the invariants had to judge: claim deletions seen, DeleteVolume
 	// calls that reached the driver, backing volumes made and deleted.
@@ -160,7 +170,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	t.Logf("%s", s)
 	t.Logf("replay: FAULTS_SEED=%d make faults", seed)
 	ctx := t.Context()
-	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1)), restarted: make(chan time.Time, 8)}
+	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1)), restarted: make(chan restart, 8)}
 	r.ns = testenv.Namespace(t, w.c)
 	// A restart still under way when the run ends (it failed) finishes
 	// before the next run starts, and before t is done.
@@ -248,6 +258,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	res := result{seed: seed, faults: r.faults, converged: -1}
 	r.play()
 	res.converged = r.awaitConverged(r.lastFault)
+	res.restarts = r.restartTook
 	if res.converged >= 0 && r.awaitQuiet() {
 		res.writes = r.countWrites(quiet)
 		if res.writes > 0 {
@@ -376,10 +387,11 @@ func (r *run) play() {
 func (r *run) restartsEnded() {
 	for {
 		select {
-		case at := <-r.restarted:
-			if at.After(r.lastFault) {
-				r.lastFault = at
+		case rs := <-r.restarted:
+			if rs.ended.After(r.lastFault) {
+				r.lastFault = rs.ended
 			}
+			r.restartTook = append(r.restartTook, rs.took)
 		default:
 			return
 		}
@@ -442,8 +454,9 @@ func (r *run) do(e event) {
 				r.t.Errorf("kube-apiserver did not come back: %v", err)
 				return
 			}
-			r.logf("kube-apiserver back %v after the restart began", time.Since(start).Round(time.Millisecond))
-			r.restarted <- time.Now()
+			took := time.Since(start)
+			r.logf("kube-apiserver back %v after the restart began", took.Round(time.Millisecond))
+			r.restarted <- restart{ended: time.Now(), took: took}
 		}()
 	case opHealAPI:
 		r.apiDown = false
