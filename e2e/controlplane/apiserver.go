@@ -163,10 +163,12 @@ func (cp *ControlPlane) stopAPIServer() {
 // (kube-controller-manager among them) see their connections closed, new
 // ones refused while no server runs, and then go on; their watches must be
 // started again, as from any restarted server. It returns once the new
-// server answers and its default namespace exists. ctx is checked between
-// the steps; each step is bounded by kube-apiserver's own test server
-// (a minute to become healthy). When the new server does not start, the
-// control plane is left without one and the error says why.
+// server answers and its default namespace exists. ctx is checked before
+// the server is stopped; once it is, a new one is started whatever ctx
+// says (a control plane left without a server would fail everything after
+// it), bounded by kube-apiserver's own test server: a minute to become
+// healthy. When the new server does not start, the control plane is left
+// without one and the error says why.
 func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	cp.apiMu.Lock()
 	defer cp.apiMu.Unlock()
@@ -182,9 +184,6 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	// refuse new connections until the new server answers.
 	a.stop()
 	a.front.Cut()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("controlplane: restart kube-apiserver: stopped, not started again: %w", err)
-	}
 	server, err := a.start()
 	if err != nil {
 		return err
