@@ -16,6 +16,21 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
 )
 
+// start starts a control plane for t, and a client of its kubeconfig file.
+func start(t *testing.T, opts controlplane.Options) (*controlplane.ControlPlane, kubernetes.Interface) {
+	t.Helper()
+	cp, err := controlplane.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	fromFile, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, kubernetes.NewForConfigOrDie(fromFile)
+}
+
 // TestControlPlane starts the control plane with the garbage collector and
 // checks what the tests rely on: pods are admitted without a service-account
 // controller, the kubeconfig file reaches the API server, and the garbage
@@ -23,17 +38,7 @@ import (
 // restarted in between (kube-controller-manager's watches start again).
 func TestControlPlane(t *testing.T) {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: []string{"garbage-collector-controller"}, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
-
-	fromFile, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := kubernetes.NewForConfigOrDie(fromFile)
+	cp, c := start(t, controlplane.Options{Controllers: []string{"garbage-collector-controller"}, Logf: t.Logf})
 	owner, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -75,17 +80,8 @@ func TestControlPlane(t *testing.T) {
 // new identity Lease.
 func TestRestartAPIServer(t *testing.T) {
 	ctx := t.Context()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
+	cp, viaFile := start(t, controlplane.Options{Logf: t.Logf})
 	c := cp.Client()
-	fromFile, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaFile := kubernetes.NewForConfigOrDie(fromFile)
 
 	before, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{})
 	if err != nil {
