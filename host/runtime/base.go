@@ -55,12 +55,12 @@ func newBase[T poolable](e *Engine, source string, limits Limits, info Info) bas
 	return base[T]{engine: e, source: source, limits: limits, info: info, name: source}
 }
 
-// started records the checked manifest, makes a pool per declared hook and
-// leaves inst, the instance that read the manifest, idle in the first.
-func (b *base[T]) started(man abi.Manifest, inst T) {
+// started records the checked manifest and its compiled projection (both
+// from checkManifest), makes a pool per declared hook and leaves inst, the
+// instance that read the manifest, idle in the first.
+func (b *base[T]) started(man abi.Manifest, proj *projection.Projection, inst T) {
 	b.manifest = man
-	// checkManifest compiled it once already: it cannot fail here.
-	b.projection, _ = projection.Compile(man.Projection)
+	b.projection = proj
 	b.pools = make([]*pool[T], len(hookTable))
 	var first *pool[T]
 	for h, spec := range hookTable {

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/projection"
 )
 
 // An Extism plugin is a kubeplug module in the Extism profile (SPEC.md, "The
@@ -61,6 +62,8 @@ var sigExtismFunc = signature{nil, []api.ValueType{i32}}
 type extismManifest struct {
 	abi.Manifest
 	Encoding string `json:"encoding,omitempty"`
+	// projection is Manifest.Projection compiled by checkManifest.
+	projection *projection.Projection
 }
 
 // extismInfo describes the Extism profile (SPEC.md, "The Extism profile"), as Info.Profile.
@@ -177,7 +180,7 @@ func (p *Plugin) load(ctx context.Context, wasm []byte) error {
 	p.encoding = man.Encoding
 	p.info.ABIVersion, _ = parseABIVersion(man.ABIVersion)
 	p.info.Encoding = man.Encoding
-	p.started(man.Manifest, inst)
+	p.started(man.Manifest, man.projection, inst)
 	return nil
 }
 
@@ -283,7 +286,7 @@ func (p *Plugin) readManifest(ctx context.Context, inst *pluginInstance) (*extis
 	}
 	// The manifest's abiVersion is the plugin's only version marker, so it
 	// is checked against itself.
-	if err := checkManifest(p.source, &man.Manifest, v); err != nil {
+	if man.projection, err = checkManifest(p.source, &man.Manifest, v); err != nil {
 		return nil, err
 	}
 	return man, nil

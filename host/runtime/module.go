@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/projection"
 )
 
 // nativeInfo describes the kubeplug ABI's own profile (SPEC.md), as Info.Profile.
@@ -102,8 +103,9 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		return loadError(m.source, ErrStart, "%v: fix the module's initialization (its stderr is in the log)", err)
 	}
 	man, err := m.readManifest(ctx, inst)
+	var proj *projection.Projection
 	if err == nil {
-		err = checkManifest(m.source, man, version)
+		proj, err = checkManifest(m.source, man, version)
 	}
 	if err == nil {
 		err = checkHookExports(m.source, compiled, man.Hooks)
@@ -112,7 +114,7 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 		inst.close()
 		return err
 	}
-	m.started(*man, inst)
+	m.started(*man, proj, inst)
 	return nil
 }
 

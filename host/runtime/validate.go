@@ -173,14 +173,16 @@ func checkExport(source string, fns map[string]api.FunctionDefinition, name stri
 
 // checkManifest validates a decoded manifest against the version marker and
 // what this ABI version knows (abi's Manifest.Validate, which the SDK runs
-// too), reporting the first problem.
-func checkManifest(source string, m *abi.Manifest, marker abi.Version) error {
+// too), reporting the first problem, and returns its projection compiled
+// (nil when it declares none).
+func checkManifest(source string, m *abi.Manifest, marker abi.Version) (*projection.Projection, error) {
 	var first *abi.ManifestError
 	if err := m.Validate(marker); errors.As(err, &first) {
-		return loadError(source, ErrManifest, "%s: fix the manifest the module returns from %s", first, abi.ExportManifest)
+		return nil, loadError(source, ErrManifest, "%s: fix the manifest the module returns from %s", first, abi.ExportManifest)
 	}
-	if _, err := projection.Compile(m.Projection); err != nil {
-		return loadError(source, ErrManifest, "%v: fix the manifest the module returns from %s", err, abi.ExportManifest)
+	p, err := projection.Compile(m.Projection)
+	if err != nil {
+		return nil, loadError(source, ErrManifest, "%v: fix the manifest the module returns from %s", err, abi.ExportManifest)
 	}
-	return nil
+	return p, nil
 }
