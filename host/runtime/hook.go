@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/runtime/internal/projection"
 )
 
 // hookID indexes the hook table: a hook's position in abi.Hooks().
@@ -34,6 +35,9 @@ type formSpec struct {
 	key func(req abi.HookRequest) (key string, ok bool)
 	// extism is the form's messages in the Extism profile's JSON encoding.
 	extism extismForm
+	// narrow returns what a module with projection p is sent of req (ABI
+	// 1.3); nil for a form whose requests are sent whole.
+	narrow func(p *projection.Projection, req abi.HookRequest) abi.HookRequest
 }
 
 // forms holds the runtime's part of each hook form, by form.
@@ -47,6 +51,9 @@ var forms = map[abi.HookForm]formSpec{
 				return jsonReconcileRequest{req, json.RawMessage(req.Config)}
 			},
 			answer: jsonAnswer(func(r *abi.Response) *abi.Response { return r }),
+		},
+		narrow: func(p *projection.Projection, r abi.HookRequest) abi.HookRequest {
+			return p.Apply(r.(*abi.ReconcileRequest))
 		},
 	},
 	abi.FormAdmit: {
@@ -164,11 +171,12 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 // the guest itself reported a status other than abi.StatusPanic. Calls
 // after Close fail with ErrClosed.
 func (b *base[T]) Call(ctx context.Context, h abi.Hook, req abi.HookRequest) (*abi.Response, error) {
-	return b.callNarrowing(ctx, h, req, true)
+	return b.callAs(ctx, h, req, b.projection)
 }
 
-// callNarrowing is Call, narrowing a reconcile request only when narrow is set.
-func (b *base[T]) callNarrowing(ctx context.Context, h abi.Hook, req abi.HookRequest, narrow bool) (*abi.Response, error) {
+// callAs is Call with projection p: a request of a form that narrows
+// (formSpec.narrow) is sent narrowed to p, whole when p is nil.
+func (b *base[T]) callAs(ctx context.Context, h abi.Hook, req abi.HookRequest, p *projection.Projection) (*abi.Response, error) {
 	id, ok := hookNamed(string(h))
 	if !ok {
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("%q is not a hook of ABI %v", h, abi.Current)}
@@ -178,8 +186,8 @@ func (b *base[T]) callNarrowing(ctx context.Context, h abi.Hook, req abi.HookReq
 	if !ok {
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("request %T is not one of the %s hook's", req, h)}
 	}
-	if r, ok := req.(*abi.ReconcileRequest); ok && narrow {
-		req = b.projection.Apply(r)
+	if spec.narrow != nil && p != nil {
+		req = spec.narrow(p, req)
 	}
 	resp, err := b.invoke(ctx, id, key, req)
 	if err != nil {
@@ -208,7 +216,7 @@ func (b *base[T]) ReconcileWhole(ctx context.Context, req *abi.ReconcileRequest)
 	if req == nil {
 		return nil, &CallError{Module: b.name, Kind: KindInput, Err: errors.New("nil request")}
 	}
-	resp, err := b.callNarrowing(ctx, abi.HookReconcile, req, false)
+	resp, err := b.callAs(ctx, abi.HookReconcile, req, nil)
 	if err != nil {
 		return nil, err
 	}
