@@ -716,13 +716,13 @@ func (r *run) countWrites(window time.Duration) int {
 		writes = append(writes, what)
 		mu.Unlock()
 	}
-	watch := func(name string, start func(ctx context.Context, rv string) (watchIface, error), list func(ctx context.Context) (string, error)) {
-		rv, err := list(r.ctx)
+	watch := func(name string, res dynamic.ResourceInterface) {
+		l, err := res.List(r.ctx, metav1.ListOptions{})
 		if err != nil {
 			count(name + " list: " + err.Error())
 			return
 		}
-		wi, err := start(ctx, rv)
+		wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
 		if err != nil {
 			count(name + " watch: " + err.Error())
 			return
@@ -735,69 +735,38 @@ func (r *run) countWrites(window time.Duration) int {
 			if ev.Type == "BOOKMARK" || ev.Type == "ERROR" {
 				continue
 			}
-			if pv, ok := ev.Object.(*corev1.PersistentVolume); ok && (pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != r.ns) {
+			o, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
 				continue
 			}
-			desc := fmt.Sprintf("%s %s", ev.Type, name)
-			if o, ok := ev.Object.(metav1.Object); ok {
-				desc += " " + o.GetName()
-				if mf := o.GetManagedFields(); len(mf) > 0 {
-					desc += " (" + mf[len(mf)-1].Manager + ")"
+			if name == "persistentvolume" {
+				if claimNS, _, _ := unstructured.NestedString(o.Object, "spec", "claimRef", "namespace"); claimNS != r.ns {
+					continue
 				}
+			}
+			desc := fmt.Sprintf("%s %s %s", ev.Type, name, o.GetName())
+			if mf := o.GetManagedFields(); len(mf) > 0 {
+				desc += " (" + mf[len(mf)-1].Manager + ")"
 			}
 			count(desc)
 		}
 	}
-	c, ns := r.w.c, r.ns
+	// The run's namespaced kinds, and the volumes (filtered to its claims').
 	var wg sync.WaitGroup
+	for _, k := range []struct {
+		name string
+		gvr  schema.GroupVersionResource
+	}{
+		{"claim", corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")},
+		{"pod", corev1.SchemeGroupVersion.WithResource("pods")},
+		{"statefulset", appsv1.SchemeGroupVersion.WithResource("statefulsets")},
+		{"event", corev1.SchemeGroupVersion.WithResource("events")},
+		{"volumeclaimupdate", vcuGVR},
+	} {
+		wg.Go(func() { watch(k.name, r.w.dyn.Resource(k.gvr).Namespace(r.ns)) })
+	}
 	wg.Go(func() {
-		watch("claim", func(ctx context.Context, rv string) (watchIface, error) {
-			return c.CoreV1().PersistentVolumeClaims(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
-	})
-	wg.Go(func() {
-		watch("pod", func(ctx context.Context, rv string) (watchIface, error) {
-			return c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
-	})
-	wg.Go(func() {
-		watch("statefulset", func(ctx context.Context, rv string) (watchIface, error) {
-			return c.AppsV1().StatefulSets(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := c.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
-	})
-	wg.Go(func() {
-		watch("event", func(ctx context.Context, rv string) (watchIface, error) {
-			return c.CoreV1().Events(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
-	})
-	wg.Go(func() {
-		watch("persistentvolume", func(ctx context.Context, rv string) (watchIface, error) {
-			return c.CoreV1().PersistentVolumes().Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := c.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
-	})
-	wg.Go(func() {
-		vcus := r.w.dyn.Resource(vcuGVR).Namespace(ns)
-		watch("volumeclaimupdate", func(ctx context.Context, rv string) (watchIface, error) {
-			return vcus.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
-		}, func(ctx context.Context) (string, error) {
-			l, err := vcus.List(ctx, metav1.ListOptions{})
-			return rvOf(l, err)
-		})
+		watch("persistentvolume", r.w.dyn.Resource(corev1.SchemeGroupVersion.WithResource("persistentvolumes")))
 	})
 	wg.Wait()
 	if len(writes) > 0 {
