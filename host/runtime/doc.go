@@ -16,7 +16,8 @@
 //   - its tables capped in all (Limits.MaxTableElements), and its memory a
 //     reserved mapping grown in place (memory_linux.go), so that the host's
 //     memory stays within Limits.HostMemoryBound;
-//   - WASI preview 1 with no arguments, no environment, no preopened
+//   - WASI preview 1 with no arguments, an environment of GODEBUG only
+//     (the Go runtime's collector settings, godebug.go), no preopened
 //     directories, a real monotonic clock, and the host's deterministic
 //     wall clock and randomness (clock.go);
 //     stdout and stderr go to the Logger, one record per non-empty line,

@@ -52,7 +52,7 @@ func (m *Module) newInstance(parent context.Context) (inst *instance, kind Error
 	inst = &instance{module: m, ctx: newCallContext()}
 	inst.stdout = newLineWriter(m, inst.ctx, "stdout", slog.LevelInfo, nil)
 	inst.stderr = newLineWriter(m, inst.ctx, "stderr", slog.LevelWarn, &inst.oom)
-	cfg := withClocks(wazero.NewModuleConfig()).
+	cfg := withGoRuntime(withClocks(wazero.NewModuleConfig())).
 		WithName(""). // anonymous, so that one runtime holds many instances
 		WithStartFunctions().
 		WithStdout(inst.stdout).

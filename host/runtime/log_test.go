@@ -35,14 +35,15 @@ func TestGuestLogsReachLogger(t *testing.T) {
 	}, got)
 }
 
-func TestGuestSeesNoFilesystemOrEnvironment(t *testing.T) {
+func TestGuestSeesNoFilesystemOrHostEnvironment(t *testing.T) {
 	t.Setenv("HOME", "/home/kubeplug-test") // something the guest could leak
 	m := load(t, "good", runtime.Limits{}, runtime.Options{})
 	res, err := m.Reconcile(context.Background(), request("default/sandbox"))
 	require.NoError(t, err)
 	require.Len(t, res.Actions, 1)
-	// No environment, no arguments, no directory to list, no file to read.
-	require.Equal(t, `home="" environ=0 args=0 readdir=0,true readfile=true getwd="",false`, res.Actions[0].Event.Message)
+	// No environment but the Go runtime's GODEBUG (godebug.go), no
+	// arguments, no directory to list, no file to read.
+	require.Equal(t, `home="" environ=["GODEBUG=gcstoptheworld=1"] args=0 readdir=0,true readfile=true getwd="",false`, res.Actions[0].Event.Message)
 }
 
 // A guest that floods its output (64 MiB of newlines per fd_write, 1,024

@@ -106,7 +106,7 @@ func reconcile(ptr, n uint32) uint64 {
 		return event("logged")
 	case "sandbox":
 		var b strings.Builder
-		fmt.Fprintf(&b, "home=%q environ=%d args=%d", os.Getenv("HOME"), len(os.Environ()), len(os.Args))
+		fmt.Fprintf(&b, "home=%q environ=%q args=%d", os.Getenv("HOME"), os.Environ(), len(os.Args))
 		entries, err := os.ReadDir("/")
 		fmt.Fprintf(&b, " readdir=%d,%v", len(entries), err != nil)
 		_, err = os.ReadFile("/etc/hostname")
