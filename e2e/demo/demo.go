@@ -222,7 +222,7 @@ func missingModules(need, have []string) []string {
 
 // allow is what the demo allows each module: what its manifest asks.
 var allow = map[string]string{
-	"retention": "{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}",
+	"retention": "{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}, {action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/ownerReferences]}",
 	"reclaim": "{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}",
 	"warnretain": "{action: event, resources: [statefulsets]}",
@@ -252,6 +252,12 @@ func hostConfig(mods []string, guests, socket string) (string, error) {
 			continue
 		}
 		fmt.Fprintf(&b, "- name: %s\n  path: %s\n  allow: [%s]\n", m, p, allow[m])
+		if m == "retention" {
+			// Its admit hook stamps the set's reference on new claims; a
+			// claim it cannot stamp is created as without it, and
+			// reconcile adds the reference.
+			b.WriteString("  admission: {failurePolicy: Ignore}\n")
+		}
 		if m == "warnretain" {
 			b.WriteString("  namespaces: [demo]\n")
 		}
