@@ -20,7 +20,7 @@ import (
 )
 
 // allowRetention grants what guests/retention's manifest asks.
-const allowRetention = "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n"
+const allowRetention = "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}, {action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/ownerReferences]}]\n"
 
 // startWorld installs the VolumeClaimUpdate CRD (before the host starts: the
 // host discovers it at start), the storage classes, starts the kubelet
@@ -66,6 +66,7 @@ func startWorld(t *testing.T) *world {
 	addr := testenv.FreeAddr(t)
 	config := fmt.Sprintf("modules:\n"+
 		"- name: retention\n  path: %s\n  workers: 4\n%s"+
+		"  admission: {failurePolicy: Ignore}\n"+
 		"- name: templateupdate\n  path: %s\n  workers: 4\n%s"+
 		"  admission: {failurePolicy: Fail, timeout: 10s}\n",
 		retWasm, allowRetention, tuWasm, testenv.Allow["guests/templateupdate"])
@@ -75,7 +76,7 @@ func startWorld(t *testing.T) *world {
 	})
 	h.WaitReady(t)
 	if hooks := testenv.RegisterWebhooks(t, c, h.ConfigPath, addr, caFile); len(hooks.Mutating) != 1 {
-		t.Fatalf("webhook-config printed %d mutating configurations, want one, templateupdate's:\n%s", len(hooks.Mutating), hooks.Printed)
+		t.Fatalf("webhook-config printed %d mutating configurations, want one, with retention's and templateupdate's webhooks:\n%s", len(hooks.Mutating), hooks.Printed)
 	}
 	awaitWebhook(t, c, kl)
 	return &world{host: h, kl: kl}

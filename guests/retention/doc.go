@@ -2,7 +2,9 @@
 // owner references of a StatefulSet's PersistentVolumeClaims as
 // spec.persistentVolumeClaimRetentionPolicy asks, so that the garbage
 // collector deletes the claims on scale-down (whenScaled: Delete) and with the
-// set (whenDeleted: Delete), and never otherwise.
+// set (whenDeleted: Delete), and never otherwise. Its admit hook gives a
+// claim being created its set's reference under whenDeleted: Delete, so that
+// a set deleted right after a scale-up takes its new claim with it.
 //
 // Every decision mirrors kube-controller-manager's StatefulSet controller
 // (pkg/controller/statefulset), function by function, so that on a cluster
@@ -16,7 +18,8 @@
 // helpers); replicas.go sorts claims into replicas and decides when
 // condemned replicas are reached; decide.go walks the replicas as upstream's
 // updateStatefulSet does and turns the outcome into actions; events.go words
-// the ConflictingController event.
+// the ConflictingController event; admit.go is the admit hook that stamps a
+// claim being created with its set's reference, decided by owners.go.
 //
 // It imports only sdk and abi (and the standard library), never k8s.io/*,
 // and stays TinyGo-compatible: no fmt or reflection on the decision path. It

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/internal/ownerref"
 )
 
 // coalesced reports whether actions of type typ are gathered into one write
@@ -109,7 +110,7 @@ func (b *batch) queue(i int) {
 			b.set(i, Unchanged, "", nil)
 			return
 		}
-		if controllers(next) > 1 {
+		if ownerref.Controllers(next) > 1 {
 			b.fail(i, Refused, refusal(a, t, "the resulting owner references would name more than one controller"))
 			return
 		}
@@ -329,14 +330,4 @@ func classify(err error) (Outcome, error) {
 		return Conflict, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	return Failed, err
-}
-
-func controllers(refs []abi.OwnerReference) int {
-	n := 0
-	for _, r := range refs {
-		if r.Controller {
-			n++
-		}
-	}
-	return n
 }

@@ -8,11 +8,10 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/api/validation/path"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/internal/ownerref"
 )
 
 // Validate checks action a of a module with manifest m against the input
@@ -136,11 +135,10 @@ func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 	return ""
 }
 
-// checkOwnerReferences refuses a change that adds a reference to anything
-// but the subject StatefulSet or one of its pods, as the module's input
-// shows them: the garbage collector deletes a dependent when its owners are
-// gone, so a reference to another set's pod, a StorageClass or a volume
-// would have a claim deleted by events the subject's policy never decided.
+// checkOwnerReferences refuses a change that adds a reference the host's
+// owner-reference rule (ownerref.Check, which admission holds admit patches
+// to as well) refuses: anything but the subject StatefulSet or one of its
+// pods, as the module's input shows them.
 func checkOwnerReferences(req *abi.ReconcileRequest, c *abi.OwnerReferencesChange, t Target) string {
 	if c == nil {
 		return "ownerReferences is missing"
@@ -151,16 +149,13 @@ func checkOwnerReferences(req *abi.ReconcileRequest, c *abi.OwnerReferencesChang
 	if slices.Contains(c.Remove, "") {
 		return "ownerReferences.remove lists an empty uid"
 	}
+	var set *abi.StatefulSetSubject
+	if req != nil {
+		set = req.StatefulSet
+	}
 	for i, r := range c.Add {
-		if r.APIVersion == "" || r.Kind == "" || r.Name == "" || r.UID == "" {
-			return fmt.Sprintf("ownerReferences.add[%d] needs apiVersion, kind, name and uid", i)
-		}
-		if why := ownerReferenceFields(r); why != "" {
+		if why := ownerref.Check(set, r, t.Namespace); why != "" {
 			return fmt.Sprintf("ownerReferences.add[%d]: %s", i, why)
-		}
-		if !subjectOrOwnPod(req, r, t.Namespace) {
-			return fmt.Sprintf("ownerReferences.add[%d] (%s %s, %s, uid %s) is neither the subject StatefulSet nor one of its pods in the input, in the object's namespace; the host adds references to those only",
-				i, r.Kind, r.Name, r.APIVersion, r.UID)
 		}
 		if slices.ContainsFunc(c.Add[:i], func(x abi.OwnerReference) bool { return x.UID == r.UID }) {
 			return fmt.Sprintf("ownerReferences.add lists uid %q twice", r.UID)
@@ -336,43 +331,4 @@ func checkVolumeDelete(v *abi.VolumeDelete, t Target) string {
 		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", v.Driver, v.VolumeHandle, csi.Driver, csi.VolumeHandle)
 	}
 	return ""
-}
-
-// eventKind is the one kind the API server bans as an owner.
-var eventKind = schema.GroupVersionKind{Version: "v1", Kind: "Event"}
-
-// ownerReferenceFields checks r's fields as the API server's
-// ValidateOwnerReferences does (plus a
-// name that can be a path segment, as every object's name is), so that a malformed reference is refused
-// with its reason rather than failing the write.
-func ownerReferenceFields(r abi.OwnerReference) string {
-	gv, err := schema.ParseGroupVersion(r.APIVersion)
-	switch {
-	case err != nil || gv.Version == "":
-		return fmt.Sprintf("apiVersion %q is not group/version", r.APIVersion)
-	case gv.WithKind(r.Kind) == eventKind:
-		return "an Event cannot own objects"
-	}
-	if errs := path.IsValidPathSegmentName(r.Name); len(errs) > 0 {
-		return fmt.Sprintf("name %q: %s", r.Name, strings.Join(errs, "; "))
-	}
-	return ""
-}
-
-// subjectOrOwnPod reports whether r names, by apiVersion, kind, name and
-// UID, the subject StatefulSet of req or one of its pods, and they are in
-// namespace, the dependent's: owner references are namespace-local, and one
-// the collector cannot resolve counts as a missing owner.
-func subjectOrOwnPod(req *abi.ReconcileRequest, r abi.OwnerReference, namespace string) bool {
-	if req == nil || req.StatefulSet == nil || req.StatefulSet.Set == nil {
-		return false
-	}
-	is := func(kind string, m abi.ObjectMeta) bool {
-		return r.Kind == kind && r.APIVersion == abi.KindOf(kind).APIVersion && r.Name == m.Name && r.UID == m.UID && m.Namespace == namespace
-	}
-	s := req.StatefulSet
-	if is(abi.KindStatefulSet, s.Set.Metadata) {
-		return true
-	}
-	return slices.ContainsFunc(s.Pods, func(p abi.Pod) bool { return is(abi.KindPod, p.Metadata) })
 }

@@ -53,7 +53,7 @@ func TestValidateRefuses(t *testing.T) {
 
 		{"owner references missing", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0)}, "ownerReferences is missing"},
 		{"owner references empty", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{}}, "neither removes nor adds"},
-		{"owner reference incomplete", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{Kind: "Pod", Name: "web-0", UID: "pod-0"}}}}, "add[0] needs apiVersion"},
+		{"owner reference incomplete", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{{Kind: "Pod", Name: "web-0", UID: "pod-0"}}}}, "add[0]: needs apiVersion"},
 		{"owner reference twice", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1), OwnerReferences: &abi.OwnerReferencesChange{Add: []abi.OwnerReference{setOwner, setOwner}}}, "lists uid \"set-uid\" twice"},
 		{"empty uid removed", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{""}}}, "empty uid"},
 

@@ -10,7 +10,8 @@ var (
 	ErrCall = errors.New("module call failed")
 	// ErrPatch: the module's patch does not apply to the object, or is
 	// not allowed (touches a path its granted mutate capabilities do not
-	// cover, comes with a denial, or the module is not a mutating one).
+	// cover, gives the object an owner reference the host's rule refuses,
+	// comes with a denial, or the module is not a mutating one).
 	ErrPatch = errors.New("patch refused")
 	// ErrRequest: the admission request could not be turned into the
 	// module's input (an object that does not decode as its kind, a cache

@@ -63,8 +63,9 @@ func (o *Outcome) Result() string {
 // Review answers req for m: it checks req against the rules m registers,
 // builds the module's input from req and the caches, calls the module,
 // holds its patch to m.Granted and the patch budget and applies it to the
-// object, and returns the answer; when any of that fails, the answer is m's
-// failure policy's.
+// object, holds the references the patched object gains to the host's
+// owner-reference rule (checkOwners), and returns the answer; when any of
+// that fails, the answer is m's failure policy's.
 //
 // All of it runs within apiTimeout (the API server's webhook timeout; zero
 // means the module's configured one) less a margin (callBudget), or by
@@ -155,6 +156,9 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	object := req.Object.Raw
 	if len(ans.Patch) > 0 {
 		patch, patched, err := m.applyPatch(req, ans.Patch)
+		if err == nil {
+			err = checkOwners(in.StatefulSet, req, patched)
+		}
 		if err != nil {
 			return m.failed(fmt.Errorf("%w: %w", ErrPatch, err))
 		}

@@ -32,7 +32,7 @@ func (noInformers) Informer(string) cache.SharedIndexInformer { return nil }
 
 // allow grants the reference modules what their manifests ask.
 var allow = map[string]string{
-	"guests/retention":    "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n",
+	"guests/retention":    "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}, {action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/ownerReferences]}]\n",
 	"guests/reclaim":      "  allow: [{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, {action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}]\n",
 	"examples/warnretain": "  allow: [{action: event, resources: [statefulsets]}]\n",
 }

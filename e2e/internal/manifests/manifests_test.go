@@ -66,8 +66,9 @@ func TestChartDefaults(t *testing.T) {
 	require.NotNil(t, cm, "host.yaml's ConfigMap must be named without a hash")
 	var host struct {
 		Modules []struct {
-			Path  string           `json:"path"`
-			Allow []map[string]any `json:"allow"`
+			Path      string           `json:"path"`
+			Allow     []map[string]any `json:"allow"`
+			Admission map[string]any   `json:"admission"`
 		} `json:"modules"`
 	}
 	data, _, _ := unstructured.NestedString(cm.Object, "data", "host.yaml")
@@ -75,6 +76,7 @@ func TestChartDefaults(t *testing.T) {
 	require.Len(t, host.Modules, 2)
 	require.Equal(t, "/modules/retention.wasm", host.Modules[0].Path)
 	require.NotEmpty(t, host.Modules[0].Allow)
+	require.Equal(t, "Ignore", host.Modules[0].Admission["failurePolicy"], "retention's admit hook must never block claim creation")
 
 	d := deployment(t, objs, "kubeplug")
 	c := d.Spec.Template.Spec.Containers[0]

@@ -218,6 +218,7 @@ func TestChartNamespacedRules(t *testing.T) {
 		"allow": []any{
 			map[string]any{"action": "updateOwnerReferences", "resources": []any{"persistentvolumeclaims"}},
 			map[string]any{"action": "event", "resources": []any{"statefulsets"}},
+			map[string]any{"action": "mutate", "resources": []any{"persistentvolumeclaims"}, "paths": []any{"/metadata/ownerReferences"}},
 		},
 	}}}
 	values := helmValues(t, bin, file)

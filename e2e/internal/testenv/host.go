@@ -183,7 +183,7 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 // Guest takes it), the allow: line of its host.yaml entry that grants what
 // its manifest asks: the host runs a module in enforce mode only with one.
 var Allow = map[string]string{
-	"guests/retention": "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}]\n",
+	"guests/retention": "  allow: [{action: updateOwnerReferences, resources: [persistentvolumeclaims]}, {action: event, resources: [statefulsets]}, {action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/ownerReferences]}]\n",
 	"guests/reclaim": "  allow: [{action: addFinalizer, resources: [persistentvolumes]}, {action: removeFinalizer, resources: [persistentvolumes]}, " +
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}]\n",
 	"guests/templateupdate": "  allow: [{action: applyClaim, resources: [persistentvolumeclaims]}, " +
@@ -194,6 +194,15 @@ var Allow = map[string]string{
 		"/spec/accessModes, /spec/storageClassName, /spec/resources, /spec/volumeMode, /spec/volumeAttributesClassName]}]\n",
 	"examples/warnretain": "  allow: [{action: event, resources: [statefulsets]}]\n",
 	"e2e/guests/protect":  "  allow: [{action: addFinalizer, resources: [persistentvolumeclaims]}]\n",
+}
+
+// Admission holds, for each guest module with an admit hook whose failure
+// must not block the request, the admission: line of its host.yaml entry.
+// retention's hook stamps the set's reference on claims at creation; when
+// it cannot answer (the host down, restarting, partitioned), the claim is
+// created as without it and reconcile adds the reference.
+var Admission = map[string]string{
+	"guests/retention": "  admission: {failurePolicy: Ignore}\n",
 }
 
 // StartModule builds the guest module in dir (see Guest), starts a host that

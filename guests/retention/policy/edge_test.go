@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -449,11 +450,25 @@ func TestManifest(t *testing.T) {
 		}
 		return false
 	}
-	if len(m.Capabilities) != 2 ||
+	mutates := func(path string) bool {
+		for _, c := range m.Capabilities {
+			if c.AllowsPatch("persistentvolumeclaims", path) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(m.Capabilities) != 3 ||
 		!allowed(abi.ActionUpdateOwnerReferences, "persistentvolumeclaims") || !allowed(abi.ActionEvent, "statefulsets") ||
 		allowed(abi.ActionUpdateOwnerReferences, "pods") || allowed(abi.ActionEvent, "persistentvolumeclaims") ||
-		allowed(abi.ActionDeleteObject, "persistentvolumeclaims") {
-		t.Errorf("capabilities = %+v, want owner references on claims and events on statefulsets, nothing else", m.Capabilities)
+		allowed(abi.ActionDeleteObject, "persistentvolumeclaims") ||
+		!mutates("/metadata/ownerReferences/-") || mutates("/metadata/labels") || mutates("/spec/resources") {
+		t.Errorf("capabilities = %+v, want owner references on claims (actions and admit patches) and events on statefulsets, nothing else", m.Capabilities)
+	}
+	a := m.Admission
+	if a == nil || !a.Mutates || len(a.Rules) != 1 || !slices.Equal(a.Rules[0].Operations, []string{abi.OperationCreate}) ||
+		!slices.Equal(a.Rules[0].Resources, []string{"persistentvolumeclaims"}) || !slices.Equal(a.Rules[0].APIGroups, []string{""}) {
+		t.Errorf("admission = %+v, want a mutating hook on claim CREATE only", a)
 	}
 	if !strings.Contains(m.ConfigSchema, `"additionalProperties": false`) {
 		t.Errorf("config schema = %s, want one that takes no field", m.ConfigSchema)

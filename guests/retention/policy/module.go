@@ -32,6 +32,10 @@ func init() {
 		Capabilities: []abi.Capability{
 			{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}},
 			{Action: abi.ActionEvent, Resources: []string{"statefulsets"}},
+			// The admit hook adds the set's reference to a claim being
+			// created (admit.go); the host holds what it adds to the
+			// executor's owner-reference rule.
+			{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}, Paths: []string{"/metadata/ownerReferences"}},
 		},
 		// What reconcile reads (ABI 1.3): the host sends nothing else, and
 		// `kubeplug test` checks each answer against the whole request.
@@ -44,6 +48,14 @@ func init() {
 			{Kind: abi.KindVolumeClaimUpdate},
 		},
 		Reconcile: reconcile,
+		// The admit hook is sent whole objects.
+		Admit: admit,
+		Admission: &abi.Admission{
+			Mutates: true,
+			Rules: []abi.AdmissionRule{
+				{Operations: []string{abi.OperationCreate}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
+			},
+		},
 	})
 }
 
@@ -53,4 +65,12 @@ func reconcile(req *sdk.Request) (sdk.Result, error) {
 		return sdk.Result{}, err
 	}
 	return sdk.Result{Actions: decide(req)}, nil
+}
+
+func admit(req *abi.AdmitRequest) (sdk.Admission, error) {
+	var none struct{}
+	if err := sdk.AdmitConfig(req, &none); err != nil {
+		return sdk.Admission{}, err
+	}
+	return stampClaim(req)
 }
