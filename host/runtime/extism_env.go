@@ -95,15 +95,53 @@ func (p *Plugin) envFunctions() []extism.HostFunction {
 }
 
 // callKernel calls the plugin instance's kernel function name with stack,
-// as go-sdk's own env functions do.
+// as go-sdk's own env functions do, through the instance's kernelFuncs
+// when its call context carries them.
 func callKernel(ctx context.Context, name string, stack []uint64) {
 	kernel, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
 	if !ok {
 		panic(fmt.Errorf("%s: called outside a plugin call", name))
 	}
-	if err := kernel.ExportedFunction(name).CallWithStack(ctx, stack); err != nil {
+	var fn api.Function
+	if k, ok := ctx.Value(kernelFuncsKey{}).(*kernelFuncs); ok {
+		fn = k.function(kernel, name)
+	} else {
+		fn = kernel.ExportedFunction(name)
+	}
+	if err := fn.CallWithStack(ctx, stack); err != nil {
 		panic(err)
 	}
+}
+
+// kernelFuncsKey is the context key of a plugin instance's kernelFuncs.
+type kernelFuncsKey struct{}
+
+// kernelFuncs are one plugin instance's handles on its kernel's functions,
+// looked up once. wazero's ExportedFunction builds a new handle with a
+// fresh call stack (10 KiB and more) on every lookup, which made each
+// kernel function a plugin called through this file cost a lookup as well
+// (RATIONALE.md, "Why does the host keep the Extism kernel's function
+// handles?"). A handle serves one call at a time, as the instance does; the
+// kernel never calls back into the host, so a handle is never re-entered.
+type kernelFuncs struct {
+	module api.Module
+	fns    map[string]api.Function
+}
+
+// function returns kernel's function name, from the cache when kernel is
+// the module the cache was filled from.
+func (k *kernelFuncs) function(kernel api.Module, name string) api.Function {
+	if k.module != kernel {
+		k.module, k.fns = kernel, make(map[string]api.Function)
+	}
+	fn := k.fns[name]
+	if fn == nil {
+		if fn = kernel.ExportedFunction(name); fn == nil {
+			panic(fmt.Errorf("%s: the Extism kernel has no such function", name))
+		}
+		k.fns[name] = fn
+	}
+	return fn
 }
 
 // blockLength returns the length of the kernel block at offset.
