@@ -65,11 +65,11 @@ export function reconcile(): i32 {
     r.nextKey();
     if (r.is("config")) {
       config = r.bin();
-    } else if (r.is("statefulSet") && !r.nil()) {
-      for (let m = r.mapLen(); m > 0; m--) {
+    } else if (r.is("statefulSet")) {
+      for (let m = r.mapLen(); m > 0; m--) { // nil: no pairs
         r.nextKey();
-        if (r.is("set") && !r.nil()) set = readSet(r);
-        else r.skip();
+        if (!r.is("set")) r.skip();
+        else if (!r.nil()) set = readSet(r);
       }
     } else {
       r.skip();
@@ -121,7 +121,8 @@ function readSet(r: Reader): StatefulSet {
         r.nextKey();
         if (r.is("volumeClaimTemplates")) {
           for (let t = r.arrayLen(); t > 0; t--) set.templates.push(readTemplateName(r));
-        } else if (r.is("persistentVolumeClaimRetentionPolicy") && !r.nil()) {
+        } else if (r.is("persistentVolumeClaimRetentionPolicy")) {
+          if (r.nil()) continue;
           set.hasPolicy = true;
           for (let p = r.mapLen(); p > 0; p--) {
             r.nextKey();

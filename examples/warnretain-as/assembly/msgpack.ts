@@ -122,28 +122,33 @@ export class Reader {
       if ((b & 0xf0) == 0x80) { left += 2 * (b & 0x0f); continue; } // fixmap
       if ((b & 0xf0) == 0x90) { left += b & 0x0f; continue; } // fixarray
       if ((b & 0xe0) == 0xa0) { this.pos += b & 0x1f; continue; } // fixstr
+      // What to step over after the header; a length is read first, as
+      // reading it moves pos.
+      let n: u32 = 0;
       switch (b) {
-        case 0xc4: case 0xd9: this.pos += this.be(1); break; // bin8, str8
-        case 0xc5: case 0xda: this.pos += this.be(2); break;
-        case 0xc6: case 0xdb: this.pos += this.be(4); break;
-        case 0xc7: this.pos += this.be(1) + 1; break; // ext8..32: length, type, data
-        case 0xc8: this.pos += this.be(2) + 1; break;
-        case 0xc9: this.pos += this.be(4) + 1; break;
-        case 0xcc: case 0xd0: this.pos += 1; break; // uint8, int8
-        case 0xcd: case 0xd1: this.pos += 2; break;
-        case 0xca: case 0xce: case 0xd2: this.pos += 4; break; // float32, uint32, int32
-        case 0xcb: case 0xcf: case 0xd3: this.pos += 8; break;
-        case 0xd4: this.pos += 2; break; // fixext1..16: type, data
-        case 0xd5: this.pos += 3; break;
-        case 0xd6: this.pos += 5; break;
-        case 0xd7: this.pos += 9; break;
-        case 0xd8: this.pos += 17; break;
+        case 0xc4: case 0xd9: n = this.be(1); break; // bin8, str8
+        case 0xc5: case 0xda: n = this.be(2); break;
+        case 0xc6: case 0xdb: n = this.be(4); break;
+        case 0xc7: n = this.be(1) + 1; break; // ext8..32: length, type, data
+        case 0xc8: n = this.be(2) + 1; break;
+        case 0xc9: n = this.be(4) + 1; break;
+        case 0xcc: case 0xd0: n = 1; break; // uint8, int8
+        case 0xcd: case 0xd1: n = 2; break;
+        case 0xca: case 0xce: case 0xd2: n = 4; break; // float32, uint32, int32
+        case 0xcb: case 0xcf: case 0xd3: n = 8; break;
+        case 0xd4: n = 2; break; // fixext1..16: type, data
+        case 0xd5: n = 3; break;
+        case 0xd6: n = 5; break;
+        case 0xd7: n = 9; break;
+        case 0xd8: n = 17; break;
         case 0xdc: left += this.be(2); break;
         case 0xdd: left += this.be(4); break;
         case 0xde: left += 2 * this.be(2); break;
         case 0xdf: left += 2 * this.be(4); break;
         default: unreachable(); // 0xc1 is never used
       }
+      if (n > <u32>(this.buf.length - this.pos)) unreachable();
+      this.pos += n;
       if (this.pos > this.buf.length) unreachable();
     }
   }

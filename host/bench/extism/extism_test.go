@@ -29,14 +29,21 @@ const replicas = 100
 func workloads(tb testing.TB) map[string]*abi.ReconcileRequest {
 	set := workload.StatefulSet(tb, replicas)
 	set.StatefulSet.Set.Spec.PersistentVolumeClaimRetentionPolicy = &abi.StatefulSetPersistentVolumeClaimPolicy{WhenDeleted: "Retain", WhenScaled: "Delete"}
+	long := workload.StatefulSet(tb, 3)
+	long.StatefulSet.Set.Metadata.Namespace = "testextismpluginbesidegomodules-cx7dx"
+	long.StatefulSet.Set.Metadata.UID = "f64626f8-5521-43c7-903e-4f195ac1dc26"
+	long.StatefulSet.Set.Spec.PersistentVolumeClaimRetentionPolicy = set.StatefulSet.Set.Spec.PersistentVolumeClaimRetentionPolicy
 	return map[string]*abi.ReconcileRequest{
 		"empty":  {Subject: abi.SubjectStatefulSet, Key: "default/web", Now: "2026-01-01T00:00:00Z"},
 		"set100": set,
+		// A long key and namespace (MessagePack str8), as a live
+		// cluster's generated namespaces have them.
+		"long-names": {Subject: abi.SubjectStatefulSet, Key: long.StatefulSet.Set.Metadata.Namespace + "/web", Now: "2026-01-01T00:00:00Z", StatefulSet: long.StatefulSet},
 	}
 }
 
 // wantActions is warnretain's answer to each workload.
-var wantActions = map[string]int{"empty": 0, "set100": 1}
+var wantActions = map[string]int{"empty": 0, "set100": 1, "long-names": 1}
 
 func checker(name string) func(testing.TB, *abi.Result) {
 	return func(tb testing.TB, res *abi.Result) {
@@ -141,6 +148,15 @@ func TestWorkload(t *testing.T) {
 			checker(name)(t, native)
 			for _, m := range []runtime.Loaded{goWasm, extism} {
 				res, err := m.Reconcile(ctx, req)
+				require.NoError(t, err)
+				require.Equal(t, native, res)
+				// The whole request too, as kubeplug test also sends it:
+				// the plugin skips every value it does not read.
+				whole, ok := m.(interface {
+					ReconcileWhole(context.Context, *abi.ReconcileRequest) (*abi.Result, error)
+				})
+				require.True(t, ok)
+				res, err = whole.ReconcileWhole(ctx, req)
 				require.NoError(t, err)
 				require.Equal(t, native, res)
 			}
