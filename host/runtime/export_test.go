@@ -49,8 +49,8 @@ func ExtismCallForTest(ctx context.Context, p *Plugin, export string) (call func
 		return nil, nil, err
 	}
 	call = func(in []byte) error {
-		c := inst.ctx.start(ctx, p.limits.Deadline)
-		_, _, err := inst.p.CallWithContext(c, export, in)
+		inst.ctx.start(ctx, p.limits.Deadline)
+		_, _, err := inst.p.CallWithContext(inst.callCtx, export, in)
 		inst.ctx.finish()
 		return err
 	}

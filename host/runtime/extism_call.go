@@ -25,6 +25,9 @@ type pluginInstance struct {
 	// mems are the instance's linear memories (the plugin's and the
 	// kernel's), for telling an out-of-memory trap from another.
 	mems *memories
+	// callCtx is ctx carrying kernel, the context of every call.
+	callCtx context.Context
+	kernel  kernelFuncs
 	// in is the last request's encoding, its memory reused for the next
 	// (instance.in's twin): go-sdk copies the input into the kernel's
 	// memory before the call, so nothing holds it after.
@@ -41,6 +44,7 @@ var extismLogLevel sync.Once
 func (p *Plugin) newInstance(parent context.Context) (*pluginInstance, ErrorKind, error) {
 	extismLogLevel.Do(func() { extism.SetLogLevel(extism.LogLevelInfo) })
 	inst := &pluginInstance{plugin: p, ctx: newCallContext()}
+	inst.callCtx = context.WithValue(inst.ctx, kernelFuncsKey{}, &inst.kernel)
 	alloc, mems := newMemories(inst)
 	inst.mems = mems
 	ctx := inst.ctx.start(experimental.WithMemoryAllocator(parent, alloc), p.limits.Deadline)
@@ -87,8 +91,8 @@ func (inst *pluginInstance) logLine(level extism.LogLevel, msg string) {
 // call calls the Extism function export with input in and returns its
 // output. keep says whether the instance may serve another call.
 func (inst *pluginInstance) call(parent context.Context, l Limits, export string, in []byte) (out []byte, kind ErrorKind, keep bool, err error) {
-	ctx := inst.ctx.start(parent, l.Deadline)
-	rc, out, err := inst.p.CallWithContext(ctx, export, in)
+	inst.ctx.start(parent, l.Deadline)
+	rc, out, err := inst.p.CallWithContext(inst.callCtx, export, in)
 	fired := inst.ctx.finish()
 	inst.ctx.log.report(inst.plugin.logger())
 	if fired {

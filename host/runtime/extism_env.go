@@ -8,6 +8,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // extismGuardedEnv is the import module ExtismEnv is renamed to in every
@@ -30,6 +31,10 @@ type envFunc struct {
 	params, results []extism.ValueType
 	cost            func(p *Plugin, ctx context.Context, name string, stack []uint64) uint64
 	run             func(p *Plugin, ctx context.Context, cp *extism.CurrentPlugin, stack []uint64)
+	// small: the function does a fixed amount of work of at most 8 bytes
+	// whatever the plugin asks, so its guard reads the clock only every
+	// clockEvery-th small call (see smallCallSkipsClock).
+	small bool
 }
 
 var (
@@ -42,19 +47,19 @@ var (
 var extismEnvFuncs = []envFunc{
 	{name: "alloc", params: i64s, results: i64s, cost: allocCost},
 	{name: "free", params: i64s},
-	{name: "length", params: i64s, results: i64s},
-	{name: "length_unsafe", params: i64s, results: i64s},
-	{name: "load_u8", params: i64s, results: i32s},
-	{name: "store_u8", params: []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI32}},
-	{name: "input_length", results: i64s},
-	{name: "input_offset", results: i64s},
-	{name: "input_load_u8", params: i64s, results: i32s},
+	{name: "length", params: i64s, results: i64s, small: true},
+	{name: "length_unsafe", params: i64s, results: i64s, small: true},
+	{name: "load_u8", params: i64s, results: i32s, small: true},
+	{name: "store_u8", params: []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI32}, small: true},
+	{name: "input_length", results: i64s, small: true},
+	{name: "input_offset", results: i64s, small: true},
+	{name: "input_load_u8", params: i64s, results: i32s, small: true},
 	{name: "output_set", params: []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI64}, cost: outputCost},
 	{name: "error_set", params: i64s, cost: errorCost},
-	{name: "load_u64", params: i64s, results: i64s, cost: fixedCost(8), run: loadU64},
-	{name: "store_u64", params: []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI64}, cost: fixedCost(8), run: storeU64},
-	{name: "input_load_u64", params: i64s, results: i64s, cost: fixedCost(8), run: inputLoadU64},
-	{name: "get_log_level", results: i32s, run: getLogLevel},
+	{name: "load_u64", params: i64s, results: i64s, cost: fixedCost(8), run: loadU64, small: true},
+	{name: "store_u64", params: []extism.ValueType{extism.ValueTypeI64, extism.ValueTypeI64}, cost: fixedCost(8), run: storeU64, small: true},
+	{name: "input_load_u64", params: i64s, results: i64s, cost: fixedCost(8), run: inputLoadU64, small: true},
+	{name: "get_log_level", results: i32s, run: getLogLevel, small: true},
 	{name: "log_trace", params: i64s, cost: logCost, run: logAt(extism.LogLevelTrace)},
 	{name: "log_debug", params: i64s, cost: logCost, run: logAt(extism.LogLevelDebug)},
 	{name: "log_info", params: i64s, cost: logCost, run: logAt(extism.LogLevelInfo)},
@@ -81,7 +86,16 @@ func (p *Plugin) envFunctions() []extism.HostFunction {
 			if f.cost != nil {
 				cost = f.cost(p, ctx, f.name, stack)
 			}
-			guardHostCall(ctx, p.interrupted.Load(), f.name, cost)
+			if f.small && smallCallSkipsClock(ctx) {
+				// guardHostCall but for its clock read: the context
+				// (the deadline's timer, the caller) was checked above.
+				if p.interrupted.Load() {
+					panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+				}
+				chargeHostCall(ctx, f.name, cost)
+			} else {
+				guardHostCall(ctx, p.interrupted.Load(), f.name, cost)
+			}
 			if f.run != nil {
 				f.run(p, ctx, cp, stack)
 				return
@@ -95,15 +109,78 @@ func (p *Plugin) envFunctions() []extism.HostFunction {
 }
 
 // callKernel calls the plugin instance's kernel function name with stack,
-// as go-sdk's own env functions do.
+// as go-sdk's own env functions do, through the instance's kernelFuncs
+// when its call context carries them.
 func callKernel(ctx context.Context, name string, stack []uint64) {
 	kernel, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
 	if !ok {
 		panic(fmt.Errorf("%s: called outside a plugin call", name))
 	}
-	if err := kernel.ExportedFunction(name).CallWithStack(ctx, stack); err != nil {
+	var fn api.Function
+	if k, ok := ctx.Value(kernelFuncsKey{}).(*kernelFuncs); ok {
+		fn = k.function(kernel, name)
+	} else {
+		fn = kernel.ExportedFunction(name)
+	}
+	if err := fn.CallWithStack(ctx, stack); err != nil {
 		panic(err)
 	}
+}
+
+// kernelFuncsKey is the context key of a plugin instance's kernelFuncs.
+type kernelFuncsKey struct{}
+
+// kernelFuncs are one plugin instance's handles on its kernel's functions,
+// looked up once. wazero's ExportedFunction builds a new handle with a
+// fresh call stack (10 KiB and more) on every lookup, which made each
+// kernel function a plugin called through this file cost a lookup as well
+// (RATIONALE.md, "Why does the host keep the Extism kernel's function
+// handles?"). A handle serves one call at a time, as the instance does; the
+// kernel never calls back into the host, so a handle is never re-entered.
+type kernelFuncs struct {
+	module api.Module
+	fns    map[string]api.Function
+	// smallCalls counts the instance's small calls (envFunc.small), for
+	// smallCallSkipsClock.
+	smallCalls uint32
+}
+
+// clockEvery is how often a small kernel call reads the clock (one in
+// clockEvery). guardHostCall reads it besides the context because a late
+// timer must not let a guest run on; between two reads a plugin can make
+// at most clockEvery-1 calls of at most 8 bytes each, a few tens of
+// microseconds, where the checkpoints let a plugin's own code run a few
+// hundred between two looks at the context (RATIONALE.md, "Why do small
+// Extism kernel calls read the clock only one time in 64?").
+const clockEvery = 64
+
+// smallCallSkipsClock reports whether the small call under ctx may skip
+// the clock read: all but one in clockEvery of an instance's small calls,
+// the first of each run of clockEvery reading it. Without the instance's
+// kernelFuncs in ctx, none may.
+func smallCallSkipsClock(ctx context.Context) bool {
+	k, ok := ctx.Value(kernelFuncsKey{}).(*kernelFuncs)
+	if !ok {
+		return false
+	}
+	k.smallCalls++
+	return k.smallCalls%clockEvery != 1
+}
+
+// function returns kernel's function name, from the cache when kernel is
+// the module the cache was filled from.
+func (k *kernelFuncs) function(kernel api.Module, name string) api.Function {
+	if k.module != kernel {
+		k.module, k.fns = kernel, make(map[string]api.Function)
+	}
+	fn := k.fns[name]
+	if fn == nil {
+		if fn = kernel.ExportedFunction(name); fn == nil {
+			panic(fmt.Errorf("%s: the Extism kernel has no such function", name))
+		}
+		k.fns[name] = fn
+	}
+	return fn
 }
 
 // blockLength returns the length of the kernel block at offset.

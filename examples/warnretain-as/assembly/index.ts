@@ -1,9 +1,12 @@
 // warnretain, written in AssemblyScript as an Extism plugin: the same policy
 // as examples/warnretain (its README says what it does), in the Extism
 // profile of the kubeplug ABI (abi/SPEC.md, "The Extism profile"). The host
-// hands the request to `reconcile` as JSON and reads a JSON Response back.
+// hands the request to `reconcile` in MessagePack (the manifest's encoding),
+// which the plugin reads in one pass into the few fields it needs, and reads
+// a MessagePack Response back.
 import { Host, Memory } from "@extism/as-pdk";
 import { JSON } from "assemblyscript-json/assembly";
+import { Reader, Writer } from "./msgpack";
 
 // The PDK reads and writes through these; error_set is not wrapped by it.
 @external("extism:host/env", "error_set")
@@ -17,8 +20,9 @@ const CONFIG_SCHEMA = '{"type":"object","properties":{"ignoreNamespaces":{"type"
 
 // projection (ABI 1.3) lists what reconcile reads: the host sends the set
 // with only these fields (and its name, namespace, uid, resourceVersion),
-// and none of its pods, claims, classes and update.
-const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.3.0","encoding":"json",' +
+// and none of its pods, claims, classes and update. encoding msgpack: the
+// messages are the native wire types (the manifest itself is JSON).
+const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.3.0","encoding":"msgpack",' +
   '"subject":"statefulset","hooks":["reconcile"],' +
   '"projection":[{"kind":"StatefulSet","fields":["metadata.labels","metadata.deletionTimestamp",' +
   '"spec.volumeClaimTemplates.metadata.name","spec.persistentVolumeClaimRetentionPolicy"]},' +
@@ -39,59 +43,132 @@ export function kubeplug_manifest(): i32 {
   return 0;
 }
 
+// StatefulSet is what reconcile reads of the request's set.
+class StatefulSet {
+  name: string = "";
+  namespace: string = "";
+  uid: string = "";
+  deletionTimestamp: string = "";
+  optedOut: bool = false; // labelled OPT_OUT_LABEL=true
+  templates: string[] = []; // the claim templates' names
+  hasPolicy: bool = false;
+  whenDeleted: string = "";
+}
+
 export function reconcile(): i32 {
-  const req = <JSON.Obj>JSON.parse(Host.input());
-  const ignore = ignoredNamespaces(req.getValue("config"));
+  // The request: config (bin: the configuration's JSON) and
+  // statefulSet.set; every other key is skipped.
+  const r = new Reader(Host.input());
+  let config: Uint8Array | null = null;
+  let set: StatefulSet | null = null;
+  for (let n = r.mapLen(); n > 0; n--) {
+    r.nextKey();
+    if (r.is("config")) {
+      config = r.bin();
+    } else if (r.is("statefulSet")) {
+      for (let m = r.mapLen(); m > 0; m--) { // nil: no pairs
+        r.nextKey();
+        if (!r.is("set")) r.skip();
+        else if (!r.nil()) set = readSet(r);
+      }
+    } else {
+      r.skip();
+    }
+  }
+  const ignore = ignoredNamespaces(config == null || config.length == 0 ? null : JSON.parse(config));
   if (ignore == null) {
     return fail("config: " + configError + "; fix the module's config (in the host configuration, or the case file of kubeplug test)");
   }
-  const subject = req.getObj("statefulSet");
-  let set: JSON.Obj | null = null;
-  if (subject != null) set = subject.getObj("set");
+  const w = new Writer();
+  w.map(2).str("status").uint(0).str("result");
   if (set == null || !keepsClaimsForever(set) || isIgnored(set, ignore)) {
-    output('{"status":0,"result":{}}');
-    return 0;
+    w.map(0);
+  } else {
+    w.map(1).str("actions").array(1);
+    w.map(3).str("type").str("event");
+    w.str("target").map(4).str("kind").str("StatefulSet").str("namespace").str(set.namespace)
+      .str("name").str(set.name).str("uid").str(set.uid);
+    w.str("event").map(3).str("type").str("Warning").str("reason").str(REASON).str("message").str(message(set));
   }
-  const meta = set.getObj("metadata")!;
-  const target = '{"kind":"StatefulSet","namespace":' + quote(str(meta, "namespace")) +
-    ',"name":' + quote(str(meta, "name")) + ',"uid":' + quote(str(meta, "uid")) + '}';
-  const event = '{"type":"Warning","reason":' + quote(REASON) + ',"message":' + quote(message(set)) + '}';
-  output('{"status":0,"result":{"actions":[{"type":"event","target":' + target + ',"event":' + event + '}]}}');
+  Host.output(w.bytes());
   return 0;
+}
+
+// readSet reads a StatefulSet: of its metadata the identity, the opt-out
+// label and deletionTimestamp; of its spec the claim templates' names and
+// the retention policy's whenDeleted.
+function readSet(r: Reader): StatefulSet {
+  const set = new StatefulSet();
+  for (let n = r.mapLen(); n > 0; n--) {
+    r.nextKey();
+    if (r.is("metadata")) {
+      for (let m = r.mapLen(); m > 0; m--) {
+        r.nextKey();
+        if (r.is("name")) set.name = r.str();
+        else if (r.is("namespace")) set.namespace = r.str();
+        else if (r.is("uid")) set.uid = r.str();
+        else if (r.is("deletionTimestamp")) set.deletionTimestamp = r.str();
+        else if (r.is("labels")) {
+          for (let l = r.mapLen(); l > 0; l--) {
+            r.nextKey();
+            if (r.is(OPT_OUT_LABEL)) set.optedOut = r.str() == "true";
+            else r.skip();
+          }
+        } else r.skip();
+      }
+    } else if (r.is("spec")) {
+      for (let m = r.mapLen(); m > 0; m--) {
+        r.nextKey();
+        if (r.is("volumeClaimTemplates")) {
+          for (let t = r.arrayLen(); t > 0; t--) set.templates.push(readTemplateName(r));
+        } else if (r.is("persistentVolumeClaimRetentionPolicy")) {
+          if (r.nil()) continue;
+          set.hasPolicy = true;
+          for (let p = r.mapLen(); p > 0; p--) {
+            r.nextKey();
+            if (r.is("whenDeleted")) set.whenDeleted = r.str();
+            else r.skip();
+          }
+        } else r.skip();
+      }
+    } else {
+      r.skip();
+    }
+  }
+  return set;
+}
+
+// readTemplateName reads a claim template and returns its metadata.name.
+function readTemplateName(r: Reader): string {
+  let name = "";
+  for (let n = r.mapLen(); n > 0; n--) {
+    r.nextKey();
+    if (r.is("metadata")) {
+      for (let m = r.mapLen(); m > 0; m--) {
+        r.nextKey();
+        if (r.is("name")) name = r.str();
+        else r.skip();
+      }
+    } else r.skip();
+  }
+  return name;
 }
 
 // keepsClaimsForever: the set has claim templates and whenDeleted is Retain,
 // explicitly or by the API default; a set under deletion is left alone.
-function keepsClaimsForever(set: JSON.Obj): bool {
-  const meta = set.getObj("metadata");
-  if (meta != null && str(meta, "deletionTimestamp") != "") return false;
-  const spec = set.getObj("spec");
-  if (spec == null) return false;
-  const templates = spec.getArr("volumeClaimTemplates");
-  if (templates == null || templates.valueOf().length == 0) return false;
-  const policy = spec.getObj("persistentVolumeClaimRetentionPolicy");
-  return policy == null || str(policy, "whenDeleted") != "Delete";
+function keepsClaimsForever(set: StatefulSet): bool {
+  if (set.deletionTimestamp != "" || set.templates.length == 0) return false;
+  return !set.hasPolicy || set.whenDeleted != "Delete";
 }
 
-function isIgnored(set: JSON.Obj, ignore: string[]): bool {
-  const meta = set.getObj("metadata");
-  if (meta == null) return false;
-  const labels = meta.getObj("labels");
-  if (labels != null && str(labels, "warnretain.example.com/ignore") == "true") return true;
-  return ignore.includes(str(meta, "namespace"));
+function isIgnored(set: StatefulSet, ignore: string[]): bool {
+  return set.optedOut || ignore.includes(set.namespace);
 }
 
-function message(set: JSON.Obj): string {
-  const name = str(set.getObj("metadata")!, "name");
-  const templates = set.getObj("spec")!.getArr("volumeClaimTemplates")!.valueOf();
-  let claims = "";
-  for (let i = 0; i < templates.length; i++) {
-    const t = <JSON.Obj>templates[i];
-    const tmeta = t.getObj("metadata");
-    if (i > 0) claims += ", ";
-    claims += (tmeta == null ? "" : str(tmeta, "name")) + "-" + name + "-*";
-  }
-  return "claims " + claims + " are kept after the StatefulSet is deleted (persistentVolumeClaimRetentionPolicy.whenDeleted is Retain); " +
+function message(set: StatefulSet): string {
+  const claims = new Array<string>(set.templates.length);
+  for (let i = 0; i < set.templates.length; i++) claims[i] = set.templates[i] + "-" + set.name + "-*";
+  return "claims " + claims.join(", ") + " are kept after the StatefulSet is deleted (persistentVolumeClaimRetentionPolicy.whenDeleted is Retain); " +
     "set whenDeleted to Delete, or label the StatefulSet " + OPT_OUT_LABEL + "=true to silence this warning";
 }
 
@@ -127,11 +204,6 @@ function ignoredNamespaces(config: JSON.Value | null): string[] | null {
     out.push((<JSON.Str>items[i]).valueOf());
   }
   return out;
-}
-
-function str(obj: JSON.Obj, key: string): string {
-  const v = obj.getString(key);
-  return v == null ? "" : v.valueOf();
 }
 
 // quote writes s as a JSON string.

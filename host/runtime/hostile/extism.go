@@ -26,6 +26,17 @@ func Extism() []Module {
 			Wasm: extismShape{hook: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable})}.bytes(),
 		},
 		{
+			// Reads the input's first 8 bytes, for ever: small kernel calls
+			// read the clock one time in 64, and the deadline still ends
+			// the call.
+			Class: "extism-kernel-call-loop", Stage: StageCall, Want: "deadline exceeded after",
+			Wasm: extismShape{
+				imports: []wb.Import{{Module: extismEnv, Name: "input_load_u64", Params: []byte{i64}, Results: []byte{i64}}},
+				hook: wb.Cat([]byte{wb.OpLoop, wb.BlockEmpty}, wb.I64Const(0), wb.Op(wb.OpCall, 4), []byte{0x1a}, // drop
+					wb.Op(wb.OpBr, 0), []byte{wb.OpEnd, wb.OpUnreachable}),
+			}.bytes(),
+		},
+		{
 			// Grows its own memory one page at a time, touching each, to the
 			// cap and on.
 			Class: "extism-memory-grow", Stage: StageCall, Want: "out of memory at the",
