@@ -73,7 +73,7 @@ func figures(results []result) string {
 	faults := map[kind]int{}
 	violations, writes := 0, 0
 	var judged, calls, made, deleted int
-	var conv []time.Duration
+	var conv, restarts []time.Duration
 	notConverged := 0
 	for _, r := range results {
 		for k, n := range r.faults {
@@ -81,6 +81,7 @@ func figures(results []result) string {
 		}
 		violations += len(r.violations)
 		writes += r.writes
+		restarts = append(restarts, r.restarts...)
 		judged, calls, made, deleted = judged+r.claimsDeleted, calls+r.deleteCalls, made+r.volumesMade, deleted+r.volumesDeleted
 		if r.converged >= 0 {
 			conv = append(conv, r.converged)
@@ -107,6 +108,11 @@ func figures(results []result) string {
 		slices.Sort(conv)
 		fmt.Fprintf(&b, "| converged after the last fault, p50 / max | %.1fs / %.1fs |\n",
 			conv[len(conv)/2].Seconds(), conv[len(conv)-1].Seconds())
+	}
+	if len(restarts) > 0 {
+		slices.Sort(restarts)
+		fmt.Fprintf(&b, "| apiserver restart until the new server answered, p50 / max | %.1fs / %.1fs |\n",
+			restarts[len(restarts)/2].Seconds(), restarts[len(restarts)-1].Seconds())
 	}
 	return b.String()
 }

@@ -281,7 +281,7 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		}
 		switch {
 		case s.deleted && s.spec.whenDeleted == "Delete":
-			add("claim %s of set %s deleted with whenDeleted=Delete still exists", cl.Name, setName)
+			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s", cl.Name, setName, owners(cl.OwnerReferences))
 		case s.deleted:
 			if ownedBySet {
 				add("claim %s of set %s deleted with whenDeleted=Retain still owned by it", cl.Name, setName)
@@ -359,4 +359,16 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// owners says who owns an object, for a message: kind/name(uid), or none.
+func owners(refs []metav1.OwnerReference) string {
+	if len(refs) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, o := range refs {
+		out = append(out, fmt.Sprintf("%s/%s(%s)", o.Kind, o.Name, o.UID))
+	}
+	return strings.Join(out, ", ")
 }

@@ -2,8 +2,10 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,6 +34,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
+	"github.com/kubeplug/kubeplug/e2e/internal/tcpproxy"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
@@ -115,7 +119,7 @@ type run struct {
 	tr     *tracker
 
 	config      string
-	proxies     []*proxy
+	proxies     []*tcpproxy.Proxy
 	kubeconfigs []string
 	hosts       []*testenv.Host
 	downUntil   []time.Time
@@ -129,6 +133,19 @@ type run struct {
 	lastFault time.Time
 	racer     context.CancelFunc
 	racerDone chan struct{}
+	// restarted gets each API server restart that ended, from the
+	// goroutine that restarts it; restarting counts those under way.
+	restarted  chan restart
+	restarting sync.WaitGroup
+	// restartTook is how long each restart took until the new server
+	// answered.
+	restartTook []time.Duration
+}
+
+// restart is one API server restart that ended: when, and how long it took.
+type restart struct {
+	ended time.Time
+	took  time.Duration
 }
 
 // result is what a run gives the campaign's figures.
@@ -136,7 +153,8 @@ type result struct {
 	seed       uint64
 	faults     map[kind]int
 	violations []string
-	converged  time.Duration // after the last fault ended; -1 when it did not
+	converged  time.Duration   // after the last fault ended; -1 when it did not
+	restarts   []time.Duration // how long each API server restart took
 	writes     int
 	// What the invariants had to judge: claim deletions seen, DeleteVolume
 	// calls that reached the driver, backing volumes made and deleted.
@@ -152,8 +170,11 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	t.Logf("%s", s)
 	t.Logf("replay: FAULTS_SEED=%d make faults", seed)
 	ctx := t.Context()
-	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1))}
+	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1)), restarted: make(chan restart, 8)}
 	r.ns = testenv.Namespace(t, w.c)
+	// A restart still under way when the run ends (it failed) finishes
+	// before the next run starts, and before t is done.
+	t.Cleanup(r.restarting.Wait)
 
 	// The CSI driver, with its fault knob in front.
 	r.driver = csitest.New(resizer.Driver)
@@ -213,7 +234,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		n = 2
 	}
 	for i := range n {
-		p, err := newProxy(w.target)
+		p, err := tcpproxy.New(w.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,6 +258,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	res := result{seed: seed, faults: r.faults, converged: -1}
 	r.play()
 	res.converged = r.awaitConverged(r.lastFault)
+	res.restarts = r.restartTook
 	if res.converged >= 0 && r.awaitQuiet() {
 		res.writes = r.countWrites(quiet)
 		if res.writes > 0 {
@@ -337,12 +359,15 @@ func (r *run) play() {
 			next++
 		}
 		r.supervise()
+		r.restartsEnded()
 		if next == len(r.s.events) && time.Since(start) >= load {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Heal what is still broken; every host runs again.
+	r.restarting.Wait()
+	r.restartsEnded()
 	r.stopRacer()
 	r.csi.set(csiOK, 0)
 	for i, p := range r.proxies {
@@ -354,6 +379,22 @@ func (r *run) play() {
 	r.supervise()
 	if r.lastFault.IsZero() {
 		r.lastFault = time.Now()
+	}
+}
+
+// restartsEnded takes the end of each API server restart finished since the
+// last call as the end of a fault.
+func (r *run) restartsEnded() {
+	for {
+		select {
+		case rs := <-r.restarted:
+			if rs.ended.After(r.lastFault) {
+				r.lastFault = rs.ended
+			}
+			r.restartTook = append(r.restartTook, rs.took)
+		default:
+			return
+		}
 	}
 }
 
@@ -403,6 +444,20 @@ func (r *run) do(e event) {
 			p.Cut()
 		}
 		r.fault(e.what)
+	case faultRestart:
+		r.fault(e.what)
+		r.restarting.Add(1)
+		go func() {
+			defer r.restarting.Done()
+			start := time.Now()
+			if err := cp.RestartAPIServer(r.ctx); err != nil {
+				r.t.Errorf("kube-apiserver did not come back: %v", err)
+				return
+			}
+			took := time.Since(start)
+			r.logf("kube-apiserver back %v after the restart began", took.Round(time.Millisecond))
+			r.restarted <- restart{ended: time.Now(), took: took}
+		}()
 	case opHealAPI:
 		r.apiDown = false
 		for i, p := range r.proxies {
@@ -414,7 +469,7 @@ func (r *run) do(e event) {
 	case faultWatch:
 		closed, open := 0, 0
 		for _, p := range r.proxies {
-			open += p.open()
+			open += p.Open()
 			closed += p.Break(time.Duration(e.arg) * time.Millisecond)
 		}
 		r.logf("closed %d of %d connections", closed, open)
@@ -481,7 +536,9 @@ func (r *run) op(e event) {
 		} else {
 			n = max(n-e.arg, 0)
 		}
-		r.updateSet(set, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+		if !r.check(r.updateSet(set, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(n)) })) {
+			return
+		}
 		r.tr.mu.Lock()
 		rec.replicas = append(rec.replicas, replicasAt{at: time.Now(), n: n})
 		r.tr.mu.Unlock()
@@ -492,7 +549,12 @@ func (r *run) op(e event) {
 		r.tr.mu.Lock()
 		r.tr.sets[set].deleted = true
 		r.tr.mu.Unlock()
-		r.check(r.w.c.AppsV1().StatefulSets(r.ns).Delete(r.ctx, set, metav1.DeleteOptions{}))
+		err := r.retried(func() error { return r.w.c.AppsV1().StatefulSets(r.ns).Delete(r.ctx, set, metav1.DeleteOptions{}) })
+		if !r.check(err) && !apierrors.IsNotFound(err) {
+			r.tr.mu.Lock()
+			r.tr.sets[set].deleted = false
+			r.tr.mu.Unlock()
+		}
 	case opGrowTemplate:
 		if set == "" {
 			return
@@ -506,36 +568,47 @@ func (r *run) op(e event) {
 		rec.size++
 		size := rec.size
 		r.tr.mu.Unlock()
-		r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			u, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Get(r.ctx, set, metav1.GetOptions{})
-			if err != nil {
+		grown := r.check(r.retried(func() error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				u, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Get(r.ctx, set, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+				if len(ts) != 1 {
+					return fmt.Errorf("VolumeClaimUpdate %s has %d templates", set, len(ts))
+				}
+				if err := unstructured.SetNestedField(ts[0].(map[string]any), fmt.Sprintf("%dGi", size), "spec", "resources", "requests", "storage"); err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates"); err != nil {
+					return err
+				}
+				_, err = r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Update(r.ctx, u, metav1.UpdateOptions{})
 				return err
-			}
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			if len(ts) != 1 {
-				return fmt.Errorf("VolumeClaimUpdate %s has %d templates", set, len(ts))
-			}
-			if err := unstructured.SetNestedField(ts[0].(map[string]any), fmt.Sprintf("%dGi", size), "spec", "resources", "requests", "storage"); err != nil {
-				return err
-			}
-			if err := unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates"); err != nil {
-				return err
-			}
-			_, err = r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Update(r.ctx, u, metav1.UpdateOptions{})
-			return err
+			})
 		}))
+		if !grown {
+			r.tr.mu.Lock()
+			rec.size--
+			r.tr.mu.Unlock()
+		}
 	case opRollTemplate:
 		if set == "" {
 			return
 		}
-		r.updateSet(set, func(s *appsv1.StatefulSet) {
+		r.check(r.updateSet(set, func(s *appsv1.StatefulSet) {
 			if s.Spec.Template.Annotations == nil {
 				s.Spec.Template.Annotations = map[string]string{}
 			}
 			s.Spec.Template.Annotations["faults.kubeplug.dev/revision"] = strconv.Itoa(e.pick)
-		})
+		}))
 	case opDeleteClaim, opDeletePV:
-		claims, err := r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+		var claims *corev1.PersistentVolumeClaimList
+		err := r.retried(func() (err error) {
+			claims, err = r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+			return err
+		})
 		if err != nil || len(claims.Items) == 0 {
 			r.check(err)
 			return
@@ -547,7 +620,9 @@ func (r *run) op(e event) {
 			if cl.Spec.VolumeName == "" {
 				return
 			}
-			r.check(r.w.c.CoreV1().PersistentVolumes().Delete(r.ctx, cl.Spec.VolumeName, metav1.DeleteOptions{}))
+			r.check(r.retried(func() error {
+				return r.w.c.CoreV1().PersistentVolumes().Delete(r.ctx, cl.Spec.VolumeName, metav1.DeleteOptions{})
+			}))
 		}
 		r.deleteReplica(cl)
 	}
@@ -559,29 +634,64 @@ func (r *run) deleteReplica(cl corev1.PersistentVolumeClaim) {
 	r.tr.mu.Lock()
 	r.tr.userDelete[cl.UID] = true
 	r.tr.mu.Unlock()
-	r.check(r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}}))
+	r.check(r.retried(func() error {
+		return r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}})
+	}))
 	if set, ord, ok := parseClaim(cl.Name); ok {
-		r.check(r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{}))
+		r.check(r.retried(func() error {
+			return r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{})
+		}))
 	}
 }
 
-// check logs a workload write that failed: the workload goes on.
-func (r *run) check(err error) {
+// check logs a workload write that failed, and reports whether it was
+// made: the workload goes on either way.
+func (r *run) check(err error) bool {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		r.logf("workload: %v", err)
 	}
+	return err == nil
 }
 
-func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) {
-	r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+// workloadBackoff is how the workload's user retries a command the API
+// server does not answer: every 250ms for two minutes, well beyond a
+// restart's seconds under load. (No Cap: wait.Backoff stops at its cap.)
+var workloadBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 1, Steps: 480}
+
+// retried runs a workload command, again while the API server does not
+// answer (a restart: connections refused or closed, 429 or 503 while it
+// shuts down or starts), as a user retries kubectl. Any other error ends
+// it. A command retried after its connection broke may have been done:
+// the caller takes NotFound or AlreadyExists as done.
+func (r *run) retried(fn func() error) error {
+	return retry.OnError(workloadBackoff, func(err error) bool {
+		if r.ctx.Err() != nil {
+			return false
 		}
-		change(s)
-		_, err = r.w.c.AppsV1().StatefulSets(r.ns).Update(r.ctx, s, metav1.UpdateOptions{})
-		return err
-	}))
+		// A 4xx other than 429 and 408 is the API server's answer; a
+		// 5xx, or a transport error (client-go may wrap one as a status
+		// with no code), is no answer.
+		var st apierrors.APIStatus
+		if errors.As(err, &st) {
+			code := st.Status().Code
+			return code == 0 || code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+		}
+		return true
+	}, fn)
+}
+
+func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) error {
+	return r.retried(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(s)
+			_, err = r.w.c.AppsV1().StatefulSets(r.ns).Update(r.ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+	})
 }
 
 // createSet creates a set of spec and its VolumeClaimUpdate (InPlace,
@@ -610,10 +720,21 @@ func (r *run) createSet(spec setSpec) {
 			}},
 		},
 	}}
-	if _, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Create(r.ctx, vcu, metav1.CreateOptions{}); err != nil {
+	err := r.retried(func() error {
+		_, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Create(r.ctx, vcu, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		r.t.Fatal(err)
 	}
-	got, err := r.w.c.AppsV1().StatefulSets(r.ns).Create(r.ctx, set, metav1.CreateOptions{})
+	var got *appsv1.StatefulSet
+	err = r.retried(func() (err error) {
+		got, err = r.w.c.AppsV1().StatefulSets(r.ns).Create(r.ctx, set, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // made by an attempt whose answer was lost
+			got, err = r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, set.Name, metav1.GetOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
