@@ -824,72 +824,15 @@ func (r *run) awaitQuiet() bool {
 }
 
 // countWrites counts the changes of the run's objects over the quiet
-// window: claims, pods, sets, VolumeClaimUpdates and events of the
-// namespace, and the volumes of its claims. Leases are left out: a leader
-// renews its Lease by writing it, by design.
+// window (writeWatch): claims, pods, sets, VolumeClaimUpdates and events of
+// the namespace, and the volumes of its claims. Leases are left out: a
+// leader renews its Lease by writing it, by design. Informers that do not
+// list count as a write: a window not watched is not a quiet one.
 func (r *run) countWrites(window time.Duration) int {
-	ctx, cancel := context.WithTimeout(r.ctx, window)
-	defer cancel()
-	var mu sync.Mutex
-	var writes []string
-	count := func(what string) {
-		mu.Lock()
-		writes = append(writes, what)
-		mu.Unlock()
+	writes, err := countFor(r.ctx, r.w.dyn, r.ns, window)
+	if err != nil {
+		writes = []string{err.Error()}
 	}
-	watch := func(name string, res dynamic.ResourceInterface) {
-		l, err := res.List(r.ctx, metav1.ListOptions{})
-		if err != nil {
-			count(name + " list: " + err.Error())
-			return
-		}
-		wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
-		if err != nil {
-			count(name + " watch: " + err.Error())
-			return
-		}
-		go func() {
-			<-ctx.Done()
-			wi.Stop()
-		}()
-		for ev := range wi.ResultChan() {
-			if ev.Type == "BOOKMARK" || ev.Type == "ERROR" {
-				continue
-			}
-			o, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			if name == "persistentvolume" {
-				if claimNS, _, _ := unstructured.NestedString(o.Object, "spec", "claimRef", "namespace"); claimNS != r.ns {
-					continue
-				}
-			}
-			desc := fmt.Sprintf("%s %s %s", ev.Type, name, o.GetName())
-			if mf := o.GetManagedFields(); len(mf) > 0 {
-				desc += " (" + mf[len(mf)-1].Manager + ")"
-			}
-			count(desc)
-		}
-	}
-	// The run's namespaced kinds, and the volumes (filtered to its claims').
-	var wg sync.WaitGroup
-	for _, k := range []struct {
-		name string
-		gvr  schema.GroupVersionResource
-	}{
-		{"claim", corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")},
-		{"pod", corev1.SchemeGroupVersion.WithResource("pods")},
-		{"statefulset", appsv1.SchemeGroupVersion.WithResource("statefulsets")},
-		{"event", corev1.SchemeGroupVersion.WithResource("events")},
-		{"volumeclaimupdate", vcuGVR},
-	} {
-		wg.Go(func() { watch(k.name, r.w.dyn.Resource(k.gvr).Namespace(r.ns)) })
-	}
-	wg.Go(func() {
-		watch("persistentvolume", r.w.dyn.Resource(corev1.SchemeGroupVersion.WithResource("persistentvolumes")))
-	})
-	wg.Wait()
 	if len(writes) > 0 {
 		r.logf("writes in %v: %s", window, strings.Join(writes, "; "))
 	}
