@@ -64,6 +64,10 @@ type tracker struct {
 	deletes    map[string]int     // DeleteVolume calls that reached the driver, by handle
 	judged     int                // claim deletions judged
 	violations []string
+	// The run's claims as first seen: how many, how many with their
+	// VolumeClaimUpdate's label (the admit hook rewrote them at
+	// creation), how many owned by their set.
+	firstSeen, firstLabelled, firstOwned int
 }
 
 func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver) (*tracker, error) {
@@ -135,6 +139,13 @@ func (tr *tracker) claimSeen(c *corev1.PersistentVolumeClaim) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.claims[c.UID] = claimRecord{uid: c.UID, name: c.Name, set: set, ordinal: ord, seen: time.Now()}
+	tr.firstSeen++
+	if c.Labels["tier"] == "gold" {
+		tr.firstLabelled++
+	}
+	if slices.ContainsFunc(c.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "StatefulSet" && o.Name == set }) {
+		tr.firstOwned++
+	}
 }
 
 // claimGone checks that a claim's deletion was one the workload or the

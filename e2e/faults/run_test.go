@@ -119,6 +119,7 @@ type run struct {
 	tr     *tracker
 
 	config      string
+	configPath  string // the hosts' configuration, for webhook-config
 	proxies     []*tcpproxy.Proxy
 	kubeconfigs []string
 	hosts       []*testenv.Host
@@ -127,6 +128,12 @@ type run struct {
 	partitioned []bool
 	apiDown     bool
 	restarts    int
+
+	// The admit hooks: each slot's webhook address, the run's serving
+	// certificate and CA, and the reviews the hosts answered.
+	webhookAddrs    []string
+	certDir, caFile string
+	admits          admitCalls
 
 	created   int // sets of s.created made so far
 	faults    map[kind]int
@@ -156,9 +163,13 @@ type result struct {
 	converged  time.Duration   // after the last fault ended; -1 when it did not
 	restarts   []time.Duration // how long each API server restart took
 	writes     int
+	admits     map[string]float64 // admission reviews the hosts answered, by result
 	// What the invariants had to judge: claim deletions seen, DeleteVolume
 	// calls that reached the driver, backing volumes made and deleted.
 	claimsDeleted, deleteCalls, volumesMade, volumesDeleted int
+	// The run's claims as first seen: all, with the template's label, owned
+	// by their set.
+	claimsSeen, claimsLabelled, claimsOwned int
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -221,9 +232,9 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 
 	m := w.modules
 	r.config = fmt.Sprintf("modules:\n"+
-		"- name: retention\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"- name: retention\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+admission+
 		"- name: reclaim\n  path: %s\n  workers: 2\n%s"+
-		"- name: templateupdate\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"- name: templateupdate\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+admission+
 		"csiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 3s\n",
 		m["guests/retention"], r.ns, testenv.Allow["guests/retention"],
 		m["guests/reclaim"], testenv.Allow["guests/reclaim"],
@@ -233,6 +244,8 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	if s.twoHosts {
 		n = 2
 	}
+	r.webhooks(n)
+	r.admits = admitCalls{total: map[string]float64{}, last: make([]map[string]float64, n), read: make([]time.Time, n)}
 	for i := range n {
 		p, err := tcpproxy.New(w.target)
 		if err != nil {
@@ -250,9 +263,11 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	for _, h := range r.hosts {
 		h.WaitReady(t)
 	}
+	r.registerWebhooks()
 	for _, spec := range s.sets {
 		r.createSet(spec)
 	}
+	r.awaitWebhooks()
 	r.awaitConverged(time.Now()) // the starting state, before any fault
 
 	res := result{seed: seed, faults: r.faults, converged: -1}
@@ -265,9 +280,11 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 			r.tr.violate("%d writes in the %v after the cluster converged, with the load stopped", res.writes, quiet)
 		}
 	}
+	res.admits = r.admitResults()
 	r.tr.mu.Lock()
 	res.violations = slices.Clone(r.tr.violations)
 	res.claimsDeleted = r.tr.judged
+	res.claimsSeen, res.claimsLabelled, res.claimsOwned = r.tr.firstSeen, r.tr.firstLabelled, r.tr.firstOwned
 	for _, n := range r.tr.deletes {
 		res.deleteCalls += n
 	}
@@ -326,9 +343,13 @@ func (r *run) startHost(i int) {
 			"--leader-elect-identity", string(rune('a' + i)),
 			"--leader-elect-lease-duration", leaseDuration, "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
 	}
+	if r.hosts[i] != nil {
+		r.ended(i)
+	}
 	r.started[i] = time.Now()
 	r.hosts[i] = testenv.StartHost(r.t, testenv.HostOptions{
-		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config, Args: args,
+		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config,
+		Args: append(args, r.webhookArgs(i)...),
 	})
 	r.restarts++
 }
@@ -337,6 +358,9 @@ func (r *run) startHost(i int) {
 // not held down by a fault, at most once a second: a restart ends a fault.
 func (r *run) supervise() {
 	for i, h := range r.hosts {
+		if !h.Exited() {
+			r.tally(i, false)
+		}
 		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.started[i]) < time.Second {
 			continue
 		}
@@ -422,6 +446,7 @@ func (r *run) do(e event) {
 		if e.what == faultLeader {
 			i = r.leader(e.pick)
 		}
+		r.tally(i, true)
 		r.hosts[i].Kill()
 		r.downUntil[i] = time.Now().Add(time.Duration(e.arg) * time.Millisecond)
 		r.fault(e.what)
