@@ -12,7 +12,7 @@ import (
 
 // TestFaultCampaign runs the campaign: FAULTS_N seeded runs, their seeds
 // FAULTS_BASE, FAULTS_BASE+1, ... (default: from the clock, printed), or the
-// one run FAULTS_SEED names, to replay it. Without FAULTS_N it is the short
+// runs FAULTS_SEED names (2417, or 2417,2417,2417), to replay them. Without FAULTS_N it is the short
 // form make test runs: seeds 2400 and 2401. It prints the figures as
 // a table.
 func TestFaultCampaign(t *testing.T) {
@@ -35,11 +35,20 @@ func TestFaultCampaign(t *testing.T) {
 
 func campaignSeeds() ([]uint64, error) {
 	if s := os.Getenv("FAULTS_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("FAULTS_SEED=%q: want a run's seed, a decimal number as a failed run prints it", s)
+		// One seed, or several separated by commas; a seed named again
+		// replays its run again (a race may need a few tries).
+		var seeds []uint64
+		for _, f := range strings.Split(s, ",") {
+			seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("FAULTS_SEED=%q: want a run's seed, a decimal number as a failed run prints it, or several separated by commas", s)
+			}
+			seeds = append(seeds, seed)
 		}
-		return []uint64{seed}, nil
+		if len(seeds) > 10000 {
+			return nil, fmt.Errorf("FAULTS_SEED names %d runs: at most 10000", len(seeds))
+		}
+		return seeds, nil
 	}
 	// The short form plays fixed seeds, so that make test plays the same
 	// schedules every time; the long form new ones unless told.
@@ -123,4 +132,36 @@ func figures(results []result) string {
 			restarts[len(restarts)/2].Seconds(), restarts[len(restarts)-1].Seconds())
 	}
 	return b.String()
+}
+
+// TestCampaignSeeds: the seeds each setting of the environment plays, and
+// a clear error for a bad one.
+func TestCampaignSeeds(t *testing.T) {
+	for _, c := range []struct {
+		seed, n, base string
+		want          []uint64
+		err           string
+	}{
+		{want: []uint64{2400, 2401}},
+		{seed: "2417", want: []uint64{2417}},
+		{seed: "2400, 2400,2401", want: []uint64{2400, 2400, 2401}},
+		{n: "3", base: "7", want: []uint64{7, 8, 9}},
+		{seed: "24x", err: `FAULTS_SEED="24x"`},
+		{seed: "2400,", err: `FAULTS_SEED="2400,"`},
+		{n: "0", err: `FAULTS_N="0"`},
+	} {
+		t.Setenv("FAULTS_SEED", c.seed)
+		t.Setenv("FAULTS_N", c.n)
+		t.Setenv("FAULTS_BASE", c.base)
+		got, err := campaignSeeds()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("seed %q n %q: error %v, want one naming %s", c.seed, c.n, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("seed %q n %q base %q: %v, %v; want %v", c.seed, c.n, c.base, got, err, c.want)
+		}
+	}
 }
