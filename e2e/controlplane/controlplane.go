@@ -8,7 +8,9 @@
 //
 // One control plane per process: kube-apiserver and kube-controller-manager
 // register global state (metrics, feature gates, configz) that a second
-// instance in the same process would fight over.
+// instance running beside the first in the same process would fight over.
+// One kube-apiserver after another is fine: RestartAPIServer stops the
+// running one before it starts the next.
 package controlplane
 
 import (
@@ -28,14 +30,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	kubeapiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	kcm "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 )
@@ -72,7 +72,9 @@ func (f serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
-	// Config reaches kube-apiserver with full rights.
+	// Config reaches kube-apiserver with full rights, through a proxy
+	// whose address outlives RestartAPIServer, as a member of
+	// system:masters by a static token, trusting ServingCA.
 	Config *rest.Config
 	// Kubeconfig is a kubeconfig file for Config, for programs started
 	// as separate processes (kubeplug run, kubectl).
@@ -80,8 +82,8 @@ type ControlPlane struct {
 	// ServingCA is kube-apiserver's serving certificate and the CA that
 	// signed it, PEM-encoded: what a pod finds in its service account's
 	// ca.crt. The certificate is valid for 127.0.0.1, where Config.Host
-	// points, and for kubernetes.default.svc. (Config itself trusts the
-	// loopback certificate by its server name instead.)
+	// points, and for kubernetes.default.svc; every kube-apiserver this
+	// control plane starts serves it.
 	ServingCA []byte
 	// Dir holds etcd's data, the kubeconfig and the servers' certificates;
 	// it is removed by Stop.
@@ -89,6 +91,9 @@ type ControlPlane struct {
 
 	stopOnce sync.Once
 	stops    []func()
+
+	apiMu sync.Mutex // RestartAPIServer and Stop, one at a time
+	api   *apiServer
 }
 
 // Stop stops everything Start started, newest first, and removes Dir.
@@ -134,29 +139,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if opts.ServiceResolver != nil {
 		cp.stops = append(cp.stops, kubeapiserver.SetServiceResolverForTests(serviceResolver(opts.ServiceResolver)))
 	}
-	storage := storagebackend.NewDefaultConfig("/registry", nil)
-	storage.Transport.ServerList = []string{etcdURL}
-	tb := newTB("kube-apiserver", logf)
-	opt := apiserver.NewDefaultTestServerOptions()
-	opt.DisableInvariantChecks = true
-	server, err := apiserver.StartTestServer(tb, opt, []string{
-		// Nothing runs the service-account controller here; with the
-		// ServiceAccount admission plugin every pod would be rejected.
-		"--disable-admission-plugins=ServiceAccount",
-		// As on a real cluster: a client that is not in system:masters
-		// gets only what RBAC grants it (see deploy/base/rbac.yaml).
-		"--authorization-mode=Node,RBAC",
-		"--endpoint-reconciler-type=none",
-	}, storage)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: kube-apiserver: %w", err)
-	}
-	cp.stops = append(cp.stops, func() { server.TearDownFn(); tb.cleanup() })
-	cp.Config = rest.CopyConfig(server.ClientConfig)
-	// Read now: the file goes with the server's temporary directory.
-	cp.ServingCA, err = os.ReadFile(server.ServerOpts.SecureServing.ServerCert.CertKey.CertFile)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: kube-apiserver's serving certificate: %w", err)
+	cp.stops = append(cp.stops, cp.stopAPIServer)
+	if err := cp.startAPIServer(etcdURL, logf); err != nil {
+		return nil, err
 	}
 	logf("kube-apiserver serving at %s", cp.Config.Host)
 

@@ -3,7 +3,8 @@
 // templateupdate modules under a workload of scale-ups, scale-downs, set,
 // claim and volume deletions and template changes, while the host is
 // SIGKILLed, two hosts' leader is killed or cut off the API server, the API
-// server is cut off every host, watches are broken, the CSI driver fails,
+// server is cut off every host or restarted (a new kube-apiserver on the
+// same etcd), watches are broken, the CSI driver fails,
 // times out or answers slowly, and a second writer races on the claims'
 // labels. After each run it checks, from the API server and the driver,
 // that no claim the policies keep was deleted, no backing volume leaked, no

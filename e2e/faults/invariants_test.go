@@ -64,6 +64,10 @@ type tracker struct {
 	deletes    map[string]int     // DeleteVolume calls that reached the driver, by handle
 	judged     int                // claim deletions judged
 	violations []string
+	// The run's claims as first seen: how many, how many with their
+	// VolumeClaimUpdate's label (the admit hook rewrote them at
+	// creation), how many owned by their set.
+	firstSeen, firstLabelled, firstOwned int
 }
 
 func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver) (*tracker, error) {
@@ -135,6 +139,13 @@ func (tr *tracker) claimSeen(c *corev1.PersistentVolumeClaim) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.claims[c.UID] = claimRecord{uid: c.UID, name: c.Name, set: set, ordinal: ord, seen: time.Now()}
+	tr.firstSeen++
+	if c.Labels["tier"] == "gold" {
+		tr.firstLabelled++
+	}
+	if slices.ContainsFunc(c.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "StatefulSet" && o.Name == set }) {
+		tr.firstOwned++
+	}
 }
 
 // claimGone checks that a claim's deletion was one the workload or the
@@ -281,7 +292,7 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		}
 		switch {
 		case s.deleted && s.spec.whenDeleted == "Delete":
-			add("claim %s of set %s deleted with whenDeleted=Delete still exists", cl.Name, setName)
+			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s", cl.Name, setName, owners(cl.OwnerReferences))
 		case s.deleted:
 			if ownedBySet {
 				add("claim %s of set %s deleted with whenDeleted=Retain still owned by it", cl.Name, setName)
@@ -359,4 +370,16 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// owners says who owns an object, for a message: kind/name(uid), or none.
+func owners(refs []metav1.OwnerReference) string {
+	if len(refs) == 0 {
+		return "none"
+	}
+	var out []string
+	for _, o := range refs {
+		out = append(out, fmt.Sprintf("%s/%s(%s)", o.Kind, o.Name, o.UID))
+	}
+	return strings.Join(out, ", ")
 }

@@ -2,8 +2,10 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,6 +34,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
+	"github.com/kubeplug/kubeplug/e2e/internal/tcpproxy"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
@@ -115,7 +119,8 @@ type run struct {
 	tr     *tracker
 
 	config      string
-	proxies     []*proxy
+	configPath  string // the hosts' configuration, for webhook-config
+	proxies     []*tcpproxy.Proxy
 	kubeconfigs []string
 	hosts       []*testenv.Host
 	downUntil   []time.Time
@@ -124,11 +129,30 @@ type run struct {
 	apiDown     bool
 	restarts    int
 
+	// The admit hooks: each slot's webhook address, the run's serving
+	// certificate and CA, and the reviews the hosts answered.
+	webhookAddrs    []string
+	certDir, caFile string
+	admits          admitCalls
+
 	created   int // sets of s.created made so far
 	faults    map[kind]int
 	lastFault time.Time
 	racer     context.CancelFunc
 	racerDone chan struct{}
+	// restarted gets each API server restart that ended, from the
+	// goroutine that restarts it; restarting counts those under way.
+	restarted  chan restart
+	restarting sync.WaitGroup
+	// restartTook is how long each restart took until the new server
+	// answered.
+	restartTook []time.Duration
+}
+
+// restart is one API server restart that ended: when, and how long it took.
+type restart struct {
+	ended time.Time
+	took  time.Duration
 }
 
 // result is what a run gives the campaign's figures.
@@ -136,11 +160,16 @@ type result struct {
 	seed       uint64
 	faults     map[kind]int
 	violations []string
-	converged  time.Duration // after the last fault ended; -1 when it did not
+	converged  time.Duration   // after the last fault ended; -1 when it did not
+	restarts   []time.Duration // how long each API server restart took
 	writes     int
+	admits     map[string]float64 // admission reviews the hosts answered, by result
 	// What the invariants had to judge: claim deletions seen, DeleteVolume
 	// calls that reached the driver, backing volumes made and deleted.
 	claimsDeleted, deleteCalls, volumesMade, volumesDeleted int
+	// The run's claims as first seen: all, with the template's label, owned
+	// by their set.
+	claimsSeen, claimsLabelled, claimsOwned int
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -152,8 +181,11 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	t.Logf("%s", s)
 	t.Logf("replay: FAULTS_SEED=%d make faults", seed)
 	ctx := t.Context()
-	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1))}
+	r := &run{t: t, w: w, s: s, ctx: ctx, faults: map[kind]int{}, pick: rand.New(rand.NewPCG(seed, 1)), restarted: make(chan restart, 8)}
 	r.ns = testenv.Namespace(t, w.c)
+	// A restart still under way when the run ends (it failed) finishes
+	// before the next run starts, and before t is done.
+	t.Cleanup(r.restarting.Wait)
 
 	// The CSI driver, with its fault knob in front.
 	r.driver = csitest.New(resizer.Driver)
@@ -200,9 +232,9 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 
 	m := w.modules
 	r.config = fmt.Sprintf("modules:\n"+
-		"- name: retention\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"- name: retention\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+admission+
 		"- name: reclaim\n  path: %s\n  workers: 2\n%s"+
-		"- name: templateupdate\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+
+		"- name: templateupdate\n  path: %s\n  workers: 2\n  namespaces: [%s]\n%s"+admission+
 		"csiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 3s\n",
 		m["guests/retention"], r.ns, testenv.Allow["guests/retention"],
 		m["guests/reclaim"], testenv.Allow["guests/reclaim"],
@@ -212,8 +244,10 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	if s.twoHosts {
 		n = 2
 	}
+	r.webhooks(n)
+	r.admits = admitCalls{total: map[string]float64{}, last: make([]map[string]float64, n), read: make([]time.Time, n)}
 	for i := range n {
-		p, err := newProxy(w.target)
+		p, err := tcpproxy.New(w.target)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,23 +263,28 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	for _, h := range r.hosts {
 		h.WaitReady(t)
 	}
+	r.registerWebhooks()
 	for _, spec := range s.sets {
 		r.createSet(spec)
 	}
+	r.awaitWebhooks()
 	r.awaitConverged(time.Now()) // the starting state, before any fault
 
 	res := result{seed: seed, faults: r.faults, converged: -1}
 	r.play()
 	res.converged = r.awaitConverged(r.lastFault)
+	res.restarts = r.restartTook
 	if res.converged >= 0 && r.awaitQuiet() {
 		res.writes = r.countWrites(quiet)
 		if res.writes > 0 {
 			r.tr.violate("%d writes in the %v after the cluster converged, with the load stopped", res.writes, quiet)
 		}
 	}
+	res.admits = r.admitResults()
 	r.tr.mu.Lock()
 	res.violations = slices.Clone(r.tr.violations)
 	res.claimsDeleted = r.tr.judged
+	res.claimsSeen, res.claimsLabelled, res.claimsOwned = r.tr.firstSeen, r.tr.firstLabelled, r.tr.firstOwned
 	for _, n := range r.tr.deletes {
 		res.deleteCalls += n
 	}
@@ -304,9 +343,13 @@ func (r *run) startHost(i int) {
 			"--leader-elect-identity", string(rune('a' + i)),
 			"--leader-elect-lease-duration", leaseDuration, "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms"}
 	}
+	if r.hosts[i] != nil {
+		r.ended(i)
+	}
 	r.started[i] = time.Now()
 	r.hosts[i] = testenv.StartHost(r.t, testenv.HostOptions{
-		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config, Args: args,
+		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config,
+		Args: append(args, r.webhookArgs(i)...),
 	})
 	r.restarts++
 }
@@ -315,6 +358,9 @@ func (r *run) startHost(i int) {
 // not held down by a fault, at most once a second: a restart ends a fault.
 func (r *run) supervise() {
 	for i, h := range r.hosts {
+		if !h.Exited() {
+			r.tally(i, false)
+		}
 		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.started[i]) < time.Second {
 			continue
 		}
@@ -337,12 +383,15 @@ func (r *run) play() {
 			next++
 		}
 		r.supervise()
+		r.restartsEnded()
 		if next == len(r.s.events) && time.Since(start) >= load {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Heal what is still broken; every host runs again.
+	r.restarting.Wait()
+	r.restartsEnded()
 	r.stopRacer()
 	r.csi.set(csiOK, 0)
 	for i, p := range r.proxies {
@@ -354,6 +403,22 @@ func (r *run) play() {
 	r.supervise()
 	if r.lastFault.IsZero() {
 		r.lastFault = time.Now()
+	}
+}
+
+// restartsEnded takes the end of each API server restart finished since the
+// last call as the end of a fault.
+func (r *run) restartsEnded() {
+	for {
+		select {
+		case rs := <-r.restarted:
+			if rs.ended.After(r.lastFault) {
+				r.lastFault = rs.ended
+			}
+			r.restartTook = append(r.restartTook, rs.took)
+		default:
+			return
+		}
 	}
 }
 
@@ -381,6 +446,7 @@ func (r *run) do(e event) {
 		if e.what == faultLeader {
 			i = r.leader(e.pick)
 		}
+		r.tally(i, true)
 		r.hosts[i].Kill()
 		r.downUntil[i] = time.Now().Add(time.Duration(e.arg) * time.Millisecond)
 		r.fault(e.what)
@@ -403,6 +469,20 @@ func (r *run) do(e event) {
 			p.Cut()
 		}
 		r.fault(e.what)
+	case faultRestart:
+		r.fault(e.what)
+		r.restarting.Add(1)
+		go func() {
+			defer r.restarting.Done()
+			start := time.Now()
+			if err := cp.RestartAPIServer(r.ctx); err != nil {
+				r.t.Errorf("kube-apiserver did not come back: %v", err)
+				return
+			}
+			took := time.Since(start)
+			r.logf("kube-apiserver back %v after the restart began", took.Round(time.Millisecond))
+			r.restarted <- restart{ended: time.Now(), took: took}
+		}()
 	case opHealAPI:
 		r.apiDown = false
 		for i, p := range r.proxies {
@@ -414,7 +494,7 @@ func (r *run) do(e event) {
 	case faultWatch:
 		closed, open := 0, 0
 		for _, p := range r.proxies {
-			open += p.open()
+			open += p.Open()
 			closed += p.Break(time.Duration(e.arg) * time.Millisecond)
 		}
 		r.logf("closed %d of %d connections", closed, open)
@@ -481,7 +561,9 @@ func (r *run) op(e event) {
 		} else {
 			n = max(n-e.arg, 0)
 		}
-		r.updateSet(set, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(n)) })
+		if !r.check(r.updateSet(set, func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(n)) })) {
+			return
+		}
 		r.tr.mu.Lock()
 		rec.replicas = append(rec.replicas, replicasAt{at: time.Now(), n: n})
 		r.tr.mu.Unlock()
@@ -492,7 +574,12 @@ func (r *run) op(e event) {
 		r.tr.mu.Lock()
 		r.tr.sets[set].deleted = true
 		r.tr.mu.Unlock()
-		r.check(r.w.c.AppsV1().StatefulSets(r.ns).Delete(r.ctx, set, metav1.DeleteOptions{}))
+		err := r.retried(func() error { return r.w.c.AppsV1().StatefulSets(r.ns).Delete(r.ctx, set, metav1.DeleteOptions{}) })
+		if !r.check(err) && !apierrors.IsNotFound(err) {
+			r.tr.mu.Lock()
+			r.tr.sets[set].deleted = false
+			r.tr.mu.Unlock()
+		}
 	case opGrowTemplate:
 		if set == "" {
 			return
@@ -506,36 +593,47 @@ func (r *run) op(e event) {
 		rec.size++
 		size := rec.size
 		r.tr.mu.Unlock()
-		r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			u, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Get(r.ctx, set, metav1.GetOptions{})
-			if err != nil {
+		grown := r.check(r.retried(func() error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				u, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Get(r.ctx, set, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
+				if len(ts) != 1 {
+					return fmt.Errorf("VolumeClaimUpdate %s has %d templates", set, len(ts))
+				}
+				if err := unstructured.SetNestedField(ts[0].(map[string]any), fmt.Sprintf("%dGi", size), "spec", "resources", "requests", "storage"); err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates"); err != nil {
+					return err
+				}
+				_, err = r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Update(r.ctx, u, metav1.UpdateOptions{})
 				return err
-			}
-			ts, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates")
-			if len(ts) != 1 {
-				return fmt.Errorf("VolumeClaimUpdate %s has %d templates", set, len(ts))
-			}
-			if err := unstructured.SetNestedField(ts[0].(map[string]any), fmt.Sprintf("%dGi", size), "spec", "resources", "requests", "storage"); err != nil {
-				return err
-			}
-			if err := unstructured.SetNestedSlice(u.Object, ts, "spec", "volumeClaimTemplates"); err != nil {
-				return err
-			}
-			_, err = r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Update(r.ctx, u, metav1.UpdateOptions{})
-			return err
+			})
 		}))
+		if !grown {
+			r.tr.mu.Lock()
+			rec.size--
+			r.tr.mu.Unlock()
+		}
 	case opRollTemplate:
 		if set == "" {
 			return
 		}
-		r.updateSet(set, func(s *appsv1.StatefulSet) {
+		r.check(r.updateSet(set, func(s *appsv1.StatefulSet) {
 			if s.Spec.Template.Annotations == nil {
 				s.Spec.Template.Annotations = map[string]string{}
 			}
 			s.Spec.Template.Annotations["faults.kubeplug.dev/revision"] = strconv.Itoa(e.pick)
-		})
+		}))
 	case opDeleteClaim, opDeletePV:
-		claims, err := r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+		var claims *corev1.PersistentVolumeClaimList
+		err := r.retried(func() (err error) {
+			claims, err = r.w.c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+			return err
+		})
 		if err != nil || len(claims.Items) == 0 {
 			r.check(err)
 			return
@@ -547,7 +645,9 @@ func (r *run) op(e event) {
 			if cl.Spec.VolumeName == "" {
 				return
 			}
-			r.check(r.w.c.CoreV1().PersistentVolumes().Delete(r.ctx, cl.Spec.VolumeName, metav1.DeleteOptions{}))
+			r.check(r.retried(func() error {
+				return r.w.c.CoreV1().PersistentVolumes().Delete(r.ctx, cl.Spec.VolumeName, metav1.DeleteOptions{})
+			}))
 		}
 		r.deleteReplica(cl)
 	}
@@ -559,29 +659,64 @@ func (r *run) deleteReplica(cl corev1.PersistentVolumeClaim) {
 	r.tr.mu.Lock()
 	r.tr.userDelete[cl.UID] = true
 	r.tr.mu.Unlock()
-	r.check(r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}}))
+	r.check(r.retried(func() error {
+		return r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}})
+	}))
 	if set, ord, ok := parseClaim(cl.Name); ok {
-		r.check(r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{}))
+		r.check(r.retried(func() error {
+			return r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{})
+		}))
 	}
 }
 
-// check logs a workload write that failed: the workload goes on.
-func (r *run) check(err error) {
+// check logs a workload write that failed, and reports whether it was
+// made: the workload goes on either way.
+func (r *run) check(err error) bool {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		r.logf("workload: %v", err)
 	}
+	return err == nil
 }
 
-func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) {
-	r.check(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s, err := r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+// workloadBackoff is how the workload's user retries a command the API
+// server does not answer: every 250ms for two minutes, well beyond a
+// restart's seconds under load. (No Cap: wait.Backoff stops at its cap.)
+var workloadBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 1, Steps: 480}
+
+// retried runs a workload command, again while the API server does not
+// answer (a restart: connections refused or closed, 429 or 503 while it
+// shuts down or starts), as a user retries kubectl. Any other error ends
+// it. A command retried after its connection broke may have been done:
+// the caller takes NotFound or AlreadyExists as done.
+func (r *run) retried(fn func() error) error {
+	return retry.OnError(workloadBackoff, func(err error) bool {
+		if r.ctx.Err() != nil {
+			return false
 		}
-		change(s)
-		_, err = r.w.c.AppsV1().StatefulSets(r.ns).Update(r.ctx, s, metav1.UpdateOptions{})
-		return err
-	}))
+		// A 4xx other than 429 and 408 is the API server's answer; a
+		// 5xx, or a transport error (client-go may wrap one as a status
+		// with no code), is no answer.
+		var st apierrors.APIStatus
+		if errors.As(err, &st) {
+			code := st.Status().Code
+			return code == 0 || code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+		}
+		return true
+	}, fn)
+}
+
+func (r *run) updateSet(name string, change func(*appsv1.StatefulSet)) error {
+	return r.retried(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(s)
+			_, err = r.w.c.AppsV1().StatefulSets(r.ns).Update(r.ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+	})
 }
 
 // createSet creates a set of spec and its VolumeClaimUpdate (InPlace,
@@ -610,10 +745,21 @@ func (r *run) createSet(spec setSpec) {
 			}},
 		},
 	}}
-	if _, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Create(r.ctx, vcu, metav1.CreateOptions{}); err != nil {
+	err := r.retried(func() error {
+		_, err := r.w.dyn.Resource(vcuGVR).Namespace(r.ns).Create(r.ctx, vcu, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		r.t.Fatal(err)
 	}
-	got, err := r.w.c.AppsV1().StatefulSets(r.ns).Create(r.ctx, set, metav1.CreateOptions{})
+	var got *appsv1.StatefulSet
+	err = r.retried(func() (err error) {
+		got, err = r.w.c.AppsV1().StatefulSets(r.ns).Create(r.ctx, set, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // made by an attempt whose answer was lost
+			got, err = r.w.c.AppsV1().StatefulSets(r.ns).Get(r.ctx, set.Name, metav1.GetOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -703,72 +849,15 @@ func (r *run) awaitQuiet() bool {
 }
 
 // countWrites counts the changes of the run's objects over the quiet
-// window: claims, pods, sets, VolumeClaimUpdates and events of the
-// namespace, and the volumes of its claims. Leases are left out: a leader
-// renews its Lease by writing it, by design.
+// window (writeWatch): claims, pods, sets, VolumeClaimUpdates and events of
+// the namespace, and the volumes of its claims. Leases are left out: a
+// leader renews its Lease by writing it, by design. Informers that do not
+// list count as a write: a window not watched is not a quiet one.
 func (r *run) countWrites(window time.Duration) int {
-	ctx, cancel := context.WithTimeout(r.ctx, window)
-	defer cancel()
-	var mu sync.Mutex
-	var writes []string
-	count := func(what string) {
-		mu.Lock()
-		writes = append(writes, what)
-		mu.Unlock()
+	writes, err := countFor(r.ctx, r.w.dyn, r.ns, window)
+	if err != nil {
+		writes = []string{err.Error()}
 	}
-	watch := func(name string, res dynamic.ResourceInterface) {
-		l, err := res.List(r.ctx, metav1.ListOptions{})
-		if err != nil {
-			count(name + " list: " + err.Error())
-			return
-		}
-		wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: l.GetResourceVersion()})
-		if err != nil {
-			count(name + " watch: " + err.Error())
-			return
-		}
-		go func() {
-			<-ctx.Done()
-			wi.Stop()
-		}()
-		for ev := range wi.ResultChan() {
-			if ev.Type == "BOOKMARK" || ev.Type == "ERROR" {
-				continue
-			}
-			o, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			if name == "persistentvolume" {
-				if claimNS, _, _ := unstructured.NestedString(o.Object, "spec", "claimRef", "namespace"); claimNS != r.ns {
-					continue
-				}
-			}
-			desc := fmt.Sprintf("%s %s %s", ev.Type, name, o.GetName())
-			if mf := o.GetManagedFields(); len(mf) > 0 {
-				desc += " (" + mf[len(mf)-1].Manager + ")"
-			}
-			count(desc)
-		}
-	}
-	// The run's namespaced kinds, and the volumes (filtered to its claims').
-	var wg sync.WaitGroup
-	for _, k := range []struct {
-		name string
-		gvr  schema.GroupVersionResource
-	}{
-		{"claim", corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")},
-		{"pod", corev1.SchemeGroupVersion.WithResource("pods")},
-		{"statefulset", appsv1.SchemeGroupVersion.WithResource("statefulsets")},
-		{"event", corev1.SchemeGroupVersion.WithResource("events")},
-		{"volumeclaimupdate", vcuGVR},
-	} {
-		wg.Go(func() { watch(k.name, r.w.dyn.Resource(k.gvr).Namespace(r.ns)) })
-	}
-	wg.Go(func() {
-		watch("persistentvolume", r.w.dyn.Resource(corev1.SchemeGroupVersion.WithResource("persistentvolumes")))
-	})
-	wg.Wait()
 	if len(writes) > 0 {
 		r.logf("writes in %v: %s", window, strings.Join(writes, "; "))
 	}

@@ -35,6 +35,7 @@ const (
 	faultLeader    kind = "leader SIGKILL"
 	faultPartition kind = "leader partitioned"
 	faultAPI       kind = "apiserver outage"
+	faultRestart   kind = "apiserver restart"
 	faultWatch     kind = "watches broken"
 	faultCSIFail   kind = "csi failing"
 	faultCSIHang   kind = "csi timing out"
@@ -43,7 +44,7 @@ const (
 )
 
 // faultKinds in the order the figures print them.
-var faultKinds = []kind{faultKill, faultLeader, faultPartition, faultAPI, faultWatch, faultCSIFail, faultCSIHang, faultCSISlow, faultRacer}
+var faultKinds = []kind{faultKill, faultLeader, faultPartition, faultAPI, faultRestart, faultWatch, faultCSIFail, faultCSIHang, faultCSISlow, faultRacer}
 
 // event is one entry of a schedule: what, when after the load starts, and
 // the random numbers that pick its target and size. Targets are picked
@@ -90,7 +91,8 @@ func policyOf(r *rand.Rand) string {
 
 // newSchedule derives a run's schedule from seed: the sets, whether two
 // hosts elect a leader, and about twenty workload operations and faults
-// spread over the load period, each fault healed within it.
+// spread over the load period, each fault healed within it, and zero to
+// two restarts of kube-apiserver.
 func newSchedule(seed uint64) schedule {
 	r := rand.New(rand.NewPCG(seed, 0x6b756265706c7567)) // "kubeplug"
 	s := schedule{seed: seed, twoHosts: r.IntN(2) == 0}
@@ -141,6 +143,13 @@ func newSchedule(seed uint64) schedule {
 		}
 		add(e)
 	}
+	// Restarts are drawn last, so that every other event of a seed is the
+	// one it was before restarts existed: the seeds the campaign passed
+	// without them replay with them added. A restart ends when the new
+	// server answers.
+	for range r.IntN(3) {
+		add(event{at: at(), what: faultRestart})
+	}
 	slices.SortStableFunc(s.events, func(a, b event) int { return int(a.at - b.at) })
 	return s
 }
@@ -163,8 +172,9 @@ func (s schedule) String() string {
 
 // TestScheduleReplays: a seed gives the same schedule every time, and
 // different seeds different ones; every timed fault is healed within the
-// load period's bound.
+// load period's bound; some seeds restart the API server.
 func TestScheduleReplays(t *testing.T) {
+	restarts := 0
 	for seed := range uint64(20) {
 		a, b := newSchedule(seed), newSchedule(seed)
 		if a.String() != b.String() {
@@ -177,6 +187,12 @@ func TestScheduleReplays(t *testing.T) {
 			if e.at > load+10*time.Second {
 				t.Errorf("seed %d: %s after the load period", seed, e)
 			}
+			if e.what == faultRestart {
+				restarts++
+			}
 		}
+	}
+	if restarts == 0 {
+		t.Error("no seed of 20 restarts the API server")
 	}
 }

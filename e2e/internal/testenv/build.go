@@ -113,6 +113,16 @@ func npmInstalled(dir string) bool {
 	return err == nil && installed.ModTime().After(lock.ModTime())
 }
 
+// ModuleCache is the directory of compiled modules the hosts StartHost
+// starts share by default (kubeplug --cache-dir), for other kubeplug
+// commands of the same test binary, such as webhook-config.
+func ModuleCache() (string, error) {
+	if err := scratch(); err != nil {
+		return "", err
+	}
+	return filepath.Join(buildDir, "cache"), nil
+}
+
 func scratch() error {
 	buildOnce.Do(func() { buildDir, buildErr = os.MkdirTemp("", "kubeplug-e2e-build-") })
 	return buildErr

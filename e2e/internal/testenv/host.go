@@ -139,10 +139,9 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 		t.Fatal(err)
 	}
 	if o.CacheDir == "" {
-		if err := scratch(); err != nil {
+		if o.CacheDir, err = ModuleCache(); err != nil {
 			t.Fatal(err)
 		}
-		o.CacheDir = filepath.Join(buildDir, "cache")
 	}
 	addr, err := freeAddr()
 	if err != nil {

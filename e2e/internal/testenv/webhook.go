@@ -85,17 +85,19 @@ type Webhooks struct {
 // --ca-bundle caFile, creates each MutatingWebhookConfiguration and
 // ValidatingWebhookConfiguration it prints, failing t on anything else, and
 // deletes them as a cleanup of t: the host they point at stops with the
-// test, and a later run on the same control plane registers its own.
+// test, and a later run on the same control plane registers its own. flags
+// are more flags of webhook-config, such as --name NAME when several hosts
+// each register their own.
 //
 // The configurations take effect when the API server's informers see them,
 // not when it returns: a test waits for a request to go through them.
-func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, caFile string) Webhooks {
+func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, caFile string, flags ...string) Webhooks {
 	t.Helper()
 	bin, err := Kubeplug()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, unregister, err := Register(t.Context(), c, bin, configPath, addr, caFile)
+	w, unregister, err := Register(t.Context(), c, bin, configPath, addr, caFile, flags...)
 	t.Cleanup(unregister)
 	if err != nil {
 		t.Fatal(err)
@@ -106,15 +108,15 @@ func RegisterWebhooks(t testing.TB, c kubernetes.Interface, configPath, addr, ca
 // Register is RegisterWebhooks for a program that is not a test (the demo,
 // make cluster): bin is the kubeplug binary, and unregister deletes what it
 // created, also when it fails half-way.
-func Register(ctx context.Context, c kubernetes.Interface, bin, configPath, addr, caFile string) (w Webhooks, unregister func(), err error) {
+func Register(ctx context.Context, c kubernetes.Interface, bin, configPath, addr, caFile string, flags ...string) (w Webhooks, unregister func(), err error) {
 	var undo []func()
 	unregister = func() {
 		for _, u := range undo {
 			u()
 		}
 	}
-	out, err := exec.Command(bin, "webhook-config", "--config", configPath, "--cache-dir", "",
-		"--url", "https://"+addr, "--ca-bundle", caFile).Output()
+	out, err := exec.Command(bin, append([]string{"webhook-config", "--config", configPath, "--cache-dir", "",
+		"--url", "https://" + addr, "--ca-bundle", caFile}, flags...)...).Output()
 	if err != nil {
 		var stderr []byte
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {

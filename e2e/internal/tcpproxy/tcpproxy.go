@@ -1,4 +1,12 @@
-package faults
+// Package tcpproxy is a TCP proxy in front of kube-apiserver with a kill
+// switch. The control plane keeps one in front of kube-apiserver, so that
+// its address outlives a restart of the server behind it (SetTarget); the
+// fault campaign puts one in front of each host, so that it can cut that
+// host off the API server (a partition: its Lease cannot be renewed), cut
+// every host off at once (an API server outage), or close the connections
+// that carry its watches. TLS passes through untouched: a client still
+// verifies the API server's certificate.
+package tcpproxy
 
 import (
 	"io"
@@ -7,19 +15,15 @@ import (
 	"time"
 )
 
-// proxy is a TCP proxy in front of kube-apiserver for one host: the host's
-// kubeconfig points at it, so that the campaign can cut that host off the
-// API server (a partition: its Lease cannot be renewed), cut every host off
-// at once (an API server outage), or close the connections that carry its
-// watches. TLS passes through untouched: the host still verifies the API
-// server's certificate by its server name.
-type proxy struct {
-	ln     net.Listener
-	target string
+// Proxy forwards the connections it accepts on a loopback port to its
+// target.
+type Proxy struct {
+	ln net.Listener
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[*conn]struct{}
+	mu     sync.Mutex
+	target string
+	cut    bool
+	conns  map[*conn]struct{}
 }
 
 // conn is one proxied connection, both of its sockets.
@@ -30,22 +34,33 @@ type conn struct {
 
 func (c *conn) close() { c.down.Close(); c.up.Close() }
 
-// newProxy listens on a loopback port and forwards to target (host:port).
-func newProxy(target string) (*proxy, error) {
+// New listens on a loopback port and forwards to target (host:port).
+func New(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, conns: map[*conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[*conn]struct{}{}}
 	go p.serve()
 	return p, nil
 }
 
-// URL is the address a host uses instead of the API server's.
-func (p *proxy) URL() string { return "https://" + p.ln.Addr().String() }
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// URL is the address a client uses instead of the API server's.
+func (p *Proxy) URL() string { return "https://" + p.Addr() }
+
+// SetTarget sends the connections accepted from now on to target; those
+// open stay where they are.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
 
 // Close stops the proxy and closes its connections.
-func (p *proxy) Close() {
+func (p *Proxy) Close() {
 	p.ln.Close()
 	p.Cut()
 }
@@ -54,7 +69,7 @@ func (p *proxy) Close() {
 // behind it sees the API server gone (connection refused is not what a
 // partition gives, but a closed connection at once is what both an
 // outage and a partition give a client that retries).
-func (p *proxy) Cut() {
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	p.cut = true
 	conns := p.conns
@@ -66,7 +81,7 @@ func (p *proxy) Cut() {
 }
 
 // Heal lets connections through again.
-func (p *proxy) Heal() {
+func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
 	p.mu.Unlock()
@@ -76,7 +91,7 @@ func (p *proxy) Heal() {
 // new ones: the watches they carry end mid-stream, as when a load balancer
 // or an API server's graceful termination drops long-lived connections.
 // It returns how many it closed.
-func (p *proxy) Break(age time.Duration) int {
+func (p *Proxy) Break(age time.Duration) int {
 	p.mu.Lock()
 	var old []*conn
 	for c := range p.conns {
@@ -92,14 +107,14 @@ func (p *proxy) Break(age time.Duration) int {
 	return len(old)
 }
 
-// open is how many connections are open.
-func (p *proxy) open() int {
+// Open is how many connections are open.
+func (p *Proxy) Open() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
 }
 
-func (p *proxy) serve() {
+func (p *Proxy) serve() {
 	for {
 		down, err := p.ln.Accept()
 		if err != nil {
@@ -109,15 +124,15 @@ func (p *proxy) serve() {
 	}
 }
 
-func (p *proxy) forward(down net.Conn) {
+func (p *Proxy) forward(down net.Conn) {
 	p.mu.Lock()
-	cut := p.cut
+	cut, target := p.cut, p.target
 	p.mu.Unlock()
 	if cut {
 		down.Close()
 		return
 	}
-	up, err := net.DialTimeout("tcp", p.target, 10*time.Second)
+	up, err := net.DialTimeout("tcp", target, 10*time.Second)
 	if err != nil {
 		down.Close()
 		return

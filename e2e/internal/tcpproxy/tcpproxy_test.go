@@ -1,4 +1,4 @@
-package faults
+package tcpproxy
 
 import (
 	"bufio"
@@ -50,14 +50,15 @@ func roundTrip(c net.Conn) error {
 }
 
 // TestProxy: Break closes the open connections and lets new ones through;
-// Cut closes them and refuses new ones until Heal.
+// Cut closes them and refuses new ones until Heal; SetTarget sends new
+// connections elsewhere.
 func TestProxy(t *testing.T) {
-	p, err := newProxy(echo(t))
+	p, err := New(echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	addr := p.ln.Addr().String()
+	addr := p.Addr()
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -90,5 +91,14 @@ func TestProxy(t *testing.T) {
 	p.Heal()
 	if err := roundTrip(dial()); err != nil {
 		t.Errorf("a connection after Heal: %v", err)
+	}
+	p.Cut()
+	p.SetTarget(echo(t))
+	p.Heal()
+	if err := roundTrip(dial()); err != nil {
+		t.Errorf("a connection after SetTarget: %v", err)
+	}
+	if n := p.Open(); n != 1 {
+		t.Errorf("%d connections open, want the one made after SetTarget", n)
 	}
 }
