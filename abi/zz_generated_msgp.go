@@ -149,7 +149,9 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -158,14 +160,18 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = readStringBytes(bts)
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -195,7 +201,9 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x1
 		case "finalizer":
-			z.Finalizer, bts, err = readStringBytes(bts)
+			if z.Finalizer, bts, err = readShortString(bts); err != nil {
+				z.Finalizer, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Finalizer")
 				return
@@ -285,33 +293,43 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Event = new(Event)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Event")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Event")
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "type":
-						z.Event.Type, bts, err = readStringBytes(bts)
+						if z.Event.Type, bts, err = readShortString(bts); err != nil {
+							z.Event.Type, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Type")
 							return
 						}
 					case "reason":
-						z.Event.Reason, bts, err = readStringBytes(bts)
+						if z.Event.Reason, bts, err = readShortString(bts); err != nil {
+							z.Event.Reason, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Reason")
 							return
 						}
 					case "message":
-						z.Event.Message, bts, err = readStringBytes(bts)
+						if z.Event.Message, bts, err = readShortString(bts); err != nil {
+							z.Event.Message, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Event", "Message")
 							return
@@ -461,7 +479,9 @@ func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -470,7 +490,9 @@ func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -478,7 +500,9 @@ func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "rules":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Rules")
 				return
@@ -504,7 +528,9 @@ func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "matchConditions":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "MatchConditions")
 				return
@@ -516,27 +542,35 @@ func (z *Admission) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			for za0002 := range z.MatchConditions {
 				var zb0004 uint32
-				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0004, bts, err = readShortMapHeader(bts); err != nil {
+					zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "MatchConditions", za0002)
 					return
 				}
 				for zb0004 > 0 {
 					zb0004--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "MatchConditions", za0002)
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "name":
-						z.MatchConditions[za0002].Name, bts, err = readStringBytes(bts)
+						if z.MatchConditions[za0002].Name, bts, err = readShortString(bts); err != nil {
+							z.MatchConditions[za0002].Name, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "MatchConditions", za0002, "Name")
 							return
 						}
 					case "expression":
-						z.MatchConditions[za0002].Expression, bts, err = readStringBytes(bts)
+						if z.MatchConditions[za0002].Expression, bts, err = readShortString(bts); err != nil {
+							z.MatchConditions[za0002].Expression, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "MatchConditions", za0002, "Expression")
 							return
@@ -639,7 +673,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -648,7 +684,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -656,7 +694,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "operations":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Operations")
 				return
@@ -667,7 +707,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Operations = make([]string, zb0002)
 			}
 			for za0001 := range z.Operations {
-				z.Operations[za0001], bts, err = readStringBytes(bts)
+				if z.Operations[za0001], bts, err = readShortString(bts); err != nil {
+					z.Operations[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Operations", za0001)
 					return
@@ -675,7 +717,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "apiGroups":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "APIGroups")
 				return
@@ -686,7 +730,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.APIGroups = make([]string, zb0003)
 			}
 			for za0002 := range z.APIGroups {
-				z.APIGroups[za0002], bts, err = readStringBytes(bts)
+				if z.APIGroups[za0002], bts, err = readShortString(bts); err != nil {
+					z.APIGroups[za0002], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "APIGroups", za0002)
 					return
@@ -694,7 +740,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "apiVersions":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "APIVersions")
 				return
@@ -705,7 +753,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.APIVersions = make([]string, zb0004)
 			}
 			for za0003 := range z.APIVersions {
-				z.APIVersions[za0003], bts, err = readStringBytes(bts)
+				if z.APIVersions[za0003], bts, err = readShortString(bts); err != nil {
+					z.APIVersions[za0003], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "APIVersions", za0003)
 					return
@@ -713,7 +763,9 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "resources":
 			var zb0005 uint32
-			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0005, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Resources")
 				return
@@ -724,14 +776,18 @@ func (z *AdmissionRule) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Resources = make([]string, zb0005)
 			}
 			for za0004 := range z.Resources {
-				z.Resources[za0004], bts, err = readStringBytes(bts)
+				if z.Resources[za0004], bts, err = readShortString(bts); err != nil {
+					z.Resources[za0004], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Resources", za0004)
 					return
 				}
 			}
 		case "scope":
-			z.Scope, bts, err = readStringBytes(bts)
+			if z.Scope, bts, err = readShortString(bts); err != nil {
+				z.Scope, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Scope")
 				return
@@ -962,7 +1018,9 @@ func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -971,14 +1029,18 @@ func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
@@ -995,14 +1057,18 @@ func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.StatefulSet = new(StatefulSet)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "StatefulSet")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "StatefulSet")
 						return
@@ -1066,14 +1132,18 @@ func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.PersistentVolumeClaim = new(PersistentVolumeClaim)
 				}
 				var zb0003 uint32
-				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "PersistentVolumeClaim")
 					return
 				}
 				for zb0003 > 0 {
 					zb0003--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "PersistentVolumeClaim")
 						return
@@ -1155,14 +1225,18 @@ func (z *AdmitObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.VolumeClaimUpdate = new(VolumeClaimUpdate)
 				}
 				var zb0004 uint32
-				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0004, bts, err = readShortMapHeader(bts); err != nil {
+					zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeClaimUpdate")
 					return
 				}
 				for zb0004 > 0 {
 					zb0004--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "VolumeClaimUpdate")
 						return
@@ -1451,7 +1525,9 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -1460,53 +1536,69 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
 		case "operation":
-			z.Operation, bts, err = readStringBytes(bts)
+			if z.Operation, bts, err = readShortString(bts); err != nil {
+				z.Operation, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Operation")
 				return
 			}
 		case "kind":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 			for zb0002 > 0 {
 				zb0002--
-				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if field, bts, err = readShortKey(bts); err != nil {
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Kind")
 					return
 				}
 				switch msgp.UnsafeString(field) {
 				case "group":
-					z.Kind.Group, bts, err = readStringBytes(bts)
+					if z.Kind.Group, bts, err = readShortString(bts); err != nil {
+						z.Kind.Group, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Kind", "Group")
 						return
 					}
 				case "version":
-					z.Kind.Version, bts, err = readStringBytes(bts)
+					if z.Kind.Version, bts, err = readShortString(bts); err != nil {
+						z.Kind.Version, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Kind", "Version")
 						return
 					}
 				case "kind":
-					z.Kind.Kind, bts, err = readStringBytes(bts)
+					if z.Kind.Kind, bts, err = readShortString(bts); err != nil {
+						z.Kind.Kind, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Kind", "Kind")
 						return
@@ -1521,33 +1613,43 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "resource":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Resource")
 				return
 			}
 			for zb0003 > 0 {
 				zb0003--
-				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if field, bts, err = readShortKey(bts); err != nil {
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Resource")
 					return
 				}
 				switch msgp.UnsafeString(field) {
 				case "group":
-					z.Resource.Group, bts, err = readStringBytes(bts)
+					if z.Resource.Group, bts, err = readShortString(bts); err != nil {
+						z.Resource.Group, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Resource", "Group")
 						return
 					}
 				case "version":
-					z.Resource.Version, bts, err = readStringBytes(bts)
+					if z.Resource.Version, bts, err = readShortString(bts); err != nil {
+						z.Resource.Version, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Resource", "Version")
 						return
 					}
 				case "resource":
-					z.Resource.Resource, bts, err = readStringBytes(bts)
+					if z.Resource.Resource, bts, err = readShortString(bts); err != nil {
+						z.Resource.Resource, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Resource", "Resource")
 						return
@@ -1561,21 +1663,27 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 		case "subResource":
-			z.SubResource, bts, err = readStringBytes(bts)
+			if z.SubResource, bts, err = readShortString(bts); err != nil {
+				z.SubResource, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "SubResource")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "namespace":
-			z.Namespace, bts, err = readStringBytes(bts)
+			if z.Namespace, bts, err = readShortString(bts); err != nil {
+				z.Namespace, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -1632,7 +1740,9 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x20
 		case "namespaceLabels":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0004, bts, err = readShortMapHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "NamespaceLabels")
 				return
@@ -1646,12 +1756,16 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0004--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "NamespaceLabels")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "NamespaceLabels", za0001)
 					return
@@ -1660,7 +1774,9 @@ func (z *AdmitRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x40
 		case "now":
-			z.Now, bts, err = readStringBytes(bts)
+			if z.Now, bts, err = readShortString(bts); err != nil {
+				z.Now, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Now")
 				return
@@ -1841,7 +1957,9 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -1850,7 +1968,9 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -1863,14 +1983,18 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "reason":
-			z.Reason, bts, err = readStringBytes(bts)
+			if z.Reason, bts, err = readShortString(bts); err != nil {
+				z.Reason, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
@@ -1885,7 +2009,9 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x4
 		case "warnings":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Warnings")
 				return
@@ -1896,7 +2022,9 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Warnings = make([]string, zb0002)
 			}
 			for za0001 := range z.Warnings {
-				z.Warnings[za0001], bts, err = readStringBytes(bts)
+				if z.Warnings[za0001], bts, err = readShortString(bts); err != nil {
+					z.Warnings[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Warnings", za0001)
 					return
@@ -1905,7 +2033,9 @@ func (z *AdmitResponse) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x8
 		case "patch":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Patch")
 				return
@@ -2043,7 +2173,9 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -2052,26 +2184,34 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "driver":
-			z.Driver, bts, err = readStringBytes(bts)
+			if z.Driver, bts, err = readShortString(bts); err != nil {
+				z.Driver, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
 		case "volumeHandle":
-			z.VolumeHandle, bts, err = readStringBytes(bts)
+			if z.VolumeHandle, bts, err = readShortString(bts); err != nil {
+				z.VolumeHandle, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeHandle")
 				return
 			}
 		case "fsType":
-			z.FSType, bts, err = readStringBytes(bts)
+			if z.FSType, bts, err = readShortString(bts); err != nil {
+				z.FSType, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "FSType")
 				return
@@ -2086,7 +2226,9 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x2
 		case "volumeAttributes":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeAttributes")
 				return
@@ -2100,12 +2242,16 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributes")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributes", za0001)
 					return
@@ -2125,27 +2271,35 @@ func (z *CSIVolumeSource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.ControllerExpandSecret = new(SecretReference)
 				}
 				var zb0003 uint32
-				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "ControllerExpandSecret")
 					return
 				}
 				for zb0003 > 0 {
 					zb0003--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "ControllerExpandSecret")
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "namespace":
-						z.ControllerExpandSecret.Namespace, bts, err = readStringBytes(bts)
+						if z.ControllerExpandSecret.Namespace, bts, err = readShortString(bts); err != nil {
+							z.ControllerExpandSecret.Namespace, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "ControllerExpandSecret", "Namespace")
 							return
 						}
 					case "name":
-						z.ControllerExpandSecret.Name, bts, err = readStringBytes(bts)
+						if z.ControllerExpandSecret.Name, bts, err = readShortString(bts); err != nil {
+							z.ControllerExpandSecret.Name, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "ControllerExpandSecret", "Name")
 							return
@@ -2253,7 +2407,9 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -2262,21 +2418,27 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "action":
-			z.Action, bts, err = readStringBytes(bts)
+			if z.Action, bts, err = readShortString(bts); err != nil {
+				z.Action, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Action")
 				return
 			}
 		case "resources":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Resources")
 				return
@@ -2287,7 +2449,9 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Resources = make([]string, zb0002)
 			}
 			for za0001 := range z.Resources {
-				z.Resources[za0001], bts, err = readStringBytes(bts)
+				if z.Resources[za0001], bts, err = readShortString(bts); err != nil {
+					z.Resources[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Resources", za0001)
 					return
@@ -2296,7 +2460,9 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "paths":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Paths")
 				return
@@ -2307,7 +2473,9 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Paths = make([]string, zb0003)
 			}
 			for za0002 := range z.Paths {
-				z.Paths[za0002], bts, err = readStringBytes(bts)
+				if z.Paths[za0002], bts, err = readShortString(bts); err != nil {
+					z.Paths[za0002], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Paths", za0002)
 					return
@@ -2425,7 +2593,9 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -2434,7 +2604,9 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -2442,7 +2614,9 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "labels":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Labels")
 				return
@@ -2456,12 +2630,16 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Labels")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Labels", za0001)
 					return
@@ -2471,7 +2649,9 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "annotations":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Annotations")
 				return
@@ -2485,12 +2665,16 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = readStringBytes(bts)
+				if za0003, bts, err = readShortString(bts); err != nil {
+					za0003, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations")
 					return
 				}
-				za0004, bts, err = readStringBytes(bts)
+				if za0004, bts, err = readShortString(bts); err != nil {
+					za0004, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations", za0003)
 					return
@@ -2527,7 +2711,9 @@ func (z *ClaimApply) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				if *z.VolumeAttributesClassName, bts, err = readShortString(bts); err != nil {
+					*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
@@ -2655,7 +2841,9 @@ func (z *Condition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -2664,40 +2852,52 @@ func (z *Condition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = readStringBytes(bts)
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "status":
-			z.Status, bts, err = readStringBytes(bts)
+			if z.Status, bts, err = readShortString(bts); err != nil {
+				z.Status, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
 			}
 		case "reason":
-			z.Reason, bts, err = readStringBytes(bts)
+			if z.Reason, bts, err = readShortString(bts); err != nil {
+				z.Reason, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "lastTransitionTime":
-			z.LastTransitionTime, bts, err = readStringBytes(bts)
+			if z.LastTransitionTime, bts, err = readShortString(bts); err != nil {
+				z.LastTransitionTime, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "LastTransitionTime")
 				return
@@ -2764,33 +2964,43 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = readStringBytes(bts)
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
 			}
 		case "reason":
-			z.Reason, bts, err = readStringBytes(bts)
+			if z.Reason, bts, err = readShortString(bts); err != nil {
+				z.Reason, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -2834,33 +3044,43 @@ func (z *GroupVersionKind) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "group":
-			z.Group, bts, err = readStringBytes(bts)
+			if z.Group, bts, err = readShortString(bts); err != nil {
+				z.Group, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Group")
 				return
 			}
 		case "version":
-			z.Version, bts, err = readStringBytes(bts)
+			if z.Version, bts, err = readShortString(bts); err != nil {
+				z.Version, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Version")
 				return
 			}
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
@@ -2904,33 +3124,43 @@ func (z *GroupVersionResource) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "group":
-			z.Group, bts, err = readStringBytes(bts)
+			if z.Group, bts, err = readShortString(bts); err != nil {
+				z.Group, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Group")
 				return
 			}
 		case "version":
-			z.Version, bts, err = readStringBytes(bts)
+			if z.Version, bts, err = readShortString(bts); err != nil {
+				z.Version, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Version")
 				return
 			}
 		case "resource":
-			z.Resource, bts, err = readStringBytes(bts)
+			if z.Resource, bts, err = readShortString(bts); err != nil {
+				z.Resource, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Resource")
 				return
@@ -3059,7 +3289,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -3068,39 +3300,51 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "version":
-			z.Version, bts, err = readStringBytes(bts)
+			if z.Version, bts, err = readShortString(bts); err != nil {
+				z.Version, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Version")
 				return
 			}
 		case "abiVersion":
-			z.ABIVersion, bts, err = readStringBytes(bts)
+			if z.ABIVersion, bts, err = readShortString(bts); err != nil {
+				z.ABIVersion, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ABIVersion")
 				return
 			}
 		case "subject":
-			z.Subject, bts, err = readStringBytes(bts)
+			if z.Subject, bts, err = readShortString(bts); err != nil {
+				z.Subject, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Subject")
 				return
 			}
 		case "hooks":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Hooks")
 				return
@@ -3111,7 +3355,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Hooks = make([]string, zb0002)
 			}
 			for za0001 := range z.Hooks {
-				z.Hooks[za0001], bts, err = readStringBytes(bts)
+				if z.Hooks[za0001], bts, err = readShortString(bts); err != nil {
+					z.Hooks[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Hooks", za0001)
 					return
@@ -3119,7 +3365,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "capabilities":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Capabilities")
 				return
@@ -3138,14 +3386,18 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x1
 		case "description":
-			z.Description, bts, err = readStringBytes(bts)
+			if z.Description, bts, err = readShortString(bts); err != nil {
+				z.Description, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Description")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "configSchema":
-			z.ConfigSchema, bts, err = readStringBytes(bts)
+			if z.ConfigSchema, bts, err = readShortString(bts); err != nil {
+				z.ConfigSchema, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ConfigSchema")
 				return
@@ -3171,7 +3423,9 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x8
 		case "projection":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Projection")
 				return
@@ -3260,27 +3514,35 @@ func (z *MatchCondition) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "expression":
-			z.Expression, bts, err = readStringBytes(bts)
+			if z.Expression, bts, err = readShortString(bts); err != nil {
+				z.Expression, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Expression")
 				return
@@ -3348,7 +3610,9 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -3357,21 +3621,27 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "fields":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Fields")
 				return
@@ -3382,7 +3652,9 @@ func (z *ObjectFields) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Fields = make([]string, zb0002)
 			}
 			for za0001 := range z.Fields {
-				z.Fields[za0001], bts, err = readStringBytes(bts)
+				if z.Fields[za0001], bts, err = readShortString(bts); err != nil {
+					z.Fields[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Fields", za0001)
 					return
@@ -3553,7 +3825,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -3562,33 +3836,43 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "namespace":
-			z.Namespace, bts, err = readStringBytes(bts)
+			if z.Namespace, bts, err = readShortString(bts); err != nil {
+				z.Namespace, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
 		case "resourceVersion":
-			z.ResourceVersion, bts, err = readStringBytes(bts)
+			if z.ResourceVersion, bts, err = readShortString(bts); err != nil {
+				z.ResourceVersion, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
@@ -3603,7 +3887,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x4
 		case "labels":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Labels")
 				return
@@ -3617,12 +3903,16 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Labels")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Labels", za0001)
 					return
@@ -3632,7 +3922,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x8
 		case "annotations":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Annotations")
 				return
@@ -3646,12 +3938,16 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = readStringBytes(bts)
+				if za0003, bts, err = readShortString(bts); err != nil {
+					za0003, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations")
 					return
 				}
-				za0004, bts, err = readStringBytes(bts)
+				if za0004, bts, err = readShortString(bts); err != nil {
+					za0004, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Annotations", za0003)
 					return
@@ -3661,7 +3957,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x10
 		case "ownerReferences":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "OwnerReferences")
 				return
@@ -3681,7 +3979,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x20
 		case "finalizers":
 			var zb0005 uint32
-			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0005, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Finalizers")
 				return
@@ -3692,7 +3992,9 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Finalizers = make([]string, zb0005)
 			}
 			for za0006 := range z.Finalizers {
-				z.Finalizers[za0006], bts, err = readStringBytes(bts)
+				if z.Finalizers[za0006], bts, err = readShortString(bts); err != nil {
+					z.Finalizers[za0006], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Finalizers", za0006)
 					return
@@ -3700,14 +4002,18 @@ func (z *ObjectMeta) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x40
 		case "creationTimestamp":
-			z.CreationTimestamp, bts, err = readStringBytes(bts)
+			if z.CreationTimestamp, bts, err = readShortString(bts); err != nil {
+				z.CreationTimestamp, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "CreationTimestamp")
 				return
 			}
 			zb0001Mask |= 0x80
 		case "deletionTimestamp":
-			z.DeletionTimestamp, bts, err = readStringBytes(bts)
+			if z.DeletionTimestamp, bts, err = readShortString(bts); err != nil {
+				z.DeletionTimestamp, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "DeletionTimestamp")
 				return
@@ -3822,7 +4128,9 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -3831,33 +4139,43 @@ func (z *ObjectRef) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "namespace":
-			z.Namespace, bts, err = readStringBytes(bts)
+			if z.Namespace, bts, err = readShortString(bts); err != nil {
+				z.Namespace, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
@@ -3960,7 +4278,9 @@ func (z *ObjectReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -3969,49 +4289,63 @@ func (z *ObjectReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "apiVersion":
-			z.APIVersion, bts, err = readStringBytes(bts)
+			if z.APIVersion, bts, err = readShortString(bts); err != nil {
+				z.APIVersion, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "APIVersion")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "namespace":
-			z.Namespace, bts, err = readStringBytes(bts)
+			if z.Namespace, bts, err = readShortString(bts); err != nil {
+				z.Namespace, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 			zb0001Mask |= 0x4
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 			zb0001Mask |= 0x8
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
 			}
 			zb0001Mask |= 0x10
 		case "resourceVersion":
-			z.ResourceVersion, bts, err = readStringBytes(bts)
+			if z.ResourceVersion, bts, err = readShortString(bts); err != nil {
+				z.ResourceVersion, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ResourceVersion")
 				return
@@ -4107,7 +4441,9 @@ func (z *OwnerReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -4116,32 +4452,42 @@ func (z *OwnerReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "apiVersion":
-			z.APIVersion, bts, err = readStringBytes(bts)
+			if z.APIVersion, bts, err = readShortString(bts); err != nil {
+				z.APIVersion, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "APIVersion")
 				return
 			}
 		case "kind":
-			z.Kind, bts, err = readStringBytes(bts)
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Kind")
 				return
 			}
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
@@ -4236,7 +4582,9 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -4245,7 +4593,9 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -4253,7 +4603,9 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "remove":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Remove")
 				return
@@ -4264,7 +4616,9 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Remove = make([]string, zb0002)
 			}
 			for za0001 := range z.Remove {
-				z.Remove[za0001], bts, err = readStringBytes(bts)
+				if z.Remove[za0001], bts, err = readShortString(bts); err != nil {
+					z.Remove[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Remove", za0001)
 					return
@@ -4273,7 +4627,9 @@ func (z *OwnerReferencesChange) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "add":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Add")
 				return
@@ -4370,7 +4726,9 @@ func (z *PatchOperation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -4379,26 +4737,34 @@ func (z *PatchOperation) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "op":
-			z.Op, bts, err = readStringBytes(bts)
+			if z.Op, bts, err = readShortString(bts); err != nil {
+				z.Op, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Op")
 				return
 			}
 		case "path":
-			z.Path, bts, err = readStringBytes(bts)
+			if z.Path, bts, err = readShortString(bts); err != nil {
+				z.Path, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Path")
 				return
 			}
 		case "from":
-			z.From, bts, err = readStringBytes(bts)
+			if z.From, bts, err = readShortString(bts); err != nil {
+				z.From, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "From")
 				return
@@ -4503,14 +4869,18 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -4530,7 +4900,9 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "status":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
@@ -4539,28 +4911,36 @@ func (z *PersistentVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
-				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if field, bts, err = readShortKey(bts); err != nil {
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Status")
 					return
 				}
 				switch msgp.UnsafeString(field) {
 				case "phase":
-					z.Status.Phase, bts, err = readStringBytes(bts)
+					if z.Status.Phase, bts, err = readShortString(bts); err != nil {
+						z.Status.Phase, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
 					}
 					zb0002Mask |= 0x1
 				case "reason":
-					z.Status.Reason, bts, err = readStringBytes(bts)
+					if z.Status.Reason, bts, err = readShortString(bts); err != nil {
+						z.Status.Reason, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Reason")
 						return
 					}
 					zb0002Mask |= 0x2
 				case "message":
-					z.Status.Message, bts, err = readStringBytes(bts)
+					if z.Status.Message, bts, err = readShortString(bts); err != nil {
+						z.Status.Message, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Message")
 						return
@@ -4637,14 +5017,18 @@ func (z *PersistentVolumeClaim) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -4770,7 +5154,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -4779,7 +5165,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -4787,7 +5175,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 		switch msgp.UnsafeString(field) {
 		case "accessModes":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "AccessModes")
 				return
@@ -4798,7 +5188,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				z.AccessModes = make([]string, zb0002)
 			}
 			for za0001 := range z.AccessModes {
-				z.AccessModes[za0001], bts, err = readStringBytes(bts)
+				if z.AccessModes[za0001], bts, err = readShortString(bts); err != nil {
+					z.AccessModes[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0001)
 					return
@@ -4822,7 +5214,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				if z.StorageClassName == nil {
 					z.StorageClassName = new(string)
 				}
-				*z.StorageClassName, bts, err = readStringBytes(bts)
+				if *z.StorageClassName, bts, err = readShortString(bts); err != nil {
+					*z.StorageClassName, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "StorageClassName")
 					return
@@ -4830,14 +5224,18 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 			}
 			zb0001Mask |= 0x2
 		case "volumeName":
-			z.VolumeName, bts, err = readStringBytes(bts)
+			if z.VolumeName, bts, err = readShortString(bts); err != nil {
+				z.VolumeName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeName")
 				return
 			}
 			zb0001Mask |= 0x4
 		case "volumeMode":
-			z.VolumeMode, bts, err = readStringBytes(bts)
+			if z.VolumeMode, bts, err = readShortString(bts); err != nil {
+				z.VolumeMode, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
@@ -4854,7 +5252,9 @@ func (z *PersistentVolumeClaimSpec) UnmarshalMsg(bts []byte) (o []byte, err erro
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				if *z.VolumeAttributesClassName, bts, err = readShortString(bts); err != nil {
+					*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
@@ -5022,7 +5422,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -5031,14 +5433,18 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = readStringBytes(bts)
+			if z.Phase, bts, err = readShortString(bts); err != nil {
+				z.Phase, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
@@ -5046,7 +5452,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 			zb0001Mask |= 0x1
 		case "accessModes":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "AccessModes")
 				return
@@ -5057,7 +5465,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				z.AccessModes = make([]string, zb0002)
 			}
 			for za0001 := range z.AccessModes {
-				z.AccessModes[za0001], bts, err = readStringBytes(bts)
+				if z.AccessModes[za0001], bts, err = readShortString(bts); err != nil {
+					z.AccessModes[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0001)
 					return
@@ -5066,7 +5476,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 			zb0001Mask |= 0x2
 		case "capacity":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Capacity")
 				return
@@ -5080,12 +5492,16 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0003 string
 				zb0003--
 				var za0002 string
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity")
 					return
 				}
-				za0003, bts, err = readStringBytes(bts)
+				if za0003, bts, err = readShortString(bts); err != nil {
+					za0003, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity", za0002)
 					return
@@ -5095,7 +5511,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 			zb0001Mask |= 0x4
 		case "conditions":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Conditions")
 				return
@@ -5115,7 +5533,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 			zb0001Mask |= 0x8
 		case "allocatedResources":
 			var zb0005 uint32
-			zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0005, bts, err = readShortMapHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "AllocatedResources")
 				return
@@ -5129,12 +5549,16 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0006 string
 				zb0005--
 				var za0005 string
-				za0005, bts, err = readStringBytes(bts)
+				if za0005, bts, err = readShortString(bts); err != nil {
+					za0005, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResources")
 					return
 				}
-				za0006, bts, err = readStringBytes(bts)
+				if za0006, bts, err = readShortString(bts); err != nil {
+					za0006, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResources", za0005)
 					return
@@ -5144,7 +5568,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 			zb0001Mask |= 0x10
 		case "allocatedResourceStatuses":
 			var zb0006 uint32
-			zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0006, bts, err = readShortMapHeader(bts); err != nil {
+				zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "AllocatedResourceStatuses")
 				return
@@ -5158,12 +5584,16 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				var za0008 string
 				zb0006--
 				var za0007 string
-				za0007, bts, err = readStringBytes(bts)
+				if za0007, bts, err = readShortString(bts); err != nil {
+					za0007, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResourceStatuses")
 					return
 				}
-				za0008, bts, err = readStringBytes(bts)
+				if za0008, bts, err = readShortString(bts); err != nil {
+					za0008, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AllocatedResourceStatuses", za0007)
 					return
@@ -5182,7 +5612,9 @@ func (z *PersistentVolumeClaimStatus) UnmarshalMsg(bts []byte) (o []byte, err er
 				if z.CurrentVolumeAttributesClassName == nil {
 					z.CurrentVolumeAttributesClassName = new(string)
 				}
-				*z.CurrentVolumeAttributesClassName, bts, err = readStringBytes(bts)
+				if *z.CurrentVolumeAttributesClassName, bts, err = readShortString(bts); err != nil {
+					*z.CurrentVolumeAttributesClassName, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "CurrentVolumeAttributesClassName")
 					return
@@ -5394,7 +5826,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -5403,7 +5837,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -5411,7 +5847,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "capacity":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Capacity")
 				return
@@ -5425,12 +5863,16 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Capacity", za0001)
 					return
@@ -5440,7 +5882,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "accessModes":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "AccessModes")
 				return
@@ -5451,7 +5895,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.AccessModes = make([]string, zb0003)
 			}
 			for za0003 := range z.AccessModes {
-				z.AccessModes[za0003], bts, err = readStringBytes(bts)
+				if z.AccessModes[za0003], bts, err = readShortString(bts); err != nil {
+					z.AccessModes[za0003], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "AccessModes", za0003)
 					return
@@ -5477,21 +5923,27 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x4
 		case "persistentVolumeReclaimPolicy":
-			z.PersistentVolumeReclaimPolicy, bts, err = readStringBytes(bts)
+			if z.PersistentVolumeReclaimPolicy, bts, err = readShortString(bts); err != nil {
+				z.PersistentVolumeReclaimPolicy, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "PersistentVolumeReclaimPolicy")
 				return
 			}
 			zb0001Mask |= 0x8
 		case "storageClassName":
-			z.StorageClassName, bts, err = readStringBytes(bts)
+			if z.StorageClassName, bts, err = readShortString(bts); err != nil {
+				z.StorageClassName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "StorageClassName")
 				return
 			}
 			zb0001Mask |= 0x10
 		case "volumeMode":
-			z.VolumeMode, bts, err = readStringBytes(bts)
+			if z.VolumeMode, bts, err = readShortString(bts); err != nil {
+				z.VolumeMode, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeMode")
 				return
@@ -5508,7 +5960,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.VolumeAttributesClassName == nil {
 					z.VolumeAttributesClassName = new(string)
 				}
-				*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				if *z.VolumeAttributesClassName, bts, err = readShortString(bts); err != nil {
+					*z.VolumeAttributesClassName, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeAttributesClassName")
 					return
@@ -5516,7 +5970,9 @@ func (z *PersistentVolumeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x40
 		case "source":
-			z.Source, bts, err = readStringBytes(bts)
+			if z.Source, bts, err = readShortString(bts); err != nil {
+				z.Source, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Source")
 				return
@@ -5664,7 +6120,9 @@ func (z *PersistentVolumeStatus) UnmarshalMsg(bts []byte) (o []byte, err error) 
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -5673,28 +6131,36 @@ func (z *PersistentVolumeStatus) UnmarshalMsg(bts []byte) (o []byte, err error) 
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = readStringBytes(bts)
+			if z.Phase, bts, err = readShortString(bts); err != nil {
+				z.Phase, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "reason":
-			z.Reason, bts, err = readStringBytes(bts)
+			if z.Reason, bts, err = readShortString(bts); err != nil {
+				z.Reason, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Reason")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -5831,7 +6297,9 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -5840,7 +6308,9 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -5876,14 +6346,18 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 					z.Claim = new(PersistentVolumeClaim)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Claim")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Claim")
 						return
@@ -5937,7 +6411,9 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 			zb0001Mask |= 0x4
 		case "drivers":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Drivers")
 				return
@@ -5948,7 +6424,9 @@ func (z *PersistentVolumeSubject) UnmarshalMsg(bts []byte) (o []byte, err error)
 				z.Drivers = make([]string, zb0003)
 			}
 			for za0001 := range z.Drivers {
-				z.Drivers[za0001], bts, err = readStringBytes(bts)
+				if z.Drivers[za0001], bts, err = readShortString(bts); err != nil {
+					z.Drivers[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Drivers", za0001)
 					return
@@ -6119,14 +6597,18 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -6140,7 +6622,9 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "spec":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Spec")
 				return
@@ -6149,14 +6633,18 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			_ = zb0002Mask
 			for zb0002 > 0 {
 				zb0002--
-				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if field, bts, err = readShortKey(bts); err != nil {
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Spec")
 					return
 				}
 				switch msgp.UnsafeString(field) {
 				case "nodeName":
-					z.Spec.NodeName, bts, err = readStringBytes(bts)
+					if z.Spec.NodeName, bts, err = readShortString(bts); err != nil {
+						z.Spec.NodeName, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Spec", "NodeName")
 						return
@@ -6164,7 +6652,9 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					zb0002Mask |= 0x1
 				case "volumes":
 					var zb0003 uint32
-					zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+					if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+						zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Spec", "Volumes")
 						return
@@ -6176,7 +6666,9 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 					for za0001 := range z.Spec.Volumes {
 						var zb0004 uint32
-						zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+						if zb0004, bts, err = readShortMapHeader(bts); err != nil {
+							zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Spec", "Volumes", za0001)
 							return
@@ -6185,20 +6677,26 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 						_ = zb0004Mask
 						for zb0004 > 0 {
 							zb0004--
-							field, bts, err = msgp.ReadMapKeyZC(bts)
+							if field, bts, err = readShortKey(bts); err != nil {
+								field, bts, err = msgp.ReadMapKeyZC(bts)
+							}
 							if err != nil {
 								err = msgp.WrapError(err, "Spec", "Volumes", za0001)
 								return
 							}
 							switch msgp.UnsafeString(field) {
 							case "name":
-								z.Spec.Volumes[za0001].Name, bts, err = readStringBytes(bts)
+								if z.Spec.Volumes[za0001].Name, bts, err = readShortString(bts); err != nil {
+									z.Spec.Volumes[za0001].Name, bts, err = readStringBytes(bts)
+								}
 								if err != nil {
 									err = msgp.WrapError(err, "Spec", "Volumes", za0001, "Name")
 									return
 								}
 							case "claimName":
-								z.Spec.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
+								if z.Spec.Volumes[za0001].ClaimName, bts, err = readShortString(bts); err != nil {
+									z.Spec.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
+								}
 								if err != nil {
 									err = msgp.WrapError(err, "Spec", "Volumes", za0001, "ClaimName")
 									return
@@ -6238,7 +6736,9 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "status":
 			var zb0005 uint32
-			zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0005, bts, err = readShortMapHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Status")
 				return
@@ -6247,14 +6747,18 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			_ = zb0005Mask
 			for zb0005 > 0 {
 				zb0005--
-				field, bts, err = msgp.ReadMapKeyZC(bts)
+				if field, bts, err = readShortKey(bts); err != nil {
+					field, bts, err = msgp.ReadMapKeyZC(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Status")
 					return
 				}
 				switch msgp.UnsafeString(field) {
 				case "phase":
-					z.Status.Phase, bts, err = readStringBytes(bts)
+					if z.Status.Phase, bts, err = readShortString(bts); err != nil {
+						z.Status.Phase, bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Phase")
 						return
@@ -6262,7 +6766,9 @@ func (z *Pod) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					zb0005Mask |= 0x1
 				case "conditions":
 					var zb0006 uint32
-					zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+					if zb0006, bts, err = readShortArrayHeader(bts); err != nil {
+						zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Status", "Conditions")
 						return
@@ -6385,7 +6891,9 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -6394,14 +6902,18 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "nodeName":
-			z.NodeName, bts, err = readStringBytes(bts)
+			if z.NodeName, bts, err = readShortString(bts); err != nil {
+				z.NodeName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "NodeName")
 				return
@@ -6409,7 +6921,9 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "volumes":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Volumes")
 				return
@@ -6421,7 +6935,9 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			for za0001 := range z.Volumes {
 				var zb0003 uint32
-				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Volumes", za0001)
 					return
@@ -6430,20 +6946,26 @@ func (z *PodSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				_ = zb0003Mask
 				for zb0003 > 0 {
 					zb0003--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Volumes", za0001)
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "name":
-						z.Volumes[za0001].Name, bts, err = readStringBytes(bts)
+						if z.Volumes[za0001].Name, bts, err = readShortString(bts); err != nil {
+							z.Volumes[za0001].Name, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Volumes", za0001, "Name")
 							return
 						}
 					case "claimName":
-						z.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
+						if z.Volumes[za0001].ClaimName, bts, err = readShortString(bts); err != nil {
+							z.Volumes[za0001].ClaimName, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Volumes", za0001, "ClaimName")
 							return
@@ -6540,7 +7062,9 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -6549,14 +7073,18 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "phase":
-			z.Phase, bts, err = readStringBytes(bts)
+			if z.Phase, bts, err = readShortString(bts); err != nil {
+				z.Phase, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Phase")
 				return
@@ -6564,7 +7092,9 @@ func (z *PodStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "conditions":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Conditions")
 				return
@@ -6645,7 +7175,9 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -6654,20 +7186,26 @@ func (z *PodVolume) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
 			}
 		case "claimName":
-			z.ClaimName, bts, err = readStringBytes(bts)
+			if z.ClaimName, bts, err = readShortString(bts); err != nil {
+				z.ClaimName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ClaimName")
 				return
@@ -6769,7 +7307,9 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -6778,26 +7318,34 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "subject":
-			z.Subject, bts, err = readStringBytes(bts)
+			if z.Subject, bts, err = readShortString(bts); err != nil {
+				z.Subject, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Subject")
 				return
 			}
 		case "key":
-			z.Key, bts, err = readStringBytes(bts)
+			if z.Key, bts, err = readShortString(bts); err != nil {
+				z.Key, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Key")
 				return
 			}
 		case "now":
-			z.Now, bts, err = readStringBytes(bts)
+			if z.Now, bts, err = readShortString(bts); err != nil {
+				z.Now, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Now")
 				return
@@ -6933,7 +7481,9 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -6942,7 +7492,9 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -6950,7 +7502,9 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "requests":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Requests")
 				return
@@ -6964,12 +7518,16 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Requests")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Requests", za0001)
 					return
@@ -6979,7 +7537,9 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "limits":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Limits")
 				return
@@ -6993,12 +7553,16 @@ func (z *ResourceRequirements) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0004 string
 				zb0003--
 				var za0003 string
-				za0003, bts, err = readStringBytes(bts)
+				if za0003, bts, err = readShortString(bts); err != nil {
+					za0003, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Limits")
 					return
 				}
-				za0004, bts, err = readStringBytes(bts)
+				if za0004, bts, err = readShortString(bts); err != nil {
+					za0004, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Limits", za0003)
 					return
@@ -7113,7 +7677,9 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -7122,7 +7688,9 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7139,7 +7707,9 @@ func (z *Response) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Status = Status(zb0002)
 			}
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -7277,7 +7847,9 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -7286,7 +7858,9 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7294,7 +7868,9 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		switch msgp.UnsafeString(field) {
 		case "actions":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Actions")
 				return
@@ -7320,7 +7896,9 @@ func (z *Result) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x2
 		case "message":
-			z.Message, bts, err = readStringBytes(bts)
+			if z.Message, bts, err = readShortString(bts); err != nil {
+				z.Message, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Message")
 				return
@@ -7403,7 +7981,9 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -7412,7 +7992,9 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7437,7 +8019,9 @@ func (z *RollingUpdateStatefulSetStrategy) UnmarshalMsg(bts []byte) (o []byte, e
 			}
 			zb0001Mask |= 0x1
 		case "maxUnavailable":
-			z.MaxUnavailable, bts, err = readStringBytes(bts)
+			if z.MaxUnavailable, bts, err = readShortString(bts); err != nil {
+				z.MaxUnavailable, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "MaxUnavailable")
 				return
@@ -7494,27 +8078,35 @@ func (z *SecretReference) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "namespace":
-			z.Namespace, bts, err = readStringBytes(bts)
+			if z.Namespace, bts, err = readShortString(bts); err != nil {
+				z.Namespace, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Namespace")
 				return
 			}
 		case "name":
-			z.Name, bts, err = readStringBytes(bts)
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Name")
 				return
@@ -7570,14 +8162,18 @@ func (z *StatefulSet) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7634,14 +8230,18 @@ func (z *StatefulSetOrdinals) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7710,7 +8310,9 @@ func (z *StatefulSetPersistentVolumeClaimPolicy) UnmarshalMsg(bts []byte) (o []b
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -7719,21 +8321,27 @@ func (z *StatefulSetPersistentVolumeClaimPolicy) UnmarshalMsg(bts []byte) (o []b
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "whenDeleted":
-			z.WhenDeleted, bts, err = readStringBytes(bts)
+			if z.WhenDeleted, bts, err = readShortString(bts); err != nil {
+				z.WhenDeleted, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "WhenDeleted")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "whenScaled":
-			z.WhenScaled, bts, err = readStringBytes(bts)
+			if z.WhenScaled, bts, err = readShortString(bts); err != nil {
+				z.WhenScaled, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "WhenScaled")
 				return
@@ -7935,7 +8543,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -7944,7 +8554,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -7968,14 +8580,18 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Ordinals = new(StatefulSetOrdinals)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Ordinals")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Ordinals")
 						return
@@ -7999,7 +8615,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "selector":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Selector")
 				return
@@ -8013,12 +8631,16 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0003--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Selector")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Selector", za0001)
 					return
@@ -8027,14 +8649,18 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x2
 		case "serviceName":
-			z.ServiceName, bts, err = readStringBytes(bts)
+			if z.ServiceName, bts, err = readShortString(bts); err != nil {
+				z.ServiceName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ServiceName")
 				return
 			}
 			zb0001Mask |= 0x4
 		case "podManagementPolicy":
-			z.PodManagementPolicy, bts, err = readStringBytes(bts)
+			if z.PodManagementPolicy, bts, err = readShortString(bts); err != nil {
+				z.PodManagementPolicy, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "PodManagementPolicy")
 				return
@@ -8048,7 +8674,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 		case "volumeClaimTemplates":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimTemplates")
 				return
@@ -8060,14 +8688,18 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			for za0003 := range z.VolumeClaimTemplates {
 				var zb0005 uint32
-				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0005, bts, err = readShortMapHeader(bts); err != nil {
+					zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeClaimTemplates", za0003)
 					return
 				}
 				for zb0005 > 0 {
 					zb0005--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "VolumeClaimTemplates", za0003)
 						return
@@ -8113,7 +8745,9 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.PersistentVolumeClaimRetentionPolicy = new(StatefulSetPersistentVolumeClaimPolicy)
 				}
 				var zb0006 uint32
-				zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0006, bts, err = readShortMapHeader(bts); err != nil {
+					zb0006, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy")
 					return
@@ -8122,21 +8756,27 @@ func (z *StatefulSetSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				_ = zb0006Mask
 				for zb0006 > 0 {
 					zb0006--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy")
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "whenDeleted":
-						z.PersistentVolumeClaimRetentionPolicy.WhenDeleted, bts, err = readStringBytes(bts)
+						if z.PersistentVolumeClaimRetentionPolicy.WhenDeleted, bts, err = readShortString(bts); err != nil {
+							z.PersistentVolumeClaimRetentionPolicy.WhenDeleted, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenDeleted")
 							return
 						}
 						zb0006Mask |= 0x1
 					case "whenScaled":
-						z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = readStringBytes(bts)
+						if z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = readShortString(bts); err != nil {
+							z.PersistentVolumeClaimRetentionPolicy.WhenScaled, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "PersistentVolumeClaimRetentionPolicy", "WhenScaled")
 							return
@@ -8330,7 +8970,9 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -8339,7 +8981,9 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -8387,14 +9031,18 @@ func (z *StatefulSetStatus) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x10
 		case "currentRevision":
-			z.CurrentRevision, bts, err = readStringBytes(bts)
+			if z.CurrentRevision, bts, err = readShortString(bts); err != nil {
+				z.CurrentRevision, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "CurrentRevision")
 				return
 			}
 			zb0001Mask |= 0x20
 		case "updateRevision":
-			z.UpdateRevision, bts, err = readStringBytes(bts)
+			if z.UpdateRevision, bts, err = readShortString(bts); err != nil {
+				z.UpdateRevision, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UpdateRevision")
 				return
@@ -8596,7 +9244,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -8605,7 +9255,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -8623,14 +9275,18 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Set = new(StatefulSet)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Set")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Set")
 						return
@@ -8666,7 +9322,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x1
 		case "pods":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Pods")
 				return
@@ -8686,7 +9344,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x2
 		case "claims":
 			var zb0004 uint32
-			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Claims")
 				return
@@ -8698,14 +9358,18 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			for za0002 := range z.Claims {
 				var zb0005 uint32
-				zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0005, bts, err = readShortMapHeader(bts); err != nil {
+					zb0005, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Claims", za0002)
 					return
 				}
 				for zb0005 > 0 {
 					zb0005--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Claims", za0002)
 						return
@@ -8741,7 +9405,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x4
 		case "storageClasses":
 			var zb0006 uint32
-			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0006, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "StorageClasses")
 				return
@@ -8771,14 +9437,18 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.ClaimUpdate = new(VolumeClaimUpdate)
 				}
 				var zb0007 uint32
-				zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0007, bts, err = readShortMapHeader(bts); err != nil {
+					zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "ClaimUpdate")
 					return
 				}
 				for zb0007 > 0 {
 					zb0007--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "ClaimUpdate")
 						return
@@ -8945,7 +9615,9 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -8954,14 +9626,18 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "type":
-			z.Type, bts, err = readStringBytes(bts)
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Type")
 				return
@@ -8979,7 +9655,9 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 					z.RollingUpdate = new(RollingUpdateStatefulSetStrategy)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "RollingUpdate")
 					return
@@ -8988,7 +9666,9 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 				_ = zb0002Mask
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "RollingUpdate")
 						return
@@ -9013,7 +9693,9 @@ func (z *StatefulSetUpdateStrategy) UnmarshalMsg(bts []byte) (o []byte, err erro
 						}
 						zb0002Mask |= 0x1
 					case "maxUnavailable":
-						z.RollingUpdate.MaxUnavailable, bts, err = readStringBytes(bts)
+						if z.RollingUpdate.MaxUnavailable, bts, err = readShortString(bts); err != nil {
+							z.RollingUpdate.MaxUnavailable, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "RollingUpdate", "MaxUnavailable")
 							return
@@ -9175,7 +9857,9 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -9184,7 +9868,9 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -9197,14 +9883,18 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "provisioner":
-			z.Provisioner, bts, err = readStringBytes(bts)
+			if z.Provisioner, bts, err = readShortString(bts); err != nil {
+				z.Provisioner, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Provisioner")
 				return
 			}
 		case "parameters":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Parameters")
 				return
@@ -9218,12 +9908,16 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Parameters")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Parameters", za0001)
 					return
@@ -9232,14 +9926,18 @@ func (z *StorageClass) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x1
 		case "reclaimPolicy":
-			z.ReclaimPolicy, bts, err = readStringBytes(bts)
+			if z.ReclaimPolicy, bts, err = readShortString(bts); err != nil {
+				z.ReclaimPolicy, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "ReclaimPolicy")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "volumeBindingMode":
-			z.VolumeBindingMode, bts, err = readStringBytes(bts)
+			if z.VolumeBindingMode, bts, err = readShortString(bts); err != nil {
+				z.VolumeBindingMode, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeBindingMode")
 				return
@@ -9359,7 +10057,9 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -9368,21 +10068,27 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "username":
-			z.Username, bts, err = readStringBytes(bts)
+			if z.Username, bts, err = readShortString(bts); err != nil {
+				z.Username, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Username")
 				return
 			}
 			zb0001Mask |= 0x1
 		case "uid":
-			z.UID, bts, err = readStringBytes(bts)
+			if z.UID, bts, err = readShortString(bts); err != nil {
+				z.UID, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "UID")
 				return
@@ -9390,7 +10096,9 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x2
 		case "groups":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Groups")
 				return
@@ -9401,7 +10109,9 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Groups = make([]string, zb0002)
 			}
 			for za0001 := range z.Groups {
-				z.Groups[za0001], bts, err = readStringBytes(bts)
+				if z.Groups[za0001], bts, err = readShortString(bts); err != nil {
+					z.Groups[za0001], bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Groups", za0001)
 					return
@@ -9410,7 +10120,9 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			zb0001Mask |= 0x4
 		case "extra":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Extra")
 				return
@@ -9424,13 +10136,17 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				var za0003 []string
 				zb0003--
 				var za0002 string
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Extra")
 					return
 				}
 				var zb0004 uint32
-				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+				if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+					zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Extra", za0002)
 					return
@@ -9441,7 +10157,9 @@ func (z *UserInfo) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					za0003 = make([]string, zb0004)
 				}
 				for za0004 := range za0003 {
-					za0003[za0004], bts, err = readStringBytes(bts)
+					if za0003[za0004], bts, err = readShortString(bts); err != nil {
+						za0003[za0004], bts, err = readStringBytes(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Extra", za0002, za0004)
 						return
@@ -9542,7 +10260,9 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -9551,14 +10271,18 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "templateName":
-			z.TemplateName, bts, err = readStringBytes(bts)
+			if z.TemplateName, bts, err = readShortString(bts); err != nil {
+				z.TemplateName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "TemplateName")
 				return
@@ -9583,7 +10307,9 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 			}
 		case "totalCapacity":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "TotalCapacity")
 				return
@@ -9597,12 +10323,16 @@ func (z *VolumeClaimTemplateStatus) UnmarshalMsg(bts []byte) (o []byte, err erro
 				var za0002 string
 				zb0002--
 				var za0001 string
-				za0001, bts, err = readStringBytes(bts)
+				if za0001, bts, err = readShortString(bts); err != nil {
+					za0001, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "TotalCapacity")
 					return
 				}
-				za0002, bts, err = readStringBytes(bts)
+				if za0002, bts, err = readShortString(bts); err != nil {
+					za0002, bts, err = readStringBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "TotalCapacity", za0001)
 					return
@@ -9672,14 +10402,18 @@ func (z *VolumeClaimUpdate) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
 	}
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -9796,7 +10530,9 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -9805,21 +10541,27 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "statefulSetName":
-			z.StatefulSetName, bts, err = readStringBytes(bts)
+			if z.StatefulSetName, bts, err = readShortString(bts); err != nil {
+				z.StatefulSetName, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "StatefulSetName")
 				return
 			}
 		case "volumeClaimTemplates":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimTemplates")
 				return
@@ -9831,14 +10573,18 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			for za0001 := range z.VolumeClaimTemplates {
 				var zb0003 uint32
-				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "VolumeClaimTemplates", za0001)
 					return
 				}
 				for zb0003 > 0 {
 					zb0003--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "VolumeClaimTemplates", za0001)
 						return
@@ -9873,14 +10619,18 @@ func (z *VolumeClaimUpdateSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			}
 			zb0001Mask |= 0x1
 		case "volumeClaimUpdateStrategy":
-			z.VolumeClaimUpdateStrategy, bts, err = readStringBytes(bts)
+			if z.VolumeClaimUpdateStrategy, bts, err = readShortString(bts); err != nil {
+				z.VolumeClaimUpdateStrategy, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimUpdateStrategy")
 				return
 			}
 			zb0001Mask |= 0x2
 		case "volumeClaimSyncStrategy":
-			z.VolumeClaimSyncStrategy, bts, err = readStringBytes(bts)
+			if z.VolumeClaimSyncStrategy, bts, err = readShortString(bts); err != nil {
+				z.VolumeClaimSyncStrategy, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimSyncStrategy")
 				return
@@ -10008,7 +10758,9 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -10017,7 +10769,9 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
@@ -10032,7 +10786,9 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 			zb0001Mask |= 0x1
 		case "volumeClaimTemplates":
 			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeClaimTemplates")
 				return
@@ -10052,7 +10808,9 @@ func (z *VolumeClaimUpdateStatus) UnmarshalMsg(bts []byte) (o []byte, err error)
 			zb0001Mask |= 0x2
 		case "conditions":
 			var zb0003 uint32
-			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Conditions")
 				return
@@ -10207,7 +10965,9 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	var field []byte
 	_ = field
 	var zb0001 uint32
-	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
 	if err != nil {
 		err = msgp.WrapError(err)
 		return
@@ -10216,20 +10976,26 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
-		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
 		if err != nil {
 			err = msgp.WrapError(err)
 			return
 		}
 		switch msgp.UnsafeString(field) {
 		case "driver":
-			z.Driver, bts, err = readStringBytes(bts)
+			if z.Driver, bts, err = readShortString(bts); err != nil {
+				z.Driver, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "Driver")
 				return
 			}
 		case "volumeHandle":
-			z.VolumeHandle, bts, err = readStringBytes(bts)
+			if z.VolumeHandle, bts, err = readShortString(bts); err != nil {
+				z.VolumeHandle, bts, err = readStringBytes(bts)
+			}
 			if err != nil {
 				err = msgp.WrapError(err, "VolumeHandle")
 				return
@@ -10246,27 +11012,35 @@ func (z *VolumeDelete) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					z.Secrets = new(SecretReference)
 				}
 				var zb0002 uint32
-				zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
 				if err != nil {
 					err = msgp.WrapError(err, "Secrets")
 					return
 				}
 				for zb0002 > 0 {
 					zb0002--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
 					if err != nil {
 						err = msgp.WrapError(err, "Secrets")
 						return
 					}
 					switch msgp.UnsafeString(field) {
 					case "namespace":
-						z.Secrets.Namespace, bts, err = readStringBytes(bts)
+						if z.Secrets.Namespace, bts, err = readShortString(bts); err != nil {
+							z.Secrets.Namespace, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Secrets", "Namespace")
 							return
 						}
 					case "name":
-						z.Secrets.Name, bts, err = readStringBytes(bts)
+						if z.Secrets.Name, bts, err = readShortString(bts); err != nil {
+							z.Secrets.Name, bts, err = readStringBytes(bts)
+						}
 						if err != nil {
 							err = msgp.WrapError(err, "Secrets", "Name")
 							return

@@ -11,4 +11,16 @@ cp abi/*.go "$tmp"/
 rm -f "$tmp"/*_test.go "$tmp"/zz_generated_msgp.go
 (cd "$tmp" && go run github.com/tinylib/msgp@v1.6.5 -file . -o zz_generated_msgp.go -io=false -tests=false >/dev/null)
 # Decode strings without copying them (abi/strings.go says why and what it asks of callers).
-sed 's/msgp\.ReadStringBytes(/readStringBytes(/g' "$tmp"/zz_generated_msgp.go >"$out"
+# Then try the inlined short reader before each reader call (abi/read.go says why):
+#   X, bts, err = R(bts)   becomes   if X, bts, err = S(bts); err != nil { X, bts, err = R(bts) }
+short() { # reader short-reader
+	printf 's/^(\t+)([^=]+), bts, err = %s\(bts\)$/\\1if \\2, bts, err = %s(bts); err != nil {\\n\\1\\t\\2, bts, err = %s(bts)\\n\\1}/\n' \
+		"${1//./\\.}" "$2" "$1"
+}
+sed -E -e 's/msgp\.ReadStringBytes\(/readStringBytes(/g' \
+	-e "$(short readStringBytes readShortString)" \
+	-e "$(short msgp.ReadMapKeyZC readShortKey)" \
+	-e "$(short msgp.ReadMapHeaderBytes readShortMapHeader)" \
+	-e "$(short msgp.ReadArrayHeaderBytes readShortArrayHeader)" \
+	"$tmp"/zz_generated_msgp.go >"$tmp"/rewritten.go
+gofmt "$tmp"/rewritten.go >"$out"
