@@ -56,7 +56,11 @@ func TestGuestLogFloodIsBounded(t *testing.T) {
 			sink := &logSink{}
 			eng := newEngine(t, runtime.Options{Logger: sink.logger()})
 			h := rawHostile(t, class)
-			m, err := eng.Load(context.Background(), class+".wasm", h.Wasm, runtime.Limits{Instances: 1})
+			// Three times the default deadline: instantiating 1,040 pages
+			// and filling 64 MiB with newlines come before the first
+			// write, and on a loaded machine they took the whole default
+			// second, leaving nothing written and so nothing dropped.
+			m, err := eng.Load(context.Background(), class+".wasm", h.Wasm, runtime.Limits{Instances: 1, Deadline: 3 * runtime.DefaultDeadline})
 			require.NoError(t, err)
 			_, err = m.Reconcile(context.Background(), request("default/flood"))
 			require.Error(t, err)
