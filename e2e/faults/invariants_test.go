@@ -267,7 +267,7 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		cl := &claims.Items[i]
 		byName[cl.Name] = cl
 		if cl.DeletionTimestamp != nil {
-			add("claim %s terminating", cl.Name)
+			add("claim %s terminating (finalizers %v, mounted by %s)", cl.Name, cl.Finalizers, mountedBy(pods.Items, cl.Name))
 		}
 		setName, ord, ok := parseClaim(cl.Name)
 		if !ok {
@@ -380,6 +380,23 @@ func owners(refs []metav1.OwnerReference) string {
 	var out []string
 	for _, o := range refs {
 		out = append(out, fmt.Sprintf("%s/%s(%s)", o.Kind, o.Name, o.UID))
+	}
+	return strings.Join(out, ", ")
+}
+
+// mountedBy names the pods whose volumes use claim, with their phase and
+// node, or "no pod": what the pvc-protection finalizer waits for.
+func mountedBy(pods []corev1.Pod, claim string) string {
+	var out []string
+	for _, p := range pods {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+				out = append(out, fmt.Sprintf("%s (%s, node %q, uid %s, created %s)", p.Name, p.Status.Phase, p.Spec.NodeName, p.UID, p.CreationTimestamp.UTC().Format("15:04:05")))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no pod"
 	}
 	return strings.Join(out, ", ")
 }
