@@ -8,7 +8,6 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // extismGuardedEnv is the import module ExtismEnv is renamed to in every
@@ -87,12 +86,7 @@ func (p *Plugin) envFunctions() []extism.HostFunction {
 				cost = f.cost(p, ctx, f.name, stack)
 			}
 			if f.small && smallCallSkipsClock(ctx) {
-				// guardHostCall but for its clock read: the context
-				// (the deadline's timer, the caller) was checked above.
-				if p.interrupted.Load() {
-					panic(sys.NewExitError(sys.ExitCodeContextCanceled))
-				}
-				chargeHostCall(ctx, f.name, cost)
+				guardHostCallByTimer(ctx, p.interrupted.Load(), f.name, cost)
 			} else {
 				guardHostCall(ctx, p.interrupted.Load(), f.name, cost)
 			}

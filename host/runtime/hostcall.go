@@ -97,6 +97,14 @@ func guardHostCall(ctx context.Context, closed bool, fn string, cost uint64) {
 		// goroutine may run late, and the guest must not go on meanwhile.
 		c.interrupt(context.DeadlineExceeded, false)
 	}
+	guardHostCallByTimer(ctx, closed, fn, cost)
+}
+
+// guardHostCallByTimer is guardHostCall without its clock read: the
+// context (the deadline's timer, the caller), the instance's closing and
+// the charge. Only a call that moves a fixed few bytes may skip the clock,
+// and only some of the time (extism_env.go, smallCallSkipsClock).
+func guardHostCallByTimer(ctx context.Context, closed bool, fn string, cost uint64) {
 	checkpointDeadline(ctx)
 	if closed {
 		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
