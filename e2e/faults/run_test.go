@@ -147,6 +147,9 @@ type run struct {
 	// restartTook is how long each restart took until the new server
 	// answered.
 	restartTook []time.Duration
+	// stranded counts the pods kube-controller-manager created on a claim
+	// the workload had deleted, which the workload then deleted (freeStranded).
+	stranded int
 }
 
 // restart is one API server restart that ended: when, and how long it took.
@@ -170,6 +173,9 @@ type result struct {
 	// The run's claims as first seen: all, with the template's label, owned
 	// by their set.
 	claimsSeen, claimsLabelled, claimsOwned int
+	// Pods kube-controller-manager created on a claim being deleted, which
+	// the workload deleted as upstream tells a user to (freeStranded).
+	stranded int
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -274,6 +280,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	r.play()
 	res.converged = r.awaitConverged(r.lastFault)
 	res.restarts = r.restartTook
+	res.stranded = r.stranded
 	if res.converged >= 0 && r.awaitQuiet() {
 		res.writes = r.countWrites(quiet)
 		if res.writes > 0 {
@@ -812,6 +819,7 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 	var last []string
 	for {
 		r.supervise()
+		r.freeStranded()
 		unmet, err := r.tr.unmet(r.ctx)
 		if err != nil {
 			unmet = []string{err.Error()}
@@ -828,6 +836,66 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// freeStranded deletes, as a user would, each pod that
+// kube-controller-manager's StatefulSet controller created on a claim after
+// the workload had deleted that claim. The controller refuses to create a
+// pod whose claim is being deleted, but it reads the claim from its
+// informer, which can lag (across an API server restart, most of all); the
+// pod then runs on the terminating claim, pvc-protection holds the claim
+// for as long as the pod runs, and nothing upstream deletes the pod
+// (kubernetes/kubernetes#74374, open: the user must delete the pod too).
+// Only that state is touched: a claim the workload deleted, held by no
+// finalizer but pvc-protection, mounted by a running pod of its set created
+// after the claim's deletionTimestamp. A claim kubeplug deleted, or held by
+// anything else, stays for the invariants to judge.
+func (r *run) freeStranded() {
+	c := r.w.c
+	claims, err := c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	pods, err := c.CoreV1().Pods(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, cl := range claims.Items {
+		r.tr.mu.Lock()
+		user := r.tr.userDelete[cl.UID]
+		r.tr.mu.Unlock()
+		if !user || cl.DeletionTimestamp == nil || !slices.Equal(cl.Finalizers, []string{"kubernetes.io/pvc-protection"}) {
+			continue
+		}
+		for _, p := range stranded(pods.Items, &cl) {
+			r.logf("claim %s deleted at %s, held by pvc-protection for pod %s that kube-controller-manager created at %s: deleting the pod as a user would",
+				cl.Name, cl.DeletionTimestamp.UTC().Format("15:04:05"), p.Name, p.CreationTimestamp.UTC().Format("15:04:05"))
+			uid := p.UID
+			if r.check(c.CoreV1().Pods(r.ns).Delete(r.ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})) {
+				r.stranded++
+			}
+		}
+	}
+}
+
+// stranded returns the pods of cl's StatefulSet that mount cl, are not
+// being deleted, and were created after cl's deletionTimestamp.
+func stranded(pods []corev1.Pod, cl *corev1.PersistentVolumeClaim) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		owner := metav1.GetControllerOf(&p)
+		if p.DeletionTimestamp != nil || owner == nil || owner.Kind != "StatefulSet" ||
+			!p.CreationTimestamp.After(cl.DeletionTimestamp.Time) {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == cl.Name {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // awaitQuiet waits, within converge, for a settle period without a write

@@ -1,0 +1,49 @@
+package faults
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestStranded: only a live pod of a StatefulSet, mounting the claim and
+// created after the claim's deletion began, is one the workload may delete;
+// the pod that was there before, a pod being deleted, a pod of no set and a
+// pod on another claim are left alone.
+func TestStranded(t *testing.T) {
+	deleted := metav1.NewTime(time.Date(2026, 11, 27, 20, 7, 28, 0, time.UTC))
+	cl := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s0-1", DeletionTimestamp: &deleted}}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s0", UID: "set-uid"}}
+	setRef := *metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	pod := func(name string, created time.Duration, claim string, owned, deleting bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(deleted.Add(created))},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
+		if owned {
+			p.OwnerReferences = []metav1.OwnerReference{setRef}
+		}
+		if deleting {
+			p.DeletionTimestamp = &deleted
+		}
+		return p
+	}
+	pods := []corev1.Pod{
+		pod("recreated", 12*time.Second, "data-s0-1", true, false),
+		pod("before", -time.Second, "data-s0-1", true, false),
+		pod("same-second", 0, "data-s0-1", true, false),
+		pod("deleting", 12*time.Second, "data-s0-1", true, true),
+		pod("bare", 12*time.Second, "data-s0-1", false, false),
+		pod("other-claim", 12*time.Second, "data-s0-2", true, false),
+	}
+	var got []string
+	for _, p := range stranded(pods, cl) {
+		got = append(got, p.Name)
+	}
+	if want := []string{"recreated"}; !slices.Equal(got, want) {
+		t.Errorf("stranded: %v, want %v", got, want)
+	}
+}
