@@ -1,13 +1,16 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -18,7 +21,7 @@ import (
 // request builds the module's input for req: the request's fields, its
 // objects projected, the namespace's labels, and for a statefulset module
 // the state of the StatefulSet the object belongs to.
-func (r *Reviewer) request(m *Module, req *admissionv1.AdmissionRequest) (*abi.AdmitRequest, error) {
+func (r *Reviewer) request(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest) (*abi.AdmitRequest, error) {
 	in := &abi.AdmitRequest{
 		UID:         string(req.UID),
 		Operation:   string(req.Operation),
@@ -57,7 +60,11 @@ func (r *Reviewer) request(m *Module, req *admissionv1.AdmissionRequest) (*abi.A
 		if obj == nil {
 			obj = old // a DELETE carries the old object only
 		}
-		if in.StatefulSet, err = r.statefulSet(req.Namespace, req.Name, obj, m.Config); err != nil {
+		var l snapshot.Lister = r.Lister
+		if r.LiveStatefulSet != nil {
+			l = &liveSets{Lister: r.Lister, ctx: ctx, get: r.LiveStatefulSet, log: r.Logger, left: maxLiveReads}
+		}
+		if in.StatefulSet, err = statefulSet(l, req.Namespace, req.Name, obj, m.Config); err != nil {
 			return nil, err
 		}
 	}
@@ -66,7 +73,7 @@ func (r *Reviewer) request(m *Module, req *admissionv1.AdmissionRequest) (*abi.A
 
 // statefulSet returns the state of the StatefulSet obj belongs to, as the
 // snapshot builder makes it for a reconcile, or nil.
-func (r *Reviewer) statefulSet(ns, name string, obj any, config []byte) (*abi.StatefulSetSubject, error) {
+func statefulSet(l snapshot.Lister, ns, name string, obj any, config []byte) (*abi.StatefulSetSubject, error) {
 	var keys []string
 	var err error
 	switch o := obj.(type) {
@@ -77,7 +84,7 @@ func (r *Reviewer) statefulSet(ns, name string, obj any, config []byte) (*abi.St
 		// request gives it in the URL.
 		c := *o
 		c.Namespace = ns
-		if keys, err = snapshot.SetKeysForClaim(&c, r.Lister); err != nil {
+		if keys, err = snapshot.SetKeysForClaim(&c, l); err != nil {
 			return nil, err
 		}
 	case *corev1.Pod:
@@ -94,7 +101,7 @@ func (r *Reviewer) statefulSet(ns, name string, obj any, config []byte) (*abi.St
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	b := snapshot.Builder{Lister: r.Lister}
+	b := snapshot.Builder{Lister: l}
 	rr, err := b.StatefulSet(keys[0], config)
 	if err != nil || rr == nil {
 		return nil, err
@@ -149,4 +156,39 @@ func project(kind string, raw runtime.RawExtension) (*abi.AdmitObject, any, erro
 		return nil, nil, fmt.Errorf("decode %s: %w", kind, err)
 	}
 	return out, obj, nil
+}
+
+// maxLiveReads bounds the API reads one review may make for StatefulSets
+// the cache has not got: a claim's name can name two candidate sets
+// (snapshot.SetNamesInClaimName), and the builder reads the one found again.
+const maxLiveReads = 3
+
+// liveSets is a Lister whose GetStatefulSet reads the API server when the
+// cache answers NotFound, at most left times. A live read that fails for
+// any other reason than NotFound is logged and answered as the cache's
+// miss: the review goes on as if the set were unknown, and reconcile stays
+// the fallback, rather than every claim creation failing while the API
+// server is slow.
+type liveSets struct {
+	snapshot.Lister
+	ctx  context.Context
+	get  func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error)
+	log  *slog.Logger
+	left int
+}
+
+func (l *liveSets) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	s, err := l.Lister.GetStatefulSet(namespace, name)
+	if !apierrors.IsNotFound(err) || l.left <= 0 {
+		return s, err
+	}
+	l.left--
+	live, lerr := l.get(l.ctx, namespace, name)
+	switch {
+	case lerr == nil && live != nil:
+		return live, nil
+	case lerr != nil && !apierrors.IsNotFound(lerr) && l.log != nil:
+		l.log.Debug("admission: reading a StatefulSet the cache has not got", "namespace", namespace, "name", name, "err", lerr)
+	}
+	return nil, err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -21,6 +22,15 @@ type Reviewer struct {
 	// Lister reads the host's caches for the related objects; nil gives
 	// none.
 	Lister snapshot.Lister
+	// LiveStatefulSet, when set, reads from the API server a StatefulSet
+	// that Lister has not got, for a request whose object names it (a
+	// claim of its templates, a pod): kube-controller-manager creates a
+	// set's claims and pods from its own informer, which can be ahead of
+	// the host's, and a set deleted just after would otherwise never be
+	// known to the module (liveSets). It answers NotFound for a set the
+	// host would not watch (another shard's). At most maxLiveReads calls
+	// a review, under the review's deadline; nil reads only Lister.
+	LiveStatefulSet func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error)
 	// NamespaceLabels returns the labels of a namespace, nil when it is not
 	// known; nil gives none.
 	NamespaceLabels func(name string) (map[string]string, error)
@@ -134,7 +144,7 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	if err := m.registered(req); err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}
-	in, err := r.request(m, req)
+	in, err := r.request(ctx, m, req)
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -65,7 +69,8 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	namespaces := factory.Core().V1().Namespaces()
 	nsInformer := namespaces.Informer()
 	r := &admission.Reviewer{
-		Lister: lister,
+		Lister:          lister,
+		LiveStatefulSet: liveStatefulSet(client, file.Shard),
 		NamespaceLabels: func(name string) (map[string]string, error) {
 			ns, err := namespaces.Lister().Get(name)
 			if err != nil {
@@ -160,4 +165,24 @@ func webhookCerts(ctx context.Context, opts Options, client kubernetes.Interface
 	}
 	return nil, fmt.Errorf("%w: --webhook-addr needs --webhook-cert-dir, a directory holding tls.crt and tls.key, "+
 		"or --webhook-cert-secret and --webhook-service for a certificate the host makes and rotates itself", ErrConfig)
+}
+
+// liveStatefulSet reads a StatefulSet from the API server for an admission
+// review whose set the cache has not got yet, as the cache would hold it:
+// NotFound for a set outside the host's shard.
+func liveStatefulSet(client kubernetes.Interface, shard config.Shard) func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {
+	return func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {
+		notFound := apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
+		if shard.Namespace != "" && namespace != shard.Namespace {
+			return nil, notFound
+		}
+		s, err := client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if sel := shard.LabelSelector; sel != nil && !sel.Matches(labels.Set(s.Labels)) {
+			return nil, notFound
+		}
+		return s, nil
+	}
 }

@@ -6,6 +6,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
@@ -52,4 +57,28 @@ func TestAdmitters(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"both", "reconcile"}, reconcilers)
+}
+
+// The API read behind an admission review answers as the host's cache
+// would: a set outside the host's shard, by namespace or by label, is not
+// found.
+func TestLiveStatefulSetKeepsToTheShard(t *testing.T) {
+	ctx := context.Background()
+	set := func(ns, name string, l map[string]string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
+	}
+	client := fake.NewClientset(set("a", "web", map[string]string{"shard": "1"}), set("a", "db", map[string]string{"shard": "2"}), set("b", "web", map[string]string{"shard": "1"}))
+	sel, err := labels.Parse("shard=1")
+	require.NoError(t, err)
+	get := liveStatefulSet(client, config.Shard{Namespace: "a", LabelSelector: sel})
+	s, err := get(ctx, "a", "web")
+	require.NoError(t, err)
+	require.Equal(t, "web", s.Name)
+	for _, key := range [][2]string{{"a", "db"}, {"b", "web"}, {"a", "none"}} {
+		_, err := get(ctx, key[0], key[1])
+		require.True(t, apierrors.IsNotFound(err), "%s/%s: %v", key[0], key[1], err)
+	}
+	s, err = liveStatefulSet(client, config.Shard{})(ctx, "b", "web")
+	require.NoError(t, err)
+	require.Equal(t, "b", s.Namespace)
 }
