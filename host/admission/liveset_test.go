@@ -28,7 +28,7 @@ import (
 func TestReviewReadsASetTheCacheHasNot(t *testing.T) {
 	web := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "set-uid"},
-		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
 	}
 	stamp := &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{op("add", "/metadata/ownerReferences", "["+setRef+"]")}}
 	for _, tt := range []struct {
@@ -47,16 +47,22 @@ func TestReviewReadsASetTheCacheHasNot(t *testing.T) {
 		},
 		claim: "data-web-0", wantSet: true, wantReads: 2, // the claim's set, then the builder's read of it
 	}, {
-		name:  "nor has the API server",
-		live:  func(_ context.Context, _, name string) (*appsv1.StatefulSet, error) { return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name) },
+		name: "nor has the API server",
+		live: func(_ context.Context, _, name string) (*appsv1.StatefulSet, error) {
+			return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
+		},
 		claim: "data-web-0", wantReads: 1,
 	}, {
-		name:  "the API server fails",
-		live:  func(context.Context, string, string) (*appsv1.StatefulSet, error) { return nil, errors.New("connection refused") },
+		name: "the API server fails",
+		live: func(context.Context, string, string) (*appsv1.StatefulSet, error) {
+			return nil, errors.New("connection refused")
+		},
 		claim: "data-web-0", wantReads: 1,
 	}, {
-		name:  "a name that names many sets",
-		live:  func(_ context.Context, _, name string) (*appsv1.StatefulSet, error) { return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name) },
+		name: "a name that names many sets",
+		live: func(_ context.Context, _, name string) (*appsv1.StatefulSet, error) {
+			return nil, apierrors.NewNotFound(appsv1.Resource("statefulsets"), name)
+		},
 		claim: "a-b-c-d-e-f-g-h-0", wantReads: 3,
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
