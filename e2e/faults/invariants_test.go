@@ -28,6 +28,8 @@ type setRecord struct {
 	spec    setSpec
 	uid     types.UID
 	deleted bool
+	// deletedAt is when the API server answered the workload's delete.
+	deletedAt time.Time
 	// replicas is every replica count the set was given, with when.
 	replicas []replicasAt
 	// size is its VolumeClaimUpdate's template request, in GiB.
@@ -255,6 +257,10 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 	for h, pv := range tr.pvOf {
 		handles[h] = pv
 	}
+	seenAt := map[types.UID]time.Time{}
+	for uid, c := range tr.claims {
+		seenAt[uid] = c.seen
+	}
 	tr.mu.Unlock()
 
 	for _, p := range pods.Items {
@@ -292,7 +298,9 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		}
 		switch {
 		case s.deleted && s.spec.whenDeleted == "Delete":
-			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s", cl.Name, setName, owners(cl.OwnerReferences))
+			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s (created %s, first seen %s; set deleted %s)",
+				cl.Name, setName, owners(cl.OwnerReferences), cl.CreationTimestamp.UTC().Format("15:04:05"),
+				seenAt[cl.UID].Format("15:04:05.000"), s.deletedAt.Format("15:04:05.000"))
 		case s.deleted:
 			if ownedBySet {
 				add("claim %s of set %s deleted with whenDeleted=Retain still owned by it", cl.Name, setName)

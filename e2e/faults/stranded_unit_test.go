@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,4 +47,30 @@ func TestStranded(t *testing.T) {
 	if want := []string{"recreated"}; !slices.Equal(got, want) {
 		t.Errorf("stranded: %v, want %v", got, want)
 	}
+}
+
+// TestBornOrphan: only an unowned claim of a set deleted with
+// whenDeleted=Delete, created in a later second than the deletion was
+// answered, is one the workload may delete.
+func TestBornOrphan(t *testing.T) {
+	deletedAt := time.Date(2026, 11, 27, 21, 29, 36, 852_000_000, time.UTC)
+	set := setRecord{spec: setSpec{whenDeleted: "Delete"}, deleted: true, deletedAt: deletedAt}
+	claim := func(created time.Time, owned bool) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s3-0", CreationTimestamp: metav1.NewTime(created.Truncate(time.Second))}}
+		if owned {
+			c.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "s3", UID: "old"}}
+		}
+		return c
+	}
+	later := deletedAt.Add(2 * time.Second)
+	require.True(t, bornOrphan(claim(later, false), set))
+	require.False(t, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set), "created in the second of the deletion")
+	require.False(t, bornOrphan(claim(deletedAt.Add(-time.Second), false), set), "created before the deletion")
+	require.False(t, bornOrphan(claim(later, true), set), "owned")
+	retain := set
+	retain.spec.whenDeleted = "Retain"
+	require.False(t, bornOrphan(claim(later, false), retain), "whenDeleted=Retain keeps it")
+	live := set
+	live.deleted = false
+	require.False(t, bornOrphan(claim(later, false), live), "set not deleted")
 }
