@@ -13,12 +13,13 @@ const storage = "storage"
 // fields equal, labels and annotations a superset of the template's, the
 // capacity at least the template's request, and the current
 // VolumeAttributesClass the template's. A claim with no capacity (not bound
-// yet) is not compatible.
-func compatible(c, t *abi.PersistentVolumeClaim) bool {
-	return immutableEqual(c, t) &&
+// yet) is not compatible. annotations are templateAnnotations(t) and
+// capacityReaches says the claim has a capacity of at least t's request,
+// both worked out once by the caller (see plan.judge).
+func compatible(c, t *abi.PersistentVolumeClaim, annotations map[string]string, capacityReaches bool) bool {
+	return capacityReaches && immutableEqual(c, t) &&
 		superset(c.Metadata.Labels, t.Metadata.Labels) &&
-		superset(c.Metadata.Annotations, templateAnnotations(t)) &&
-		capacityReaches(c, t) &&
+		superset(c.Metadata.Annotations, annotations) &&
 		str(c.Status.CurrentVolumeAttributesClassName) == str(t.Spec.VolumeAttributesClassName)
 }
 
@@ -58,12 +59,12 @@ func inPlaceable(c, t *abi.PersistentVolumeClaim) bool {
 
 // updating reports an in-place update in flight: the spec asks for more
 // storage than the volume has, or for a class the volume does not have yet,
-// and the resizer has not given up.
-func updating(c *abi.PersistentVolumeClaim) bool {
+// and the resizer has not given up. want and capacity are the claim's
+// storage request and capacity, parsed (zero when absent).
+func updating(c *abi.PersistentVolumeClaim, want, capacity sdk.Quantity) bool {
 	if failed(c) {
 		return false
 	}
-	want, capacity := quantity(c.Spec.Resources.Requests[storage]), quantity(c.Status.Capacity[storage])
 	if want.Cmp(capacity) > 0 {
 		return true
 	}
@@ -114,18 +115,6 @@ func specReaches(c, t *abi.PersistentVolumeClaim) bool {
 	return quantity(c.Spec.Resources.Requests[storage]).Cmp(quantity(t.Spec.Resources.Requests[storage])) >= 0 &&
 		str(c.Spec.VolumeAttributesClassName) == str(t.Spec.VolumeAttributesClassName) &&
 		superset(c.Metadata.Labels, t.Metadata.Labels) && superset(c.Metadata.Annotations, templateAnnotations(t))
-}
-
-// overSized reports a claim whose volume is larger than the template asks:
-// KEP-4650 counts them, since a volume cannot shrink.
-func overSized(c, t *abi.PersistentVolumeClaim) bool {
-	capacity, ok := c.Status.Capacity[storage]
-	return ok && quantity(capacity).Cmp(quantity(t.Spec.Resources.Requests[storage])) > 0
-}
-
-func capacityReaches(c, t *abi.PersistentVolumeClaim) bool {
-	capacity, ok := c.Status.Capacity[storage]
-	return ok && quantity(capacity).Cmp(quantity(t.Spec.Resources.Requests[storage])) >= 0
 }
 
 // wantStorage is the storage an in-place update asks for, and whether that

@@ -72,11 +72,14 @@ func init() {
 		Projection: []abi.ObjectFields{
 			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.updateStrategy",
 				"spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
-			{Kind: abi.KindPod, Fields: []string{"metadata.labels", "metadata.deletionTimestamp", "status.conditions"}},
+			// Of a condition, only what readyCondition, podAvailable and
+			// failed read: a reason or message is often the longest part.
+			{Kind: abi.KindPod, Fields: []string{"metadata.labels", "metadata.deletionTimestamp",
+				"status.conditions.type", "status.conditions.status", "status.conditions.lastTransitionTime"}},
 			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.labels", "metadata.annotations", "metadata.deletionTimestamp",
-				"spec.accessModes", "spec.resources", "spec.storageClassName", "spec.volumeMode", "spec.volumeAttributesClassName",
-				"status.phase", "status.capacity", "status.conditions", "status.allocatedResources", "status.allocatedResourceStatuses",
-				"status.currentVolumeAttributesClassName"}},
+				"spec.accessModes", "spec.resources.requests", "spec.storageClassName", "spec.volumeMode", "spec.volumeAttributesClassName",
+				"status.phase", "status.capacity", "status.conditions.type", "status.conditions.status", "status.allocatedResources",
+				"status.allocatedResourceStatuses", "status.currentVolumeAttributesClassName"}},
 			{Kind: abi.KindStorageClass, Fields: []string{"allowVolumeExpansion"}},
 			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"metadata.generation", "spec", "status"}},
 		},

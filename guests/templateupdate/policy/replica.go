@@ -30,8 +30,26 @@ type plan struct {
 	user    int32
 	userPtr *int32
 	holding bool
-	// compat caches compatible() per index and template.
-	compat [][]bool
+	// claims is each replica's claim of each template and what the rules
+	// say of it, replicas × templates row by row (see state): worked out
+	// once, since the walk, the hold and the counts all ask again.
+	claims []claimState
+	// requests and annotations are each template's storage request,
+	// parsed, and its annotations without the host's record.
+	requests    []sdk.Quantity
+	annotations []map[string]string
+}
+
+// claimState is one replica's claim of one template.
+type claimState struct {
+	c          *abi.PersistentVolumeClaim // nil: the claim does not exist
+	compatible bool                       // true too when c is nil: nothing to update
+	updating   bool
+	overSized  bool
+	// capacity is status.capacity's storage, parsed; hasCapacity says the
+	// claim has one.
+	capacity    sdk.Quantity
+	hasCapacity bool
 }
 
 // newPlan reads the request; nil when there is nothing to do: no set, no
@@ -51,15 +69,81 @@ func newPlan(req *sdk.Request) *plan {
 	p.start, p.replicas = start, end-start
 	p.templates, p.unknown = matchTemplates(set, vcu)
 	p.user, p.userPtr, p.holding = userPartition(set, vcu)
-	p.compat = make([][]bool, p.replicas)
-	for i := range p.compat {
-		p.compat[i] = make([]bool, len(p.templates))
-		for j, t := range p.templates {
-			c := p.claim(i, t)
-			p.compat[i][j] = c == nil || compatible(c, t)
-		}
+	p.requests = make([]sdk.Quantity, len(p.templates))
+	p.annotations = make([]map[string]string, len(p.templates))
+	for j, t := range p.templates {
+		p.requests[j] = quantity(t.Spec.Resources.Requests[storage])
+		p.annotations[j] = templateAnnotations(t)
+	}
+	p.claims = make([]claimState, p.replicas*len(p.templates))
+	p.findClaims()
+	for k := range p.claims {
+		p.judge(&p.claims[k], k%len(p.templates))
 	}
 	return p
+}
+
+// findClaims sets each replica's claim of each template: the claim named
+// sdk.ClaimName(template, set, ordinal), the last one when names repeat, as
+// sdk.Request.ClaimFor finds it. The names are matched as they are rather
+// than built and looked up: in a guest, building a name and hashing it cost
+// more than the rest of a replica's rules.
+func (p *plan) findClaims() {
+	claims := p.req.Claims()
+	for k := range claims {
+		for j, t := range p.templates {
+			ordinal, ok := claimOrdinal(claims[k].Metadata.Name, t.Metadata.Name, p.set.Metadata.Name)
+			if index := ordinal - p.start; ok && index >= 0 && index < p.replicas {
+				p.state(index, j).c = &claims[k]
+			}
+		}
+	}
+}
+
+// claimOrdinal returns the ordinal when name is sdk.ClaimName(template,
+// set, ordinal) for an ordinal of at most ten digits (Kubernetes' are
+// int32), and false otherwise.
+func claimOrdinal(name, template, set string) (int, bool) {
+	digits := len(template) + len(set) + 2
+	if len(name) <= digits || len(name) > digits+10 || name[len(template)] != '-' || name[digits-1] != '-' ||
+		name[:len(template)] != template || name[len(template)+1:digits-1] != set {
+		return 0, false
+	}
+	s := name[digits:]
+	if len(s) > 1 && s[0] == '0' {
+		return 0, false // strconv.Itoa writes no leading zero
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// judge works out what the rules say of the claim of template j in s.
+func (p *plan) judge(s *claimState, j int) {
+	c := s.c
+	if c == nil {
+		s.compatible = true
+		return
+	}
+	var capacityText string
+	capacityText, s.hasCapacity = c.Status.Capacity[storage]
+	if s.hasCapacity {
+		s.capacity = quantity(capacityText)
+	}
+	reaches := s.capacity.Cmp(p.requests[j])
+	s.compatible = compatible(c, p.templates[j], p.annotations[j], s.hasCapacity && reaches >= 0)
+	s.updating = updating(c, quantity(c.Spec.Resources.Requests[storage]), s.capacity)
+	s.overSized = s.hasCapacity && reaches > 0
+}
+
+// state is the claim of template j of the replica at index.
+func (p *plan) state(index, j int) *claimState {
+	return &p.claims[index*len(p.templates)+j]
 }
 
 // matchTemplates pairs the VolumeClaimUpdate's templates with the set's: a
@@ -85,18 +169,11 @@ func setHasTemplate(set *abi.StatefulSet, name string) bool {
 	return false
 }
 
-// claim is template t's claim of the replica at index, nil when it does not
-// exist (yet: the StatefulSet controller creates it, and admission gives it
-// the template).
-func (p *plan) claim(index int, t *abi.PersistentVolumeClaim) *abi.PersistentVolumeClaim {
-	return p.req.ClaimFor(t.Metadata.Name, p.start+index)
-}
-
 // replicaCompatible reports whether every existing claim of the replica at
 // index is compatible with its template.
 func (p *plan) replicaCompatible(index int) bool {
-	for _, ok := range p.compat[index] {
-		if !ok {
+	for j := range p.templates {
+		if !p.state(index, j).compatible {
 			return false
 		}
 	}
@@ -167,8 +244,8 @@ func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
 // claimsUpdating reports whether a claim of the replica at index has an
 // in-place update in flight: such a replica is not ready.
 func (p *plan) claimsUpdating(index int) bool {
-	for _, t := range p.templates {
-		if c := p.claim(index, t); c != nil && updating(c) {
+	for j := range p.templates {
+		if p.state(index, j).updating {
 			return true
 		}
 	}

@@ -198,12 +198,13 @@ func (a *assessment) blockage() *blockage {
 func (p *plan) assess(index int) assessment {
 	var a assessment
 	for j, t := range p.templates {
-		if p.compat[index][j] {
+		s := p.state(index, j)
+		if s.compatible {
 			continue
 		}
-		c := p.claim(index, t)
+		c := s.c
 		switch {
-		case !p.inPlace && inPlaceable(c, t) && (c.Status.Phase != "Bound" || updating(c) && specReaches(c, t)):
+		case !p.inPlace && inPlaceable(c, t) && (c.Status.Phase != "Bound" || s.updating && specReaches(c, t)):
 			// A claim made from the template (being bound or grown) needs
 			// nobody: it becomes compatible on its own.
 			a.inFlight = true
@@ -216,7 +217,7 @@ func (p *plan) assess(index int) assessment {
 			// spec; the rollout waits here until it binds.
 			a.inFlight = true
 		default:
-			p.assessInPlace(&a, c, t)
+			p.assessInPlace(&a, s, t)
 		}
 	}
 	return a
@@ -225,7 +226,8 @@ func (p *plan) assess(index int) assessment {
 // assessInPlace adds what an in-placeable claim needs: the apply of what can
 // be applied, and a block when the rest cannot (a failed update, a growth
 // the class refuses), or nothing while an update is in flight.
-func (p *plan) assessInPlace(a *assessment, c, t *abi.PersistentVolumeClaim) {
+func (p *plan) assessInPlace(a *assessment, s *claimState, t *abi.PersistentVolumeClaim) {
+	c := s.c
 	apply, changes, grow, lower := applyFor(c, t)
 	noExpansion := grow && !expansionAllowed(p.req, c)
 	if noExpansion {
@@ -249,7 +251,7 @@ func (p *plan) assessInPlace(a *assessment, c, t *abi.PersistentVolumeClaim) {
 			sdk.Normal(sdk.RefOf(c), ReasonClaimUpdating, claimUpdatingMessage(c, t, changes)))
 		return
 	}
-	if updating(c) {
+	if s.updating {
 		a.inFlight = true
 	}
 }

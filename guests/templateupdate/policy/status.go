@@ -34,38 +34,69 @@ func (p *plan) status(r rollout, held *int32) abi.VolumeClaimUpdateStatus {
 
 // count counts the existing claims of live replicas of the j-th template.
 func (p *plan) count(j int) abi.VolumeClaimTemplateStatus {
-	t := p.templates[j]
-	s := abi.VolumeClaimTemplateStatus{TemplateName: t.Metadata.Name}
-	total := map[string]sdk.Quantity{}
-	var keys []string
+	s := abi.VolumeClaimTemplateStatus{TemplateName: p.templates[j].Metadata.Name}
+	var total capacityTotal
 	for i := 0; i < p.replicas; i++ {
-		c := p.claim(i, t)
-		if c == nil {
+		c := p.state(i, j)
+		if c.c == nil {
 			continue
 		}
-		if p.compat[i][j] {
+		if c.compatible {
 			s.CompatibleReplicas++
 		}
-		if updating(c) {
+		if c.updating {
 			s.UpdatingReplicas++
 		}
-		if overSized(c, t) {
+		if c.overSized {
 			s.OverSizedReplicas++
 		}
-		for k, v := range c.Status.Capacity {
-			if _, ok := total[k]; !ok {
-				keys = append(keys, k)
-			}
-			total[k] = total[k].Add(quantity(v))
+		if c.hasCapacity && len(c.c.Status.Capacity) == 1 {
+			// Storage alone, the usual case: its size is parsed already.
+			total.add(storage, c.capacity)
+			continue
+		}
+		for k, v := range c.c.Status.Capacity {
+			total.add(k, quantity(v))
 		}
 	}
-	if len(keys) > 0 {
-		s.TotalCapacity = make(map[string]string, len(keys))
-		for _, k := range keys {
-			s.TotalCapacity[k] = total[k].String()
-		}
-	}
+	s.TotalCapacity = total.strings()
 	return s
+}
+
+// capacityTotal sums the claims' capacities by resource: storage, the one
+// every claim has, in a field, so that summing it neither hashes nor
+// iterates a map; any other resource in others.
+type capacityTotal struct {
+	storage    sdk.Quantity
+	hasStorage bool
+	others     map[string]sdk.Quantity
+}
+
+func (t *capacityTotal) add(resource string, q sdk.Quantity) {
+	if resource == storage {
+		t.storage, t.hasStorage = t.storage.Add(q), true
+		return
+	}
+	if t.others == nil {
+		t.others = map[string]sdk.Quantity{}
+	}
+	t.others[resource] = t.others[resource].Add(q)
+}
+
+// strings is the totals as the status writes them, nil when no claim had a
+// capacity.
+func (t *capacityTotal) strings() map[string]string {
+	if !t.hasStorage && len(t.others) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(t.others)+1)
+	if t.hasStorage {
+		out[storage] = t.storage.String()
+	}
+	for k, v := range t.others {
+		out[k] = v.String()
+	}
+	return out
 }
 
 // conditions words Progressing and Blocked from the walk.
@@ -115,7 +146,7 @@ func (p *plan) conditions(r rollout) (progressing, blocked abi.Condition) {
 func (p *plan) remainingInPlaceable() bool {
 	for i := 0; i < p.replicas; i++ {
 		for j, t := range p.templates {
-			if !p.compat[i][j] && !inPlaceable(p.claim(i, t), t) {
+			if s := p.state(i, j); !s.compatible && !inPlaceable(s.c, t) {
 				return false
 			}
 		}
