@@ -36,8 +36,9 @@ type formSpec struct {
 	// extism is the form's messages in the Extism profile's JSON encoding.
 	extism extismForm
 	// narrow returns what a module with projection p is sent of req (ABI
-	// 1.3); nil for a form whose requests are sent whole.
-	narrow func(p *projection.Projection, req abi.HookRequest) abi.HookRequest
+	// 1.3), and the scratch to give back once it is sent; nil for a form
+	// whose requests are sent whole.
+	narrow func(p *projection.Projection, req abi.HookRequest) (abi.HookRequest, *projection.Scratch)
 }
 
 // forms holds the runtime's part of each hook form, by form.
@@ -52,8 +53,8 @@ var forms = map[abi.HookForm]formSpec{
 			},
 			answer: jsonAnswer(func(r *abi.Response) *abi.Response { return r }),
 		},
-		narrow: func(p *projection.Projection, r abi.HookRequest) abi.HookRequest {
-			return p.Apply(r.(*abi.ReconcileRequest))
+		narrow: func(p *projection.Projection, r abi.HookRequest) (abi.HookRequest, *projection.Scratch) {
+			return p.Narrow(r.(*abi.ReconcileRequest))
 		},
 	},
 	abi.FormAdmit: {
@@ -187,7 +188,11 @@ func (b *base[T]) callAs(ctx context.Context, h abi.Hook, req abi.HookRequest, p
 		return nil, &CallError{Module: b.name, Hook: string(h), Kind: KindInput, Err: fmt.Errorf("request %T is not one of the %s hook's", req, h)}
 	}
 	if spec.narrow != nil && p != nil {
-		req = spec.narrow(p, req)
+		// The narrowed request lives until the call is over: the response
+		// shares nothing with it (decodeOutput copies out every string).
+		var s *projection.Scratch
+		req, s = spec.narrow(p, req)
+		defer s.Done()
 	}
 	resp, err := b.invoke(ctx, id, key, req)
 	if err != nil {

@@ -54,12 +54,12 @@ func stampClaim(req *abi.AdmitRequest) (sdk.Admission, error) {
 	if err != nil {
 		return sdk.Allow(), err
 	}
-	o := ownersOf(set, p, replica{ordinal: ordinal, pod: in.Pod(ordinal)}, true)
+	o := ownersOf(set, sdk.NewControllerRef(set), p, replica{ordinal: ordinal, pod: in.Pod(ordinal)}, true)
 	if o.isClaimOwnerUpToDate(claim) {
 		return sdk.Allow(), nil
 	}
 	have := claim.Metadata.OwnerReferences
-	want := o.updateClaimOwnerRefForSetAndPod(claim)
+	want := o.updateClaimOwnerRefForSetAndPod(claim, nil)
 	if len(want) != len(have)+1 || !slices.Equal(want[:len(have)], have) || want[len(have)] != o.set {
 		return sdk.Allow(), nil // a rewrite or a removal: the reconcile path's
 	}

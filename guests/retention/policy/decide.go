@@ -30,32 +30,34 @@ func decide(req *sdk.Request) []abi.Action {
 	}
 
 	inRange, condemned := replicas(req, set)
-	var out []abi.Action
+	w := writes{left: len(req.Claims())}
+	setRef := sdk.NewControllerRef(set)
 	failed := false // upstream's pass over the in-range replicas ends in an error
 	for _, r := range inRange {
-		o := ownersOf(set, p, r, true)
-		if heldBack(o, r) {
+		o := ownersOf(set, setRef, p, r, true)
+		if heldBack(&o, r) {
 			continue
 		}
 		if failsBeforeWriting(r) {
 			failed = true
 			continue
 		}
-		out = fixReplica(out, set, o, r, updatesUnconditionally(r))
+		w.fixReplica(set, &o, r, updatesUnconditionally(r))
 	}
 	if len(condemned) > 0 && !failed && condemnedReached(req, set) {
 		for _, r := range condemned {
-			out = fixReplica(out, set, ownersOf(set, p, r, false), r, false)
+			o := ownersOf(set, setRef, p, r, false)
+			w.fixReplica(set, &o, r, false)
 		}
 	}
-	return out
+	return w.out
 }
 
-// ownersOf returns the owners a replica's claims are judged against. A
-// replica without a pod gets a pod reference without a UID, like the pod
-// upstream is about to create.
-func ownersOf(set *abi.StatefulSet, p policy, r replica, inRange bool) *owners {
-	o := &owners{policy: p, set: sdk.NewControllerRef(set), scaledDown: !inRange}
+// ownersOf returns the owners a replica's claims are judged against, setRef
+// being the set's controller reference. A replica without a pod gets a pod
+// reference without a UID, like the pod upstream is about to create.
+func ownersOf(set *abi.StatefulSet, setRef abi.OwnerReference, p policy, r replica, inRange bool) owners {
+	o := owners{policy: p, set: setRef, scaledDown: !inRange}
 	if r.pod != nil {
 		o.pod = sdk.NewControllerRef(r.pod)
 	} else {
@@ -96,25 +98,47 @@ func failsBeforeWriting(r replica) bool {
 	return (r.pod == nil || r.pod.Status.Phase == phasePending) && slices.ContainsFunc(r.claims, isDeleting)
 }
 
+// writes collects a pass's actions. The actions and the references they add
+// are carved from arrays that grow a few times per pass rather than a few
+// times per claim: in a guest each allocation costs about as much as
+// judging a claim (BENCHMARKS.md, "Issue 26: retention and reclaim").
+type writes struct {
+	out  []abi.Action
+	left int // claims of the request not yet written: the most actions still to come, events aside
+	// want is updateClaimOwnerRefForSetAndPod's answer, reused per claim;
+	// added and changes back the actions' changes and their references to
+	// add.
+	want, added []abi.OwnerReference
+	changes     []abi.OwnerReferencesChange
+}
+
 // fixReplica mirrors ClaimsMatchRetentionPolicy followed, when the claims do
 // not match or always is set, by UpdatePodClaimForRetentionPolicy: a
 // ConflictingController event for each claim with an unexpected controller,
-// and a write for each claim that is not up to date. It appends to out.
-func fixReplica(out []abi.Action, set *abi.StatefulSet, o *owners, r replica, always bool) []abi.Action {
+// and a write for each claim that is not up to date.
+func (w *writes) fixReplica(set *abi.StatefulSet, o *owners, r replica, always bool) {
 	if !always && claimsMatchRetentionPolicy(o, r.claims) {
-		return out
+		return
 	}
 	for _, c := range r.claims {
 		if o.hasUnexpectedController(c) {
-			out = append(out, conflictEvent(set, o, c))
+			w.add(conflictEvent(set, o, c))
 		}
 		if !o.isClaimOwnerUpToDate(c) {
-			if a, ok := ownerChange(c, o.updateClaimOwnerRefForSetAndPod(c)); ok {
-				out = append(out, a)
-			}
+			w.want = o.updateClaimOwnerRefForSetAndPod(c, w.want[:0])
+			w.ownerChange(c, w.want)
+			w.left--
 		}
 	}
-	return out
+}
+
+// add appends a to the pass's actions, the first time with room for one
+// per claim left.
+func (w *writes) add(a abi.Action) {
+	if w.out == nil {
+		w.out = make([]abi.Action, 0, max(w.left, 1))
+	}
+	w.out = append(w.out, a)
 }
 
 // claimsMatchRetentionPolicy mirrors ClaimsMatchRetentionPolicy: whether
@@ -128,13 +152,13 @@ func claimsMatchRetentionPolicy(o *owners, claims []*abi.PersistentVolumeClaim) 
 	return true
 }
 
-// ownerChange returns the updateOwnerReferences action that turns claim's
-// references into want, and false when they are equal already. It removes
-// the UIDs want lacks and adds the references of want that the claim lacks
-// or has in another form (the host replaces a reference with the same UID in
-// place, which is how a reference becomes a controller reference). The order
-// of the remaining references is the claim's.
-func ownerChange(claim *abi.PersistentVolumeClaim, want []abi.OwnerReference) (abi.Action, bool) {
+// ownerChange adds the updateOwnerReferences action that turns claim's
+// references into want, unless they are equal already. It removes the UIDs
+// want lacks and adds the references of want that the claim lacks or has in
+// another form (the host replaces a reference with the same UID in place,
+// which is how a reference becomes a controller reference). The order of the
+// remaining references is the claim's.
+func (w *writes) ownerChange(claim *abi.PersistentVolumeClaim, want []abi.OwnerReference) {
 	have := claim.Metadata.OwnerReferences
 	var remove []string
 	for _, h := range have {
@@ -142,14 +166,26 @@ func ownerChange(claim *abi.PersistentVolumeClaim, want []abi.OwnerReference) (a
 			remove = append(remove, h.UID)
 		}
 	}
-	var add []abi.OwnerReference
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			add = append(add, w)
+	from := len(w.added)
+	for _, r := range want {
+		if !slices.Contains(have, r) {
+			if w.added == nil {
+				w.added = make([]abi.OwnerReference, 0, max(w.left, len(want)))
+			}
+			w.added = append(w.added, r)
 		}
 	}
-	if len(remove) == 0 && len(add) == 0 {
-		return abi.Action{}, false
+	if len(remove) == 0 && len(w.added) == from {
+		return
 	}
-	return sdk.UpdateOwnerReferences(sdk.RefOf(claim), remove, add...), true
+	var add []abi.OwnerReference
+	if len(w.added) > from {
+		add = w.added[from:len(w.added):len(w.added)]
+	}
+	// sdk.UpdateOwnerReferences's action, its change carved like the rest.
+	if w.changes == nil {
+		w.changes = make([]abi.OwnerReferencesChange, 0, max(w.left, 1))
+	}
+	w.changes = append(w.changes, abi.OwnerReferencesChange{Remove: remove, Add: add})
+	w.add(abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: sdk.RefOf(claim), OwnerReferences: &w.changes[len(w.changes)-1]})
 }

@@ -44,8 +44,9 @@ func init() {
 				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.persistentVolumeClaimRetentionPolicy"}},
 			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions.type", "status.conditions.status"}},
 			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences", "metadata.deletionTimestamp"}},
-			{Kind: abi.KindStorageClass},
-			{Kind: abi.KindVolumeClaimUpdate},
+			// Neither is read: their objects are not sent at all.
+			{Kind: abi.KindStorageClass, Omit: true},
+			{Kind: abi.KindVolumeClaimUpdate, Omit: true},
 		},
 		Reconcile: reconcile,
 		// The admit hook is sent whole objects.

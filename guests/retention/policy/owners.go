@@ -134,10 +134,10 @@ func (o *owners) isClaimOwnerUpToDate(claim *abi.PersistentVolumeClaim) bool {
 // updateClaimOwnerRefForSetAndPod returns the owner references claim must
 // have: every reference naming the set or the pod removed, then, unless
 // another controller owns the claim, the controller reference the policy
-// asks for. References to anything else are kept, in order.
-func (o *owners) updateClaimOwnerRefForSetAndPod(claim *abi.PersistentVolumeClaim) []abi.OwnerReference {
+// asks for. References to anything else are kept, in order. It appends
+// them to refs, which it may reuse.
+func (o *owners) updateClaimOwnerRefForSetAndPod(claim *abi.PersistentVolumeClaim, refs []abi.OwnerReference) []abi.OwnerReference {
 	unexpected := o.hasUnexpectedController(claim)
-	refs := make([]abi.OwnerReference, 0, len(claim.Metadata.OwnerReferences)+1)
 	for _, ref := range claim.Metadata.OwnerReferences {
 		if !matchesRef(&ref, &o.set) && !matchesRef(&ref, &o.pod) {
 			refs = append(refs, ref)

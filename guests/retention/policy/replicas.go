@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -39,22 +40,24 @@ type replica struct {
 //     condemned ordinal whose pod is gone are not here: upstream never
 //     touches them again.
 //
-// Claims are looked up by the names upstream computes,
-// <template>-<set>-<ordinal> for the set's templates, so a claim named in any
-// other way is never part of a replica.
+// A replica's claims are those named as upstream names them,
+// <template>-<set>-<ordinal> for the set's templates (claimIndex), so a
+// claim named in any other way is never part of a replica.
 func replicas(req *sdk.Request, set *abi.StatefulSet) (inRange, condemned []replica) {
 	start, end := sdk.OrdinalRange(set)
+	x := indexClaims(req.Claims(), set)
 
-	var ordinals []int
-	for _, c := range req.Claims() {
-		if _, ord, ok := sdk.MatchClaim(set, c.Metadata.Name); ok && podInOrdinalRange(ord, start, end) {
-			ordinals = append(ordinals, ord)
+	// The index is sorted by ordinal: one replica per ordinal that a claim
+	// of a named template has, whatever the number of templates.
+	for _, e := range x.entries {
+		if set.Spec.VolumeClaimTemplates[e.template].Metadata.Name == "" || !podInOrdinalRange(e.ordinal, start, end) ||
+			(len(inRange) > 0 && inRange[len(inRange)-1].ordinal == e.ordinal) {
+			continue
 		}
-	}
-	slices.Sort(ordinals)
-	ordinals = slices.Compact(ordinals) // one entry per ordinal, whatever the number of templates
-	for _, ord := range ordinals {
-		inRange = append(inRange, replica{ordinal: ord, pod: req.Pod(ord), claims: claimsOf(req, set, ord)})
+		if inRange == nil {
+			inRange = make([]replica, 0, len(x.entries))
+		}
+		inRange = append(inRange, replica{ordinal: e.ordinal, pod: req.Pod(e.ordinal), claims: x.claimsOf(set, e.ordinal)})
 	}
 
 	for i := range req.Pods() {
@@ -63,7 +66,7 @@ func replicas(req *sdk.Request, set *abi.StatefulSet) (inRange, condemned []repl
 		if !ok || name != set.Metadata.Name || podInOrdinalRange(ord, start, end) {
 			continue
 		}
-		if claims := claimsOf(req, set, ord); len(claims) > 0 {
+		if claims := x.claimsOf(set, ord); len(claims) > 0 {
 			condemned = append(condemned, replica{ordinal: ord, pod: pod, claims: claims})
 		}
 	}
@@ -71,15 +74,85 @@ func replicas(req *sdk.Request, set *abi.StatefulSet) (inRange, condemned []repl
 	return inRange, condemned
 }
 
-// claimsOf returns the claims of ordinal that exist, in template order.
-func claimsOf(req *sdk.Request, set *abi.StatefulSet, ordinal int) []*abi.PersistentVolumeClaim {
-	var out []*abi.PersistentVolumeClaim
-	for i := range set.Spec.VolumeClaimTemplates {
-		if c := req.ClaimFor(set.Spec.VolumeClaimTemplates[i].Metadata.Name, ordinal); c != nil {
-			out = append(out, c)
+// claimIndex finds a replica's claims by ordinal and template without
+// building their names: in a guest, a string built and hashed per claim per
+// reconcile cost more than the decision (BENCHMARKS.md, "Issue 26: retention
+// and reclaim"). It finds exactly the claims a lookup by the name
+// <template>-<set>-<ordinal> finds, the last of the request's claims of that
+// name when it has several.
+type claimIndex struct {
+	// entries has one entry per claim and template whose name it has,
+	// sorted by ordinal and, within one, in the request's order.
+	entries []claimEntry
+	// claims backs the lists claimsOf returns.
+	claims []*abi.PersistentVolumeClaim
+}
+
+type claimEntry struct {
+	ordinal  int
+	template int // index in the set's volumeClaimTemplates
+	claim    *abi.PersistentVolumeClaim
+}
+
+// indexClaims indexes the claims named after one of set's templates.
+func indexClaims(claims []abi.PersistentVolumeClaim, set *abi.StatefulSet) claimIndex {
+	var x claimIndex
+	templates := set.Spec.VolumeClaimTemplates
+	for i := range claims {
+		// <template>-<set>-<ordinal>: the ordinal as ParsePodName reads it,
+		// then the rest compared with each template's "<template>-<set>".
+		prefix, ord, ok := sdk.ParsePodName(claims[i].Metadata.Name)
+		if !ok {
+			continue
+		}
+		for t := range templates {
+			if isClaimPrefix(prefix, templates[t].Metadata.Name, set.Metadata.Name) {
+				if x.entries == nil {
+					x.entries = make([]claimEntry, 0, len(claims))
+				}
+				x.entries = append(x.entries, claimEntry{ordinal: ord, template: t, claim: &claims[i]})
+			}
 		}
 	}
-	return out
+	slices.SortStableFunc(x.entries, func(a, b claimEntry) int { return cmp.Compare(a.ordinal, b.ordinal) })
+	return x
+}
+
+// isClaimPrefix reports whether prefix is template+"-"+set.
+func isClaimPrefix(prefix, template, set string) bool {
+	return len(prefix) == len(template)+1+len(set) && prefix[len(template)] == '-' &&
+		prefix[:len(template)] == template && prefix[len(template)+1:] == set
+}
+
+// claimsOf returns the claims of ordinal that exist, in template order.
+func (x *claimIndex) claimsOf(set *abi.StatefulSet, ordinal int) []*abi.PersistentVolumeClaim {
+	lo, found := slices.BinarySearchFunc(x.entries, ordinal, func(e claimEntry, ord int) int { return cmp.Compare(e.ordinal, ord) })
+	if !found {
+		return nil
+	}
+	hi := lo
+	for hi < len(x.entries) && x.entries[hi].ordinal == ordinal {
+		hi++
+	}
+	from := len(x.claims)
+	for t := range set.Spec.VolumeClaimTemplates {
+		var last *abi.PersistentVolumeClaim
+		for _, e := range x.entries[lo:hi] {
+			if e.template == t {
+				last = e.claim
+			}
+		}
+		if last != nil {
+			if x.claims == nil {
+				x.claims = make([]*abi.PersistentVolumeClaim, 0, len(x.entries))
+			}
+			x.claims = append(x.claims, last)
+		}
+	}
+	if len(x.claims) == from {
+		return nil
+	}
+	return x.claims[from:len(x.claims):len(x.claims)]
 }
 
 // podInOrdinalRange mirrors its upstream namesake: whether ordinal is one the

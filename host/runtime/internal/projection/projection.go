@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -17,6 +18,8 @@ type Projection struct {
 	// kinds holds, by kind, the node of a pointer to an object and of a
 	// list of objects (Apply's two shapes), which share the object's node.
 	kinds map[string]shapes
+	// scratches holds the *Scratch of narrowings done with (Narrow).
+	scratches sync.Pool
 }
 
 // shapes are the nodes of the two shapes a request holds objects in; omit
@@ -135,7 +138,10 @@ type sliceHeader struct {
 	len, cap int
 }
 
-// copy sets *dst, a zero value of n's type, to what n keeps of *src.
+// copy sets *dst to what n keeps of *src. *dst is a zero value or what n
+// copied into it before: the objects and lists it points to are then
+// reused (Narrow), and its fields n does not keep are zero already, since
+// nothing but n writes memory n allocated.
 func (n *node) copy(dst, src unsafe.Pointer) {
 	switch {
 	case n.all:
@@ -147,22 +153,41 @@ func (n *node) copy(dst, src unsafe.Pointer) {
 	case n.typ.Kind() == reflect.Pointer:
 		from := *(*unsafe.Pointer)(src)
 		if from == nil {
+			*(*unsafe.Pointer)(dst) = nil
 			return
 		}
-		to := reflect.New(n.elem.typ).UnsafePointer()
+		to := *(*unsafe.Pointer)(dst)
+		if to == nil {
+			to = reflect.New(n.elem.typ).UnsafePointer()
+			*(*unsafe.Pointer)(dst) = to
+		}
 		n.elem.copy(to, from)
-		*(*unsafe.Pointer)(dst) = to
 	case n.typ.Kind() == reflect.Slice:
-		from := (*sliceHeader)(src)
+		from, to := (*sliceHeader)(src), (*sliceHeader)(dst)
 		if from.data == nil {
+			n.clearTail(to, 0)
+			*to = sliceHeader{}
 			return
 		}
-		to := reflect.MakeSlice(n.typ, from.len, from.len).UnsafePointer()
+		if to.data == nil || to.cap < from.len {
+			*to = sliceHeader{reflect.MakeSlice(n.typ, from.len, from.len).UnsafePointer(), 0, from.len}
+		}
+		n.clearTail(to, from.len)
 		size := n.elem.typ.Size()
 		for i := range from.len {
-			n.elem.copy(unsafe.Add(to, uintptr(i)*size), unsafe.Add(from.data, uintptr(i)*size))
+			n.elem.copy(unsafe.Add(to.data, uintptr(i)*size), unsafe.Add(from.data, uintptr(i)*size))
 		}
-		*(*sliceHeader)(dst) = sliceHeader{to, from.len, from.len}
+		to.len = from.len
+	}
+}
+
+// clearTail zeroes the elements of the list s, of n's type, from index
+// keep to its length, so that a reused list does not keep an earlier
+// request's objects alive.
+func (n *node) clearTail(s *sliceHeader, keep int) {
+	size := n.elem.typ.Size()
+	for i := keep; i < s.len; i++ {
+		reflect.NewAt(n.elem.typ, unsafe.Add(s.data, uintptr(i)*size)).Elem().SetZero()
 	}
 }
 
@@ -187,25 +212,34 @@ func assignOf(t reflect.Type) func(dst, src unsafe.Pointer) {
 }
 
 // keepOne sets *dst to what the projection keeps of src, an object of
-// kind.
+// kind. *dst is what keepOne set it to before, with the same p and kind, or
+// nil: a kind p does not list always shares the caller's object, and one it
+// lists always points to memory of the projection's own.
 func keepOne[T any](p *Projection, kind string, dst **T, src *T) {
 	s, ok := p.kinds[kind]
 	switch {
 	case !ok:
 		*dst = src
-	case !s.omit:
-		s.pointer.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
+	case s.omit || src == nil:
+		*dst = nil
+	default:
+		if *dst == nil {
+			*dst = new(T)
+		}
+		s.pointer.elem.copy(unsafe.Pointer(*dst), unsafe.Pointer(src))
 	}
 }
 
 // keepList sets *dst to what the projection keeps of src, objects of
-// kind.
+// kind, under keepOne's rules.
 func keepList[T any](p *Projection, kind string, dst *[]T, src []T) {
 	s, ok := p.kinds[kind]
 	switch {
 	case !ok:
 		*dst = src
-	case !s.omit:
+	case s.omit:
+		*dst = nil
+	default:
 		s.list.copy(unsafe.Pointer(dst), unsafe.Pointer(&src))
 	}
 }
@@ -218,22 +252,62 @@ func (p *Projection) Apply(req *abi.ReconcileRequest) *abi.ReconcileRequest {
 	if p == nil || req == nil {
 		return req
 	}
-	out := *req
-	if s := req.StatefulSet; s != nil {
-		c := &abi.StatefulSetSubject{}
-		keepOne(p, abi.KindStatefulSet, &c.Set, s.Set)
-		keepList(p, abi.KindPod, &c.Pods, s.Pods)
-		keepList(p, abi.KindPersistentVolumeClaim, &c.Claims, s.Claims)
-		keepList(p, abi.KindStorageClass, &c.StorageClasses, s.StorageClasses)
-		keepOne(p, abi.KindVolumeClaimUpdate, &c.ClaimUpdate, s.ClaimUpdate)
-		out.StatefulSet = c
+	return p.into(new(Scratch), req)
+}
+
+// Scratch is the memory of one narrowing (Narrow): the narrowed request and
+// every object and list of it that the projection made.
+type Scratch struct {
+	req    abi.ReconcileRequest
+	set    abi.StatefulSetSubject
+	volume abi.PersistentVolumeSubject
+	pool   *sync.Pool
+}
+
+// Narrow is Apply into memory an earlier narrowing with p used: a call of
+// a module sends each request narrowed once and then drops it, and
+// allocating every narrowed object and list again cost more than encoding
+// them (BENCHMARKS.md, "Issue 26: retention and reclaim"). Call the
+// Scratch's Done once the narrowed request is no longer read; it must not be
+// read after that.
+func (p *Projection) Narrow(req *abi.ReconcileRequest) (*abi.ReconcileRequest, *Scratch) {
+	if p == nil || req == nil {
+		return req, nil
 	}
-	if s := req.PersistentVolume; s != nil {
-		c := &abi.PersistentVolumeSubject{Drivers: s.Drivers}
-		keepOne(p, abi.KindPersistentVolume, &c.Volume, s.Volume)
-		keepOne(p, abi.KindPersistentVolumeClaim, &c.Claim, s.Claim)
-		keepOne(p, abi.KindStorageClass, &c.StorageClass, s.StorageClass)
-		out.PersistentVolume = c
+	s, _ := p.scratches.Get().(*Scratch)
+	if s == nil {
+		s = &Scratch{pool: &p.scratches}
 	}
-	return &out
+	return p.into(s, req), s
+}
+
+// Done gives s back for another narrowing with its projection. A nil s
+// (Narrow's with no projection) is fine.
+func (s *Scratch) Done() {
+	if s != nil && s.pool != nil {
+		s.pool.Put(s)
+	}
+}
+
+// into narrows req into s, which is new or was last used by into with p.
+func (p *Projection) into(s *Scratch, req *abi.ReconcileRequest) *abi.ReconcileRequest {
+	s.req = *req
+	if src := req.StatefulSet; src != nil {
+		c := &s.set
+		keepOne(p, abi.KindStatefulSet, &c.Set, src.Set)
+		keepList(p, abi.KindPod, &c.Pods, src.Pods)
+		keepList(p, abi.KindPersistentVolumeClaim, &c.Claims, src.Claims)
+		keepList(p, abi.KindStorageClass, &c.StorageClasses, src.StorageClasses)
+		keepOne(p, abi.KindVolumeClaimUpdate, &c.ClaimUpdate, src.ClaimUpdate)
+		s.req.StatefulSet = c
+	}
+	if src := req.PersistentVolume; src != nil {
+		c := &s.volume
+		c.Drivers = src.Drivers
+		keepOne(p, abi.KindPersistentVolume, &c.Volume, src.Volume)
+		keepOne(p, abi.KindPersistentVolumeClaim, &c.Claim, src.Claim)
+		keepOne(p, abi.KindStorageClass, &c.StorageClass, src.StorageClass)
+		s.req.PersistentVolume = c
+	}
+	return &s.req
 }

@@ -189,3 +189,49 @@ func TestCompileRefusesWhatIsNoField(t *testing.T) {
 	_, err = projection.Compile([]abi.ObjectFields{{Kind: "Secret"}})
 	require.ErrorContains(t, err, `kind "Secret" has no wire type`)
 }
+
+// Narrow reuses an earlier narrowing's memory, and still answers what
+// Apply answers whatever that memory held: a request with every field set,
+// then one with fewer objects and none of their lists or pointers set, then
+// the full one again, for each field path on its own and for the reference
+// modules' kind of projection. The request given is never written.
+func TestNarrowReusesAndAnswersAsApply(t *testing.T) {
+	sparse := func(full *abi.ReconcileRequest) *abi.ReconcileRequest {
+		if s := full.StatefulSet; s != nil {
+			return &abi.ReconcileRequest{Subject: full.Subject, Key: "other", StatefulSet: &abi.StatefulSetSubject{
+				Set: &abi.StatefulSet{Metadata: abi.ObjectMeta{Name: "web"}}, Pods: []abi.Pod{{Metadata: abi.ObjectMeta{Name: "web-0"}}}}}
+		}
+		return &abi.ReconcileRequest{Subject: full.Subject, Key: "other", PersistentVolume: &abi.PersistentVolumeSubject{
+			Volume: &abi.PersistentVolume{Metadata: abi.ObjectMeta{Name: "pv"}}}}
+	}
+	var projections [][]abi.ObjectFields
+	for kind := range abi.Kinds() {
+		for _, path := range abi.FieldPaths(kind) {
+			projections = append(projections, []abi.ObjectFields{{Kind: kind, Fields: []string{path}}})
+		}
+		projections = append(projections, []abi.ObjectFields{{Kind: kind}})
+	}
+	projections = append(projections, []abi.ObjectFields{
+		{Kind: abi.KindPod, Fields: []string{"status.conditions.type", "metadata.deletionTimestamp"}},
+		{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences"}},
+		{Kind: abi.KindStorageClass, Omit: true},
+	})
+	for _, fields := range projections {
+		p := compile(t, fields...)
+		for _, full := range []func() *abi.ReconcileRequest{setRequest, volumeRequest} {
+			few := func() *abi.ReconcileRequest { return sparse(full()) }
+			for _, make := range []func() *abi.ReconcileRequest{full, few, full, few} {
+				req := make()
+				got, s := p.Narrow(req)
+				require.Equal(t, p.Apply(make()), got, "%v", fields)
+				require.Equal(t, make(), req, "Narrow changed the request it was given")
+				s.Done()
+			}
+		}
+	}
+	var none *projection.Projection
+	req := setRequest()
+	got, s := none.Narrow(req)
+	require.Same(t, req, got)
+	s.Done()
+}
