@@ -10,12 +10,33 @@ import "github.com/kubeplug/kubeplug/abi"
 // remove, then adds add, replacing references with the same UID.
 //
 //	sdk.UpdateOwnerReferences(sdk.RefOf(claim), nil, sdk.NewControllerRef(set))
+//
+// The action holds a copy of add, not add itself. The change and one added
+// reference, the usual case, take one allocation between them, and the
+// caller's add does not escape: in a guest every allocation is a trip
+// through Go's allocator, and a module may make an action per claim.
 func UpdateOwnerReferences(target abi.ObjectRef, remove []string, add ...abi.OwnerReference) abi.Action {
+	c := &ownerChange{change: abi.OwnerReferencesChange{Remove: remove}}
+	switch len(add) {
+	case 0:
+	case 1:
+		c.one[0] = add[0]
+		c.change.Add = c.one[:]
+	default:
+		c.change.Add = append([]abi.OwnerReference(nil), add...)
+	}
 	return abi.Action{
 		Type:            abi.ActionUpdateOwnerReferences,
 		Target:          target,
-		OwnerReferences: &abi.OwnerReferencesChange{Remove: remove, Add: add},
+		OwnerReferences: &c.change,
 	}
+}
+
+// ownerChange is an owner-reference change with room for one added
+// reference (UpdateOwnerReferences).
+type ownerChange struct {
+	change abi.OwnerReferencesChange
+	one    [1]abi.OwnerReference
 }
 
 // AddFinalizer adds finalizer to the target if it lacks it.

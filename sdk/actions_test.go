@@ -95,3 +95,25 @@ func TestResultABI(t *testing.T) {
 		t.Error("a negative RequeueAfter was accepted")
 	}
 }
+
+// TestUpdateOwnerReferencesCopiesAdd: the action keeps its own copy of the
+// references to add, whatever their number, so a module that reuses its
+// slice for the next claim does not change the actions already made.
+func TestUpdateOwnerReferencesCopiesAdd(t *testing.T) {
+	set := sdktest.StatefulSet("web", 1)
+	claimRef := sdk.RefOf(sdktest.Claim("data", set, 0))
+	owner := sdk.NewControllerRef(set)
+	other := abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-uid"}
+	for _, n := range []int{1, 2} {
+		add := []abi.OwnerReference{owner, other}[:n]
+		want := slices.Clone(add)
+		a := sdk.UpdateOwnerReferences(claimRef, nil, add...)
+		add[0].UID = "changed"
+		if !reflect.DeepEqual(a.OwnerReferences.Add, want) {
+			t.Errorf("%d references: the action holds %+v after the caller changed its slice, want %+v", n, a.OwnerReferences.Add, want)
+		}
+	}
+	if a := sdk.UpdateOwnerReferences(claimRef, []string{"old"}); a.OwnerReferences.Add != nil {
+		t.Errorf("no reference to add: Add is %+v, want nil (omitted on the wire)", a.OwnerReferences.Add)
+	}
+}
