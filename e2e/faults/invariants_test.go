@@ -308,7 +308,8 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		default:
 			n := s.replicas[len(s.replicas)-1].n
 			if ord >= n && s.spec.whenScaled == "Delete" {
-				add("claim %s beyond %s's %d replicas with whenScaled=Delete still exists", cl.Name, setName, n)
+				add("claim %s beyond %s's %d replicas with whenScaled=Delete still exists, owned by %s, mounted by %s",
+					cl.Name, setName, n, owners(cl.OwnerReferences), mountedBy(pods.Items, cl.Name))
 			}
 			if ownedBySet != (s.spec.whenDeleted == "Delete") {
 				add("claim %s owned by its set: %v, want %v (whenDeleted=%s)", cl.Name, ownedBySet, !ownedBySet, s.spec.whenDeleted)
