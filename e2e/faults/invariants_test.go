@@ -61,11 +61,14 @@ type tracker struct {
 	sets       map[string]*setRecord
 	claims     map[types.UID]claimRecord
 	userDelete map[types.UID]bool // claims the workload deleted
-	pvOf       map[string]string  // volume handle -> PersistentVolume name
-	pvGone     map[string]bool    // PersistentVolume names seen deleted
-	deletes    map[string]int     // DeleteVolume calls that reached the driver, by handle
-	judged     int                // claim deletions judged
-	violations []string
+	// podsAtDelete is, by claim, the pods the workload read to delete
+	// with it (deleteReplica).
+	podsAtDelete map[types.UID][]types.UID
+	pvOf         map[string]string // volume handle -> PersistentVolume name
+	pvGone       map[string]bool   // PersistentVolume names seen deleted
+	deletes      map[string]int    // DeleteVolume calls that reached the driver, by handle
+	judged       int               // claim deletions judged
+	violations   []string
 	// The run's claims as first seen: how many, how many with their
 	// VolumeClaimUpdate's label (the admit hook rewrote them at
 	// creation), how many owned by their set.
@@ -74,7 +77,7 @@ type tracker struct {
 
 func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver) (*tracker, error) {
 	tr := &tracker{ns: ns, c: c, driver: d, sets: map[string]*setRecord{}, claims: map[types.UID]claimRecord{},
-		userDelete: map[types.UID]bool{}, pvOf: map[string]string{}, pvGone: map[string]bool{}, deletes: map[string]int{}}
+		userDelete: map[types.UID]bool{}, podsAtDelete: map[types.UID][]types.UID{}, pvOf: map[string]string{}, pvGone: map[string]bool{}, deletes: map[string]int{}}
 	nsf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
 	claims := nsf.Core().V1().PersistentVolumeClaims().Informer()
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{

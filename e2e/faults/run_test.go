@@ -679,8 +679,22 @@ func (r *run) deleteReplica(cl corev1.PersistentVolumeClaim) {
 		return r.w.c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cl.UID}})
 	}))
 	if set, ord, ok := parseClaim(cl.Name); ok {
+		// The pod is read first and deleted by its UID, and every pod the
+		// workload read is recorded: a pod that later mounts the claim
+		// and is not one of them was created after the claim's deletion
+		// (freeStranded).
+		name := fmt.Sprintf("%s-%d", set, ord)
 		r.check(r.retried(func() error {
-			return r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, fmt.Sprintf("%s-%d", set, ord), metav1.DeleteOptions{})
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := r.w.c.CoreV1().Pods(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				r.tr.mu.Lock()
+				r.tr.podsAtDelete[cl.UID] = append(r.tr.podsAtDelete[cl.UID], p.UID)
+				r.tr.mu.Unlock()
+				return r.w.c.CoreV1().Pods(r.ns).Delete(r.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			})
 		}))
 	}
 }
@@ -891,10 +905,13 @@ func (r *run) freeStranded() {
 			}
 			continue
 		}
+		r.tr.mu.Lock()
+		known := slices.Clone(r.tr.podsAtDelete[cl.UID])
+		r.tr.mu.Unlock()
 		if !user || cl.DeletionTimestamp == nil || !slices.Equal(cl.Finalizers, []string{"kubernetes.io/pvc-protection"}) {
 			continue
 		}
-		for _, p := range stranded(pods.Items, &cl) {
+		for _, p := range stranded(pods.Items, &cl, known) {
 			r.logf("claim %s deleted at %s, held by pvc-protection for pod %s that kube-controller-manager created at %s: deleting the pod as a user would",
 				cl.Name, cl.DeletionTimestamp.UTC().Format("15:04:05"), p.Name, p.CreationTimestamp.UTC().Format("15:04:05"))
 			uid := p.UID
@@ -920,13 +937,16 @@ func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord) bool {
 }
 
 // stranded returns the pods of cl's StatefulSet that mount cl, are not
-// being deleted, and were created after cl's deletionTimestamp.
-func stranded(pods []corev1.Pod, cl *corev1.PersistentVolumeClaim) []corev1.Pod {
+// being deleted, and were created after cl's deletion: none of the pods
+// the workload read when it deleted the claim's replica (known, read after
+// the claim's delete was answered), and not created in an earlier second
+// than cl's deletionTimestamp (both are in whole seconds).
+func stranded(pods []corev1.Pod, cl *corev1.PersistentVolumeClaim, known []types.UID) []corev1.Pod {
 	var out []corev1.Pod
 	for _, p := range pods {
 		owner := metav1.GetControllerOf(&p)
 		if p.DeletionTimestamp != nil || owner == nil || owner.Kind != "StatefulSet" ||
-			!p.CreationTimestamp.After(cl.DeletionTimestamp.Time) {
+			slices.Contains(known, p.UID) || p.CreationTimestamp.Before(cl.DeletionTimestamp) {
 			continue
 		}
 		for _, v := range p.Spec.Volumes {

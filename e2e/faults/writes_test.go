@@ -117,8 +117,8 @@ func (w *writeWatch) handler(name, ns string) cache.ResourceEventHandler {
 			}
 		}
 		desc := fmt.Sprintf("%s %s %s", what, name, o.GetName())
-		if mf := o.GetManagedFields(); len(mf) > 0 {
-			desc += " (" + mf[len(mf)-1].Manager + ")"
+		if m := lastManager(o.GetManagedFields()); m != "" {
+			desc += " (" + m + ")"
 		}
 		w.mu.Lock()
 		w.writes = append(w.writes, desc)
@@ -211,4 +211,26 @@ func TestQuietWindowSurvivesRestart(t *testing.T) {
 	if added("before") {
 		t.Errorf("the claim that existed before the window counted as a write: %q", w.seen())
 	}
+}
+
+// lastManager names the field manager that wrote last, by its entry's time
+// (the API server keeps entries in no order of time), with its
+// subresource: the best guess at who made a change; "" with none.
+func lastManager(mf []metav1.ManagedFieldsEntry) string {
+	last := -1
+	for i := range mf {
+		if mf[i].Time == nil {
+			continue
+		}
+		if last < 0 || !mf[i].Time.Before(mf[last].Time) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return ""
+	}
+	if sub := mf[last].Subresource; sub != "" {
+		return mf[last].Manager + ", " + sub
+	}
+	return mf[last].Manager
 }
