@@ -51,6 +51,8 @@ type Meta struct {
 	Finalizers      []string
 	// Deleting is true when the object has a deletionTimestamp.
 	Deleting bool
+	// Generation is metadata.generation: it moves when the spec does.
+	Generation int64
 }
 
 // PersistentVolume is what CurrentVolume reads of a PersistentVolume: the

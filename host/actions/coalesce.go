@@ -120,6 +120,11 @@ func (b *batch) queue(i int) {
 				b.fail(i, o, err)
 				return
 			}
+			if err := b.e.checkRemovedPodOwners(b.ctx, a, t, p.ownerRefs, b.req); err != nil {
+				o, err := classify(err)
+				b.fail(i, o, err)
+				return
+			}
 		}
 		p.ownerRefs = next
 		p.finalizersOnly = false

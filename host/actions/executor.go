@@ -251,6 +251,46 @@ func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, r
 	return nil
 }
 
+// checkRemovedPodOwners reads the subject StatefulSet from the API server
+// when a removes a reference to a Pod that the object holds, and finds a
+// conflict when the set is gone, replaced, or its spec has moved since the
+// module's input (another generation). A pod reference on a claim is how a
+// scale-down under whenScaled: Delete has the garbage collector delete the
+// claim with its condemned pod: kube-controller-manager writes it just
+// before it deletes the pod, from its own view of the set. The host's
+// informers lag independently, so a module can see the claim with that
+// reference beside a set still at the old replica count, judge the claim
+// in range, and remove the reference; the pod is then deleted and the
+// claim stays for good, since nothing reaches a condemned claim whose pod
+// is gone (the fault campaign's seed 2435). On the set the module saw, the
+// removal is what the policy asks (a scale-up that brought the pod back
+// into range), and that is the only set it is allowed on.
+func (e *Executor) checkRemovedPodOwners(ctx context.Context, a abi.Action, t Target, referenced []abi.OwnerReference, req *abi.ReconcileRequest) error {
+	removes := slices.ContainsFunc(a.OwnerReferences.Remove, func(uid string) bool {
+		return slices.ContainsFunc(referenced, func(o abi.OwnerReference) bool { return o.UID == uid && o.Kind == abi.KindPod })
+	})
+	if !removes || req == nil || req.StatefulSet == nil || req.StatefulSet.Set == nil {
+		return nil
+	}
+	set := &req.StatefulSet.Set.Metadata
+	cur, err := e.Cluster.Current(ctx, abi.KindStatefulSet, set.Namespace, set.Name)
+	var why string
+	switch {
+	case apierrors.IsNotFound(err):
+		why = "is gone"
+	case err != nil:
+		return fmt.Errorf("check StatefulSet %s/%s before removing a pod reference: %w", set.Namespace, set.Name, err)
+	case cur.UID != set.UID:
+		why = "was replaced (uid " + cur.UID + ")"
+	case cur.Generation != set.Generation:
+		why = fmt.Sprintf("is at generation %d, the module saw %d", cur.Generation, set.Generation)
+	}
+	if why != "" {
+		return conflict(t, fmt.Errorf("StatefulSet %s/%s %s: not removing a pod's reference on the module's view of it", set.Namespace, set.Name, why))
+	}
+	return nil
+}
+
 // call makes the API or CSI call of w, recording a patch's new
 // resourceVersion in st.
 func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectState, w *write) error {

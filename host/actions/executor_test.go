@@ -621,3 +621,54 @@ func TestExecuteChecksNewOwners(t *testing.T) {
 	})
 
 }
+
+// Removing a claim's reference to a pod undoes a scale-down's claim
+// deletion: it is made only on the set the module saw. The executor reads
+// the set, and a set whose spec moved on (another generation), that was
+// replaced, or that is gone is a conflict: reconcile again on fresh state.
+// A removal of another kind of reference, or an addition, reads nothing.
+func TestExecuteChecksTheSetBeforeRemovingAPodReference(t *testing.T) {
+	pod := abi.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "web-1", UID: "pod-1", Controller: true, BlockOwnerDeletion: true}
+	req := func() *abi.ReconcileRequest {
+		r := setRequest()
+		r.StatefulSet.Set.Metadata.Generation = 3
+		r.StatefulSet.Claims[1].Metadata.OwnerReferences = []abi.OwnerReference{pod}
+		return r
+	}
+	unpod := abi.Action{Type: abi.ActionUpdateOwnerReferences, Target: claimRef(1),
+		OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{"pod-1"}}}
+	tests := []struct {
+		name string
+		set  *actions.Meta
+		want actions.Outcome
+	}{
+		{"the set as the module saw it", &actions.Meta{UID: "set-uid", Generation: 3}, actions.Executed},
+		{"the set scaled since", &actions.Meta{UID: "set-uid", Generation: 4}, actions.Conflict},
+		{"the set replaced", &actions.Meta{UID: "new-uid", Generation: 3}, actions.Conflict},
+		{"the set gone", nil, actions.Conflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := map[string]actions.Meta{"web-1": {UID: "pod-1"}}
+			if tt.set != nil {
+				cur["web"] = *tt.set
+			}
+			c := &fakeCluster{current: cur}
+			rep, _ := executor(c, nil).Execute(context.Background(), everything(), req(), &abi.Result{Actions: []abi.Action{unpod}})
+			require.Equal(t, []actions.Outcome{tt.want}, outcomes(rep))
+			if tt.want != actions.Executed {
+				require.Empty(t, c.writes(), "no write")
+				require.ErrorContains(t, rep.Actions[0].Err, "not removing a pod's reference")
+			}
+		})
+	}
+	t.Run("removing a set reference reads no set", func(t *testing.T) {
+		c := &fakeCluster{current: map[string]actions.Meta{}}
+		r := setRequest()
+		rep, err := executor(c, nil).Execute(context.Background(), everything(), r, &abi.Result{Actions: []abi.Action{{
+			Type: abi.ActionUpdateOwnerReferences, Target: claimRef(0), OwnerReferences: &abi.OwnerReferencesChange{Remove: []string{"set-uid"}}}}})
+		require.NoError(t, err)
+		require.Equal(t, []actions.Outcome{actions.Executed}, outcomes(rep))
+		require.Zero(t, c.reads)
+	})
+}

@@ -111,6 +111,7 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 		ResourceVersion: obj.GetResourceVersion(),
 		Finalizers:      obj.GetFinalizers(),
 		Deleting:        obj.GetDeletionTimestamp() != nil,
+		Generation:      obj.GetGeneration(),
 	}, nil
 }
 

@@ -277,6 +277,7 @@ func (c *Cluster) Current(ctx context.Context, kind, namespace, name string) (ac
 	m.UID, _ = meta["uid"].(string)
 	m.ResourceVersion, _ = meta["resourceVersion"].(string)
 	m.Deleting = meta["deletionTimestamp"] != nil
+	m.Generation = generation(obj)
 	fins, _ := meta["finalizers"].([]any)
 	for _, f := range fins {
 		if s, ok := f.(string); ok {
