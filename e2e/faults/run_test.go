@@ -967,6 +967,14 @@ func stranded(pods []corev1.Pod, cl *corev1.PersistentVolumeClaim, known []types
 func (r *run) awaitQuiet() bool {
 	deadline := time.Now().Add(converge)
 	for {
+		if !r.leaderSettled() {
+			if time.Now().After(deadline) {
+				r.tr.violate("no host held the Lease for %v within %v after the cluster converged", settle, converge)
+				return false
+			}
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
 		if r.countWrites(settle) == 0 {
 			return true
 		}
@@ -975,6 +983,25 @@ func (r *run) awaitQuiet() bool {
 			return false
 		}
 	}
+}
+
+// leaderSettled reports whether, in a run with leader election, a host
+// that is up and not partitioned has held the Lease for at least settle: a
+// host that has just taken over catches up (statuses, events) as it should,
+// and the quiet window must not start before it has. A run of one host
+// has nothing to wait for.
+func (r *run) leaderSettled() bool {
+	if len(r.hosts) < 2 {
+		return true
+	}
+	r.supervise()
+	l, err := r.w.c.CoordinationV1().Leases(r.ns).Get(r.ctx, "kubeplug", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || len(*l.Spec.HolderIdentity) != 1 || l.Spec.AcquireTime == nil {
+		return false
+	}
+	i := int((*l.Spec.HolderIdentity)[0]) - 'a'
+	return i >= 0 && i < len(r.hosts) && !r.hosts[i].Exited() && !r.partitioned[i] && time.Now().After(r.downUntil[i]) &&
+		time.Since(l.Spec.AcquireTime.Time) >= settle
 }
 
 // countWrites counts the changes of the run's objects over the quiet
