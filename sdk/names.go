@@ -45,6 +45,33 @@ func ClaimName(template, set string, ordinal int) string {
 	return template + "-" + set + "-" + strconv.Itoa(ordinal)
 }
 
+// ClaimOrdinal returns the ordinal when name is ClaimName(template, set,
+// ordinal) for an ordinal of at most ten digits, and false otherwise. It
+// finds a claim by its parts without building its name: a module that
+// matches every claim against its set's templates each reconcile pays for
+// each name built and hashed (BENCHMARKS.md, "Issue 26: templateupdate").
+//
+//	ord, ok := sdk.ClaimOrdinal("data-web-2", "data", "web") // 2, true
+func ClaimOrdinal(name, template, set string) (int, bool) {
+	digits := len(template) + len(set) + 2
+	if len(name) <= digits || len(name) > digits+10 || name[len(template)] != '-' || name[digits-1] != '-' ||
+		name[:len(template)] != template || name[len(template)+1:digits-1] != set {
+		return 0, false
+	}
+	s := name[digits:]
+	if len(s) > 1 && s[0] == '0' {
+		return 0, false // strconv.Itoa writes no leading zero
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
 // ParseClaimName splits the name of a claim of StatefulSet set into its
 // template's name and its ordinal. ok is false when name is not
 // "<template>-<set>-<ordinal>" with a non-empty template.

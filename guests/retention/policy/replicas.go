@@ -99,14 +99,8 @@ func indexClaims(claims []abi.PersistentVolumeClaim, set *abi.StatefulSet) claim
 	var x claimIndex
 	templates := set.Spec.VolumeClaimTemplates
 	for i := range claims {
-		// <template>-<set>-<ordinal>: the ordinal as ParsePodName reads it,
-		// then the rest compared with each template's "<template>-<set>".
-		prefix, ord, ok := sdk.ParsePodName(claims[i].Metadata.Name)
-		if !ok {
-			continue
-		}
 		for t := range templates {
-			if isClaimPrefix(prefix, templates[t].Metadata.Name, set.Metadata.Name) {
+			if ord, ok := sdk.ClaimOrdinal(claims[i].Metadata.Name, templates[t].Metadata.Name, set.Metadata.Name); ok {
 				if x.entries == nil {
 					x.entries = make([]claimEntry, 0, len(claims))
 				}
@@ -116,12 +110,6 @@ func indexClaims(claims []abi.PersistentVolumeClaim, set *abi.StatefulSet) claim
 	}
 	slices.SortStableFunc(x.entries, func(a, b claimEntry) int { return cmp.Compare(a.ordinal, b.ordinal) })
 	return x
-}
-
-// isClaimPrefix reports whether prefix is template+"-"+set.
-func isClaimPrefix(prefix, template, set string) bool {
-	return len(prefix) == len(template)+1+len(set) && prefix[len(template)] == '-' &&
-		prefix[:len(template)] == template && prefix[len(template)+1:] == set
 }
 
 // claimsOf returns the claims of ordinal that exist, in template order.

@@ -92,35 +92,12 @@ func (p *plan) findClaims() {
 	claims := p.req.Claims()
 	for k := range claims {
 		for j, t := range p.templates {
-			ordinal, ok := claimOrdinal(claims[k].Metadata.Name, t.Metadata.Name, p.set.Metadata.Name)
+			ordinal, ok := sdk.ClaimOrdinal(claims[k].Metadata.Name, t.Metadata.Name, p.set.Metadata.Name)
 			if index := ordinal - p.start; ok && index >= 0 && index < p.replicas {
 				p.state(index, j).c = &claims[k]
 			}
 		}
 	}
-}
-
-// claimOrdinal returns the ordinal when name is sdk.ClaimName(template,
-// set, ordinal) for an ordinal of at most ten digits (Kubernetes' are
-// int32), and false otherwise.
-func claimOrdinal(name, template, set string) (int, bool) {
-	digits := len(template) + len(set) + 2
-	if len(name) <= digits || len(name) > digits+10 || name[len(template)] != '-' || name[digits-1] != '-' ||
-		name[:len(template)] != template || name[len(template)+1:digits-1] != set {
-		return 0, false
-	}
-	s := name[digits:]
-	if len(s) > 1 && s[0] == '0' {
-		return 0, false // strconv.Itoa writes no leading zero
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
 }
 
 // judge works out what the rules say of the claim of template j in s.
