@@ -231,16 +231,11 @@ func (e *Executor) checkNewOwners(ctx context.Context, a abi.Action, t Target, r
 		}
 		// Validate admits only the subject set and its pods, which live in
 		// the dependent's namespace.
-		cur, err := e.Cluster.Current(ctx, r.Kind, t.Namespace, r.Name)
-		var why string
+		cur, why, err := e.currentAs(ctx, r.Kind, t.Namespace, r.Name, r.UID)
 		switch {
-		case apierrors.IsNotFound(err):
-			why = "does not exist"
 		case err != nil:
 			return fmt.Errorf("check owner %s %s: %w", r.Kind, r.Name, err)
-		case cur.UID != r.UID:
-			why = "has another UID (" + cur.UID + ")"
-		case cur.Deleting && slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents):
+		case why == "" && cur.Deleting && slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents):
 			return refusal(a, t, fmt.Sprintf("owner %s %s (uid %s) is being deleted with orphan propagation (finalizer %q): its dependents are to be kept, so no reference to it is added",
 				r.Kind, r.Name, r.UID, metav1.FinalizerOrphanDependents))
 		}
@@ -273,22 +268,33 @@ func (e *Executor) checkRemovedPodOwners(ctx context.Context, a abi.Action, t Ta
 		return nil
 	}
 	set := &req.StatefulSet.Set.Metadata
-	cur, err := e.Cluster.Current(ctx, abi.KindStatefulSet, set.Namespace, set.Name)
-	var why string
+	cur, why, err := e.currentAs(ctx, abi.KindStatefulSet, set.Namespace, set.Name, set.UID)
 	switch {
-	case apierrors.IsNotFound(err):
-		why = "is gone"
 	case err != nil:
 		return fmt.Errorf("check StatefulSet %s/%s before removing a pod reference: %w", set.Namespace, set.Name, err)
-	case cur.UID != set.UID:
-		why = "was replaced (uid " + cur.UID + ")"
-	case cur.Generation != set.Generation:
+	case why == "" && cur.Generation != set.Generation:
 		why = fmt.Sprintf("is at generation %d, the module saw %d", cur.Generation, set.Generation)
 	}
 	if why != "" {
 		return conflict(t, fmt.Errorf("StatefulSet %s/%s %s: not removing a pod's reference on the module's view of it", set.Namespace, set.Name, why))
 	}
 	return nil
+}
+
+// currentAs reads the named object from the API server (Cluster.Current)
+// and says why it is not the object uid names: "does not exist", "has
+// another UID (…)", or "" when it is. err is any other failure to read it.
+func (e *Executor) currentAs(ctx context.Context, kind, namespace, name, uid string) (cur Meta, why string, err error) {
+	cur, err = e.Cluster.Current(ctx, kind, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return cur, "does not exist", nil
+	case err != nil:
+		return cur, "", err
+	case cur.UID != uid:
+		return cur, "has another UID (" + cur.UID + ")", nil
+	}
+	return cur, "", nil
 }
 
 // call makes the API or CSI call of w, recording a patch's new
