@@ -442,13 +442,25 @@ func (r *run) fault(k kind) {
 
 // leader is the slot of the Lease's holder, or pick's slot if none holds it.
 func (r *run) leader(pick int) int {
-	l, err := r.w.c.CoordinationV1().Leases(r.ns).Get(r.ctx, "kubeplug", metav1.GetOptions{})
-	if err == nil && l.Spec.HolderIdentity != nil && len(*l.Spec.HolderIdentity) == 1 {
-		if i := int((*l.Spec.HolderIdentity)[0]) - 'a'; i >= 0 && i < len(r.hosts) {
-			return i
-		}
+	if i, _, ok := r.holder(); ok {
+		return i
 	}
 	return pick % len(r.hosts)
+}
+
+// holder reads the Lease: the slot of the host holding it and when it took
+// it (zero if the Lease does not say); ok is false when no host of the run
+// holds it.
+func (r *run) holder() (slot int, acquired time.Time, ok bool) {
+	l, err := r.w.c.CoordinationV1().Leases(r.ns).Get(r.ctx, "kubeplug", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || len(*l.Spec.HolderIdentity) != 1 {
+		return 0, time.Time{}, false
+	}
+	slot = int((*l.Spec.HolderIdentity)[0]) - 'a'
+	if l.Spec.AcquireTime != nil {
+		acquired = l.Spec.AcquireTime.Time
+	}
+	return slot, acquired, slot >= 0 && slot < len(r.hosts)
 }
 
 func (r *run) do(e event) {
@@ -888,6 +900,7 @@ func (r *run) freeStranded() {
 	for _, cl := range claims.Items {
 		r.tr.mu.Lock()
 		user := r.tr.userDelete[cl.UID]
+		known := slices.Clone(r.tr.podsAtDelete[cl.UID])
 		var set setRecord
 		if name, _, ok := parseClaim(cl.Name); ok && r.tr.sets[name] != nil {
 			set = *r.tr.sets[name]
@@ -905,9 +918,6 @@ func (r *run) freeStranded() {
 			}
 			continue
 		}
-		r.tr.mu.Lock()
-		known := slices.Clone(r.tr.podsAtDelete[cl.UID])
-		r.tr.mu.Unlock()
 		if !user || cl.DeletionTimestamp == nil || !slices.Equal(cl.Finalizers, []string{"kubernetes.io/pvc-protection"}) {
 			continue
 		}
@@ -994,14 +1004,10 @@ func (r *run) leaderSettled() bool {
 	if len(r.hosts) < 2 {
 		return true
 	}
-	r.supervise()
-	l, err := r.w.c.CoordinationV1().Leases(r.ns).Get(r.ctx, "kubeplug", metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil || len(*l.Spec.HolderIdentity) != 1 || l.Spec.AcquireTime == nil {
-		return false
-	}
-	i := int((*l.Spec.HolderIdentity)[0]) - 'a'
-	return i >= 0 && i < len(r.hosts) && !r.hosts[i].Exited() && !r.partitioned[i] && time.Now().After(r.downUntil[i]) &&
-		time.Since(l.Spec.AcquireTime.Time) >= settle
+	r.supervise() // a host that exited is started again, or no one may ever lead
+	i, acquired, ok := r.holder()
+	return ok && !acquired.IsZero() && !r.hosts[i].Exited() && !r.partitioned[i] && time.Now().After(r.downUntil[i]) &&
+		time.Since(acquired) >= settle
 }
 
 // countWrites counts the changes of the run's objects over the quiet
