@@ -239,6 +239,10 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 			r.tr.pvOf[id] = name
 			r.tr.mu.Unlock()
 			return id, nil
+		},
+		DeleteVolume: func(ctx context.Context, handle string) error {
+			_, err := r.driver.Controller().DeleteVolume(ctx, &csipb.DeleteVolumeRequest{VolumeId: handle})
+			return err
 		}})
 	w.kl.Serve(r.ns)
 

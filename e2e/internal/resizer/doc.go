@@ -20,10 +20,14 @@
 //     (the API server refuses such a request on a bound claim anyway);
 //   - with Options.Provision it also plays external-provisioner and the
 //     PersistentVolume binder: a Pending claim gets a CSI volume of the
-//     size it requests, bound to it.
+//     size it requests, bound to it. With Options.CreateVolume the volume
+//     is made in a driver first; if the claim goes before its
+//     PersistentVolume is saved, Options.DeleteVolume deletes it, as
+//     external-provisioner deletes a volume it cannot store.
 //
 // It never changes a claim's spec other than spec.volumeName when it binds
-// one, never shrinks anything, and never deletes anything.
+// one, never shrinks anything, and deletes nothing but a backing volume no
+// PersistentVolume records.
 //
 // It must not import the host (github.com/kubeplug/kubeplug/host) or the
 // guest modules: it plays the cluster's part, not kubeplug's.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -47,6 +48,12 @@ type Options struct {
 	// id it returns is the volume's handle. Unset: the handle is the
 	// claim's UID and nothing backs it.
 	CreateVolume func(ctx context.Context, name string, bytes int64) (handle string, err error)
+	// DeleteVolume, when set with CreateVolume, deletes a backing volume
+	// made for a claim whose PersistentVolume could not be saved before the
+	// claim went away (deleted, or replaced by another of its name), as
+	// external-provisioner deletes a volume it cannot store a
+	// PersistentVolume for. Unset: such a volume stays in the driver.
+	DeleteVolume func(ctx context.Context, handle string) error
 	// Protect makes Provision create each PersistentVolume with
 	// external-provisioner's finalizer, as external-provisioner does when
 	// HonorPVReclaimPolicy is on (the default since Kubernetes 1.31,
@@ -79,6 +86,16 @@ type Resizer struct {
 	// again until the request changes.
 	failed  map[string]string
 	resized []string
+	// unsaved is, per claim, the backing volume made for it whose
+	// PersistentVolume has not been saved yet.
+	unsaved map[string]unsavedVolume
+}
+
+// unsavedVolume is a backing volume made for the claim of UID uid, to be
+// the volume of PersistentVolume pv.
+type unsavedVolume struct {
+	uid        types.UID
+	pv, handle string
 }
 
 // Start watches claims in o.Namespace ("" all) and, o.Delay after a bound
@@ -96,9 +113,10 @@ func Start(ctx context.Context, client kubernetes.Interface, o Options) *Resizer
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "resizer"},
 		),
-		due:    map[string]time.Time{},
-		fail:   map[string]string{},
-		failed: map[string]string{},
+		due:     map[string]time.Time{},
+		fail:    map[string]string{},
+		failed:  map[string]string{},
+		unsaved: map[string]unsavedVolume{},
 	}
 	var opts []informers.SharedInformerOption
 	if o.Namespace != "" {
@@ -110,6 +128,7 @@ func Start(ctx context.Context, client kubernetes.Interface, o Options) *Resizer
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueue,
 		UpdateFunc: func(_, obj any) { r.enqueue(obj) },
+		DeleteFunc: r.enqueue,
 	}); err != nil {
 		// Only a stopped informer refuses a handler: it was just made.
 		panic(fmt.Sprintf("resizer: watch claims: %v", err))
@@ -152,6 +171,9 @@ func (r *Resizer) Resized() []string {
 }
 
 func (r *Resizer) enqueue(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
 	if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		r.queue.Add(c.Namespace + "/" + c.Name)
 	}
@@ -184,12 +206,15 @@ func (r *Resizer) sync(ctx context.Context, key string) error {
 		return err
 	}
 	claim, err := r.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := r.reapUnsaved(ctx, key, claim); err != nil {
+		return err
+	}
+	if claim == nil {
 		r.forget(key)
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	if claim.DeletionTimestamp != nil {
 		return nil
@@ -248,6 +273,42 @@ func (r *Resizer) forget(key string) {
 	defer r.mu.Unlock()
 	delete(r.due, key)
 	delete(r.failed, key)
+}
+
+// reapUnsaved deletes the backing volume made for the claim of key whose
+// PersistentVolume was never saved, once that claim is gone or being
+// deleted (claim is the cache's claim of that name, nil if none): nothing
+// else knows the volume exists. A PersistentVolume that was saved after all
+// (its create answered with an error after it took effect) keeps the
+// volume: it is the volume's record, and its reclaim policy decides.
+func (r *Resizer) reapUnsaved(ctx context.Context, key string, claim *corev1.PersistentVolumeClaim) error {
+	r.mu.Lock()
+	v, ok := r.unsaved[key]
+	r.mu.Unlock()
+	if !ok || claim != nil && claim.UID == v.uid && claim.DeletionTimestamp == nil {
+		return nil
+	}
+	_, err := r.client.CoreV1().PersistentVolumes().Get(ctx, v.pv, metav1.GetOptions{})
+	switch {
+	case err == nil:
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("claim %s gone: read volume %s: %w", key, v.pv, err)
+	case r.o.DeleteVolume != nil:
+		if err := r.o.DeleteVolume(ctx, v.handle); err != nil {
+			return fmt.Errorf("claim %s gone before its volume %s was saved: delete backing volume %s: %w", key, v.pv, v.handle, err)
+		}
+	}
+	r.saved(key, v.uid)
+	return nil
+}
+
+// saved forgets the unsaved volume of the claim of key and UID uid.
+func (r *Resizer) saved(key string, uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unsaved[key].uid == uid {
+		delete(r.unsaved, key)
+	}
 }
 
 // want is what a bound claim waits for.

@@ -2,9 +2,13 @@ package resizer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/resizer"
@@ -57,6 +62,27 @@ func newFixture(t *testing.T, expand bool, delay time.Duration) *fixture {
 // empty) and waits until the stand-in has bound it.
 func (f *fixture) bound(name, size, vac string) *corev1.PersistentVolumeClaim {
 	f.t.Helper()
+	f.createVAC(name, size, vac)
+	got := f.awaitBound(name)
+	if q := got.Status.Capacity[corev1.ResourceStorage]; q.Cmp(resource.MustParse(size)) != 0 {
+		f.t.Fatalf("claim %s bound with capacity %s, want %s", name, q.String(), size)
+	}
+	if vac != "" && ptr.Deref(got.Status.CurrentVolumeAttributesClassName, "") != vac {
+		f.t.Fatalf("claim %s bound with currentVolumeAttributesClassName %v, want %s", name, got.Status.CurrentVolumeAttributesClassName, vac)
+	}
+	return got
+}
+
+// create creates a claim of size.
+func (f *fixture) create(name, size string) *corev1.PersistentVolumeClaim {
+	f.t.Helper()
+	return f.createVAC(name, size, "")
+}
+
+// createVAC creates a claim of size and, when not empty,
+// volumeAttributesClassName vac.
+func (f *fixture) createVAC(name, size, vac string) *corev1.PersistentVolumeClaim {
+	f.t.Helper()
 	c := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -68,9 +94,16 @@ func (f *fixture) bound(name, size, vac string) *corev1.PersistentVolumeClaim {
 	if vac != "" {
 		c.Spec.VolumeAttributesClassName = &vac
 	}
-	if _, err := f.c.CoreV1().PersistentVolumeClaims(f.ns).Create(f.ctx, c, metav1.CreateOptions{}); err != nil {
+	c, err := f.c.CoreV1().PersistentVolumeClaims(f.ns).Create(f.ctx, c, metav1.CreateOptions{})
+	if err != nil {
 		f.t.Fatal(err)
 	}
+	return c
+}
+
+// awaitBound waits until the stand-in has bound the claim and its volume.
+func (f *fixture) awaitBound(name string) *corev1.PersistentVolumeClaim {
+	f.t.Helper()
 	var got *corev1.PersistentVolumeClaim
 	testenv.Eventually(f.t, testenv.Timeout, "claim "+name+" bound", func() (bool, error) {
 		got = f.claim(name)
@@ -83,12 +116,6 @@ func (f *fixture) bound(name, size, vac string) *corev1.PersistentVolumeClaim {
 		}
 		return pv.Status.Phase == corev1.VolumeBound && pv.Spec.ClaimRef.UID == got.UID, nil
 	})
-	if q := got.Status.Capacity[corev1.ResourceStorage]; q.Cmp(resource.MustParse(size)) != 0 {
-		f.t.Fatalf("claim %s bound with capacity %s, want %s", name, q.String(), size)
-	}
-	if vac != "" && ptr.Deref(got.Status.CurrentVolumeAttributesClassName, "") != vac {
-		f.t.Fatalf("claim %s bound with currentVolumeAttributesClassName %v, want %s", name, got.Status.CurrentVolumeAttributesClassName, vac)
-	}
 	return got
 }
 
@@ -268,4 +295,85 @@ func hasCondition(c *corev1.PersistentVolumeClaim, typ corev1.PersistentVolumeCl
 		}
 	}
 	return false
+}
+
+// refusePVCreates fails every create of a PersistentVolume made through it
+// while refuse is set, as an API server going away mid-request would.
+type refusePVCreates struct {
+	next   http.RoundTripper
+	refuse *atomic.Bool
+}
+
+func (t refusePVCreates) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.refuse.Load() && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/persistentvolumes") {
+		return nil, errors.New("connection reset by the test")
+	}
+	return t.next.RoundTrip(req)
+}
+
+// TestVolumeOfAClaimGoneBeforeItsPVIsSaved: a backing volume made for a
+// claim whose PersistentVolume could not be created is deleted once the
+// claim is deleted, and kept (its PV saved on a retry) while the claim
+// stays.
+func TestVolumeOfAClaimGoneBeforeItsPVIsSaved(t *testing.T) {
+	f := &fixture{t: t, ctx: t.Context(), c: cp.Client()}
+	f.ns = testenv.Namespace(t, f.c)
+	f.class = "sc-" + f.ns
+	if _, err := f.c.StorageV1().StorageClasses().Create(f.ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: f.class}, Provisioner: resizer.Driver,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.c.StorageV1().StorageClasses().Delete(context.Background(), f.class, metav1.DeleteOptions{})
+	})
+	var refuse atomic.Bool
+	rc := rest.CopyConfig(cp.Config)
+	rc.WrapTransport = func(next http.RoundTripper) http.RoundTripper { return refusePVCreates{next, &refuse} }
+	var mu sync.Mutex
+	made, deleted := map[string]string{}, []string{} // PV name → handle; handles deleted
+	resizer.Start(f.ctx, kubernetes.NewForConfigOrDie(rc), resizer.Options{Namespace: f.ns, Provision: true,
+		CreateVolume: func(_ context.Context, name string, _ int64) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			made[name] = "vol-" + name
+			return made[name], nil
+		},
+		DeleteVolume: func(_ context.Context, handle string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			deleted = append(deleted, handle)
+			return nil
+		}})
+	deletedOf := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(deleted)
+	}
+	madeFor := func(c *corev1.PersistentVolumeClaim) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return made["pvc-"+string(c.UID)]
+	}
+
+	refuse.Store(true)
+	gone := f.create("gone", "1Gi")
+	testenv.Eventually(t, testenv.Timeout, "a volume made for claim gone", func() (bool, error) { return madeFor(gone) != "", nil })
+	if err := f.c.CoreV1().PersistentVolumeClaims(f.ns).Delete(f.ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, testenv.Timeout, "the volume of claim gone deleted", func() (bool, error) {
+		return slices.Contains(deletedOf(), madeFor(gone)), nil
+	})
+
+	kept := f.create("kept", "1Gi")
+	testenv.Eventually(t, testenv.Timeout, "a volume made for claim kept", func() (bool, error) { return madeFor(kept) != "", nil })
+	refuse.Store(false)
+	bound := f.awaitBound("kept")
+	if pv := f.volume(bound); pv.Spec.CSI.VolumeHandle != madeFor(kept) {
+		t.Fatalf("claim kept bound to %s of handle %s, want the handle made for it, %s", pv.Name, pv.Spec.CSI.VolumeHandle, madeFor(kept))
+	}
+	if d := deletedOf(); !slices.Equal(d, []string{madeFor(gone)}) {
+		t.Fatalf("volumes deleted: %v, want only %s (claim gone's)", d, madeFor(gone))
+	}
 }

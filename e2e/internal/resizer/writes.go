@@ -194,6 +194,9 @@ func (r *Resizer) provision(ctx context.Context, c *corev1.PersistentVolumeClaim
 		if handle, err = r.o.CreateVolume(ctx, name, size.Value()); err != nil {
 			return fmt.Errorf("provision claim %s: create volume %s: %w", key, name, err)
 		}
+		r.mu.Lock()
+		r.unsaved[key] = unsavedVolume{uid: c.UID, pv: name, handle: handle}
+		r.mu.Unlock()
 	}
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
@@ -226,6 +229,7 @@ func (r *Resizer) provision(ctx context.Context, c *corev1.PersistentVolumeClaim
 	if err != nil {
 		return fmt.Errorf("provision claim %s: %w", key, err)
 	}
+	r.saved(key, c.UID)
 	if created.Status.Phase != corev1.VolumeBound {
 		created.Status.Phase = corev1.VolumeBound
 		if _, err := r.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
