@@ -82,7 +82,7 @@ func figures(results []result) string {
 	faults := map[kind]int{}
 	violations, writes := 0, 0
 	var judged, calls, made, deleted int
-	var seen, labelled, owned, stranded, orphans int
+	var seen, labelled, owned, stranded, orphans, unserved int
 	admits := map[string]float64{}
 	var conv, restarts []time.Duration
 	notConverged := 0
@@ -95,7 +95,7 @@ func figures(results []result) string {
 		restarts = append(restarts, r.restarts...)
 		judged, calls, made, deleted = judged+r.claimsDeleted, calls+r.deleteCalls, made+r.volumesMade, deleted+r.volumesDeleted
 		seen, labelled, owned = seen+r.claimsSeen, labelled+r.claimsLabelled, owned+r.claimsOwned
-		stranded, orphans = stranded+r.stranded, orphans+r.orphans
+		stranded, orphans, unserved = stranded+r.stranded, orphans+r.orphans, unserved+r.unserved
 		for k, n := range r.admits {
 			admits[k] += n
 		}
@@ -121,6 +121,7 @@ func figures(results []result) string {
 	fmt.Fprintf(&b, "| claims created / with the template's label at creation / owned by their set at creation | %d / %d / %d |\n", seen, labelled, owned)
 	fmt.Fprintf(&b, "| pods kube-controller-manager created on a claim the workload had deleted, deleted by the workload (kubernetes/kubernetes#74374) | %d |\n", stranded)
 	fmt.Fprintf(&b, "| claims kube-controller-manager created after their set (whenDeleted=Delete) was deleted, deleted by the workload (KEP-1847) | %d |\n", orphans)
+	fmt.Fprintf(&b, "| claims created while no host ran, of a set (whenDeleted=Delete) deleted before one ran again, deleted by the workload (KEP-1847) | %d |\n", unserved)
 	fmt.Fprintf(&b, "| invariant violations | %d |\n", violations)
 	fmt.Fprintf(&b, "| runs not converged within %v | %d |\n", converge, notConverged)
 	fmt.Fprintf(&b, "| writes in the %v quiet window, all runs | %d |\n", quiet, writes)

@@ -125,6 +125,8 @@ type run struct {
 	hosts       []*testenv.Host
 	downUntil   []time.Time
 	started     []time.Time
+	// lives are the times each slot's host processes ran.
+	lives       hostLives
 	partitioned []bool
 	apiDown     bool
 	restarts    int
@@ -153,6 +155,10 @@ type run struct {
 	// orphans counts the claims kube-controller-manager created for a set
 	// already deleted, which the workload then deleted (bornOrphan).
 	orphans int
+	// unserved counts the claims created while no host ran, for a set
+	// deleted before one ran again, which the workload then deleted
+	// (bornOrphan).
+	unserved int
 }
 
 // restart is one API server restart that ended: when, and how long it took.
@@ -180,8 +186,9 @@ type result struct {
 	// the workload deleted as upstream tells a user to (freeStranded).
 	stranded int
 	// Claims kube-controller-manager created for a set the workload had
-	// deleted, which the workload deleted as KEP-1847 tells a user to.
-	orphans int
+	// deleted, which the workload deleted as KEP-1847 tells a user to; and
+	// claims created while no host ran, for a set deleted before one did.
+	orphans, unserved int
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -273,6 +280,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		r.hosts = append(r.hosts, nil)
 		r.downUntil = append(r.downUntil, time.Time{})
 		r.started = append(r.started, time.Time{})
+		r.lives = append(r.lives, nil)
 		r.partitioned = append(r.partitioned, false)
 		r.startHost(i)
 	}
@@ -290,7 +298,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 	r.play()
 	res.converged = r.awaitConverged(r.lastFault)
 	res.restarts = r.restartTook
-	res.stranded, res.orphans = r.stranded, r.orphans
+	res.stranded, res.orphans, res.unserved = r.stranded, r.orphans, r.unserved
 	if res.converged >= 0 && r.awaitQuiet() {
 		res.writes = r.countWrites(quiet)
 		if res.writes > 0 {
@@ -364,6 +372,7 @@ func (r *run) startHost(i int) {
 		r.ended(i)
 	}
 	r.started[i] = time.Now()
+	r.lives.start(i, r.started[i])
 	r.hosts[i] = testenv.StartHost(r.t, testenv.HostOptions{
 		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config,
 		Args: append(args, r.webhookArgs(i)...),
@@ -381,6 +390,7 @@ func (r *run) supervise() {
 		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.started[i]) < time.Second {
 			continue
 		}
+		r.lives.end(i, time.Now()) // no earlier than it exited
 		if code := h.ExitCode(); code != -1 {
 			r.logf("host %s exited by itself with %d: %s", h.Name, code, why(h.Log()))
 		}
@@ -477,6 +487,7 @@ func (r *run) do(e event) {
 		}
 		r.tally(i, true)
 		r.hosts[i].Kill()
+		r.lives.end(i, time.Now())
 		r.downUntil[i] = time.Now().Add(time.Duration(e.arg) * time.Millisecond)
 		r.fault(e.what)
 	case faultPartition:
@@ -910,15 +921,19 @@ func (r *run) freeStranded() {
 			set = *r.tr.sets[name]
 		}
 		r.tr.mu.Unlock()
-		if bornOrphan(&cl, set) {
-			r.logf("claim %s created at %s, after its set was deleted at %s, owned by nothing: deleting it as a user would",
-				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), set.deletedAt.Format("15:04:05.000"))
+		if why := bornOrphan(&cl, set, r.lives); why != notOrphan {
+			r.logf("claim %s created at %s, %s, owned by nothing: deleting it as a user would",
+				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), fmt.Sprintf(why.String(), set.deletedAt.Format("15:04:05.000")))
 			uid := cl.UID
 			r.tr.mu.Lock()
 			r.tr.userDelete[uid] = true
 			r.tr.mu.Unlock()
 			if r.check(c.CoreV1().PersistentVolumeClaims(r.ns).Delete(r.ctx, cl.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})) {
-				r.orphans++
+				if why == createdUnserved {
+					r.unserved++
+				} else {
+					r.orphans++
+				}
 			}
 			continue
 		}
@@ -936,18 +951,80 @@ func (r *run) freeStranded() {
 	}
 }
 
+// orphanKind is why a claim of a deleted set was born owned by nothing in
+// a way that no kubeplug write could have prevented.
+type orphanKind int
+
+const (
+	notOrphan orphanKind = iota
+	// createdAfter: kube-controller-manager created the claim, from its
+	// stale informer, in a later second than the set's deletion was
+	// answered. No webhook can stamp it: the set's UID is gone.
+	createdAfter
+	// createdUnserved: the claim was created while no host ran, and the set
+	// was deleted before one ran again. Retention's admit hook is served
+	// with failurePolicy Ignore, as README.md says to, so the API server
+	// admitted the claim unstamped, as kube-controller-manager creates it
+	// (its own owner reference comes in a later sync, which a deleted set
+	// does not get): upstream's window, with no host to close it.
+	createdUnserved
+)
+
+func (k orphanKind) String() string {
+	switch k {
+	case createdAfter:
+		return "after its set was deleted at %s"
+	case createdUnserved:
+		return "while no host ran, its set deleted at %s before one ran again"
+	}
+	return "not an orphan (set deleted at %s)"
+}
+
 // bornOrphan reports whether cl is a claim of set, deleted with
-// whenDeleted: Delete, that kube-controller-manager created after the
-// set's deletion had been answered (its informer had not yet seen it), and
-// that nothing owns. No admit hook can stamp such a claim: the set, and so
-// its uid, was gone from the API server before the claim was created.
-// Upstream 1.37 leaves it too; KEP-1847's remedy for a claim its policy
-// missed is to delete it by hand. creationTimestamp is in whole seconds,
-// rounded down, so a claim made in the second of the deletion is not one:
-// it stays for the invariants to judge.
-func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord) bool {
-	return set.deleted && set.spec.whenDeleted == "Delete" && !set.deletedAt.IsZero() && cl.DeletionTimestamp == nil &&
-		len(cl.OwnerReferences) == 0 && cl.CreationTimestamp.After(set.deletedAt)
+// whenDeleted: Delete, that was born owned by nothing where no host could
+// stamp it, and why: created in a later second than the deletion was
+// answered, or while no host ran from the claim's creation (its second's
+// start: the timestamp is whole seconds) until the deletion. KEP-1847's
+// remedy for a claim a policy missed is to delete it by hand.
+func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives) orphanKind {
+	if !set.deleted || set.spec.whenDeleted != "Delete" || set.deletedAt.IsZero() || cl.DeletionTimestamp != nil ||
+		len(cl.OwnerReferences) != 0 {
+		return notOrphan
+	}
+	switch {
+	case cl.CreationTimestamp.After(set.deletedAt):
+		return createdAfter
+	case !lives.ran(cl.CreationTimestamp.Time, set.deletedAt):
+		return createdUnserved
+	}
+	return notOrphan
+}
+
+// hostLives are, for each host slot, the times its processes ran: from the
+// start to the kill or to when the exit was seen (never earlier than it
+// ended), the last open while it runs.
+type hostLives [][]life
+
+type life struct{ from, to time.Time }
+
+func (l hostLives) start(slot int, at time.Time) { l[slot] = append(l[slot], life{from: at}) }
+
+func (l hostLives) end(slot int, at time.Time) {
+	if n := len(l[slot]); n > 0 && l[slot][n-1].to.IsZero() {
+		l[slot][n-1].to = at
+	}
+}
+
+// ran reports whether any host process ran at some time in [from, to].
+func (l hostLives) ran(from, to time.Time) bool {
+	for _, slot := range l {
+		for _, s := range slot {
+			if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stranded returns the pods of cl's StatefulSet that mount cl, are not

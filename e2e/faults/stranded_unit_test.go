@@ -54,7 +54,8 @@ func TestStranded(t *testing.T) {
 
 // TestBornOrphan: only an unowned claim of a set deleted with
 // whenDeleted=Delete, created in a later second than the deletion was
-// answered, is one the workload may delete.
+// answered or while no host ran until the deletion, is one the workload
+// may delete.
 func TestBornOrphan(t *testing.T) {
 	deletedAt := time.Date(2026, 11, 27, 21, 29, 36, 852_000_000, time.UTC)
 	set := setRecord{spec: setSpec{whenDeleted: "Delete"}, deleted: true, deletedAt: deletedAt}
@@ -65,17 +66,30 @@ func TestBornOrphan(t *testing.T) {
 		}
 		return c
 	}
+	// A host ran throughout, one slot restarted 3 s before the deletion.
+	up := hostLives{{{from: deletedAt.Add(-time.Minute)}}, {{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-5 * time.Second)}, {from: deletedAt.Add(-3 * time.Second)}}}
 	later := deletedAt.Add(2 * time.Second)
-	require.True(t, bornOrphan(claim(later, false), set))
-	require.False(t, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set), "created in the second of the deletion")
-	require.False(t, bornOrphan(claim(deletedAt.Add(-time.Second), false), set), "created before the deletion")
-	require.False(t, bornOrphan(claim(later, true), set), "owned")
+	require.Equal(t, createdAfter, bornOrphan(claim(later, false), set, up))
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set, up), "created in the second of the deletion")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-time.Second), false), set, up), "created before the deletion")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, true), set, up), "owned")
 	retain := set
 	retain.spec.whenDeleted = "Retain"
-	require.False(t, bornOrphan(claim(later, false), retain), "whenDeleted=Retain keeps it")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, false), retain, up), "whenDeleted=Retain keeps it")
 	live := set
 	live.deleted = false
-	require.False(t, bornOrphan(claim(later, false), live), "set not deleted")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, false), live, up), "set not deleted")
+
+	// Seed 2431: the only host killed 13 s before the deletion, the next
+	// started 240 ms after it; the claim created in the deletion's second.
+	down := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(240 * time.Millisecond)}}}
+	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, down))
+	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-10*time.Second), false), set, down), "created while the host was down")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-14*time.Second), false), set, down), "created while the host ran: it could have stamped it")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), true), set, down), "owned")
+	// A host that started within the claim's second could have served it.
+	early := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(-500 * time.Millisecond)}}}
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, early))
 }
 
 // TestLastManager: the writer named is the entry written last, whatever
