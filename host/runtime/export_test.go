@@ -20,7 +20,8 @@ func (m *Module) StartInstanceForTest(ctx context.Context) error {
 // OwnStringsForTest is ownStrings, for TestOwnStrings.
 var OwnStringsForTest = ownStrings
 
-// DecodeOutputForTest is decodeOutput, for FuzzDecodeOutput.
+// DecodeOutputForTest is decodeOutput, for FuzzDecodeOutput and the tests
+// that hold ownResponse to ownStrings.
 func DecodeOutputForTest(out []byte, l Limits) (*abi.Response, error) {
 	return decodeOutput(out, l.withDefaults())
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -26,7 +25,8 @@ const elementsPerAction = 16
 
 // decodeOutput decodes a hook's output as the host must: its shape checked
 // before anything is allocated for it, then decoded, then every string
-// copied and checked (ownStrings).
+// checked and copied (ownResponse: ownStrings's checks and errors, written
+// out for the wire types).
 func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if err := checkOutputShape(out, l); err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if holdsNoString(resp) {
 		return resp, nil
 	}
-	if err := ownStrings(resp); err != nil {
+	if err := ownResponse(resp); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	return resp, nil
@@ -163,12 +163,10 @@ func own(v reflect.Value) *fieldError {
 		v.Set(m)
 	case reflect.String:
 		s := v.String()
-		switch {
-		case len(s) > maxStringBytes:
-			return &fieldError{msg: fmt.Sprintf("a string of %d bytes, more than the limit of %d", len(s), maxStringBytes)}
-		case !utf8.ValidString(s):
-			return &fieldError{msg: "invalid UTF-8"}
-		case s != "":
+		if err := checkString(s); err != nil {
+			return err
+		}
+		if s != "" {
 			v.SetString(strings.Clone(s))
 		}
 	}
