@@ -84,7 +84,12 @@ func TestOwnResponseIsOwnStrings(t *testing.T) {
 		}
 	}
 
+	// Strings long and short, and a second action equal to the first.
 	want := badResponse(t, -1, "")
+	b, err := want.Result.Actions[0].MarshalMsg(nil)
+	require.NoError(t, err)
+	_, err = want.Result.Actions[1].UnmarshalMsg(b)
+	require.NoError(t, err)
 	out, err := want.MarshalMsg(nil)
 	require.NoError(t, err)
 	got, err := runtime.DecodeOutputForTest(out, runtime.Limits{})
@@ -101,7 +106,8 @@ func TestOwnResponseIsOwnStrings(t *testing.T) {
 }
 
 // badResponse is a Response with every field set, two elements in every
-// slice and map, and string i (in fillStrings's order) set to bad.
+// slice and map, strings of 1 to 300 bytes, and string i (in fillStrings's
+// order) set to bad.
 func badResponse(t *testing.T, i int, bad string) *abi.Response {
 	r, n := new(abi.Response), 0
 	fillStrings(t, reflect.ValueOf(r).Elem(), func() string {
@@ -109,7 +115,7 @@ func badResponse(t *testing.T, i int, bad string) *abi.Response {
 		if n-1 == i {
 			return bad
 		}
-		return "s" + strconv.Itoa(n)
+		return strconv.Itoa(n) + strings.Repeat("x", n*37%300)
 	})
 	return r
 }

@@ -11,108 +11,99 @@ import (
 
 // ownResponse is ownStrings for a decoded Response, the hot path of every
 // hook call: the same checks in the same order, the same errors, but a walk
-// written out for the wire types instead of one found by reflection, and one
-// allocation for the strings of each action instead of one per string. A
-// string equal to the one at the same place in the previous action (the
-// same type, kind, namespace and owner in a hundred actions alike) is that
-// string, checked and copied once. A string the host keeps (an event's
-// message in the event sink's cache) keeps at most one action's strings
-// alive with it, never the output buffer.
+// written out for the wire types instead of one found by reflection, and the
+// copies made in chunks of a few hundred bytes instead of one allocation per
+// string (strArena). A string equal to the one at the same place in the
+// previous action (the same type, kind, namespace and owner in a hundred
+// actions alike) is that string, checked and copied once.
 //
 // TestOwnResponseIsOwnStrings holds the two walks to the same answers for
 // every string field the wire types have, so a field added to them and not
 // here fails the test.
 func ownResponse(r *abi.Response) *fieldError {
 	var p strPass
-	if err := ownGroup(&p, &r.Message, ownOne); err != nil {
+	if err := p.str(&r.Message); err != nil {
 		return err.in("message")
 	}
 	if res := r.Result; res != nil {
 		for i := range res.Actions {
-			if err := ownGroup(&p, &res.Actions[i], actionStrings); err != nil {
+			p.next()
+			if err := actionStrings(&p, &res.Actions[i]); err != nil {
 				return err.in("[" + strconv.Itoa(i) + "]").in("actions").in("result")
 			}
 		}
-		if err := ownGroup(&p, &res.Message, ownOne); err != nil {
+		if err := p.str(&res.Message); err != nil {
 			return err.in("message").in("result")
 		}
 	}
 	if a := r.Admit; a != nil {
-		if err := ownGroup(&p, a, admitStrings); err != nil {
+		if err := admitStrings(&p, a); err != nil {
 			return err.in("admit")
 		}
 	}
 	return nil
 }
 
-// strPass is the state of ownGroup's two passes over a group of strings:
-// the first checks each and adds up the bytes of those it must copy, the
-// second copies those into one allocation and points each at its copy.
+// strPass is ownResponse's walk: the copies made so far, and the strings of
+// the previous action and this one, in the order visited (map entries left
+// out: a map is not visited in the same order twice).
 type strPass struct {
-	second bool
-	size   int
-	copy   strings.Builder
-	// prev are the previous group's strings, owned, in the order visited
-	// (map entries left out: their order changes from pass to pass); cur
-	// collects this group's in the second pass; k counts the visits.
+	arena     strArena
 	prev, cur []string
-	k         int
 }
 
-// ownGroup checks the strings visit visits in v and gives them one
-// allocation.
-func ownGroup[T any](p *strPass, v *T, visit func(*strPass, *T) *fieldError) *fieldError {
-	p.second, p.size, p.k = false, 0, 0
-	if err := visit(p, v); err != nil {
+// next starts an action.
+func (p *strPass) next() {
+	p.prev, p.cur = p.cur, p.prev[:0]
+}
+
+// str checks and copies a string outside a map.
+func (p *strPass) str(s *string) *fieldError {
+	if k := len(p.cur); k < len(p.prev) && *s == p.prev[k] {
+		*s = p.prev[k]
+	} else if err := p.own(s); err != nil {
 		return err
 	}
-	p.second, p.k, p.cur = true, 0, p.cur[:0]
-	p.copy = strings.Builder{}
-	p.copy.Grow(p.size)
-	visit(p, v) // the second pass fails nothing
-	p.prev, p.cur = p.cur, p.prev
+	p.cur = append(p.cur, *s)
 	return nil
 }
 
-// ownOne is the visit of a single string.
-func ownOne(p *strPass, s *string) *fieldError { return p.str(s) }
-
-// str visits a string outside a map.
-func (p *strPass) str(s *string) *fieldError {
-	k := p.k
-	p.k++
-	if k < len(p.prev) && *s == p.prev[k] {
-		if p.second {
-			*s = p.prev[k]
-			p.cur = append(p.cur, *s)
-		}
-		return nil
-	}
-	err := p.own(s)
-	if p.second {
-		p.cur = append(p.cur, *s)
-	}
-	return err
-}
-
-// own checks s in the first pass and copies it in the second.
+// own checks a string and copies it.
 func (p *strPass) own(s *string) *fieldError {
-	if !p.second {
-		if err := checkString(*s); err != nil {
-			return err
-		}
-		p.size += len(*s)
-		return nil
+	if err := checkString(*s); err != nil {
+		return err
 	}
-	if *s != "" {
-		// The builder never outgrows the size it was given, so every
-		// string cut from it shares its one array; and it only appends, so
-		// the bytes behind a string cut earlier never change.
-		start := p.copy.Len()
-		p.copy.WriteString(*s)
-		*s = p.copy.String()[start:]
-	}
+	*s = p.arena.clone(*s)
 	return nil
+}
+
+// strArenaChunk is the size of strArena's allocations: a string the host
+// keeps (an event's message in the event sink's cache) keeps at most this
+// many bytes of other strings alive with it, never the output buffer.
+const strArenaChunk = 512
+
+// strArena copies strings into chunks of strArenaChunk bytes.
+type strArena struct {
+	b strings.Builder
+}
+
+func (a *strArena) clone(s string) string {
+	switch {
+	case s == "":
+		return ""
+	case len(s) > strArenaChunk/4:
+		return strings.Clone(s)
+	case a.b.Cap()-a.b.Len() < len(s):
+		// A new builder: the strings cut from the old one keep its array.
+		a.b = strings.Builder{}
+		a.b.Grow(strArenaChunk)
+	}
+	// The builder never outgrows the size it was given, so the strings
+	// cut from it share its one array; and it only appends, so the bytes
+	// behind a string cut earlier never change.
+	start := a.b.Len()
+	a.b.WriteString(s)
+	return a.b.String()[start:]
 }
 
 // checkString is the check ownStrings makes of every string.
@@ -135,27 +126,20 @@ func (p *strPass) strs(s []string) *fieldError {
 	return nil
 }
 
-// strMap visits a map's keys and values; the second pass replaces the map,
-// whose keys cannot be changed in place.
+// strMap checks and copies a map's keys and values into a new map (its
+// keys cannot be changed in place).
 func (p *strPass) strMap(m *map[string]string) *fieldError {
 	if *m == nil {
 		return nil
 	}
-	if !p.second {
-		for k, v := range *m {
-			if err := p.own(&k); err != nil {
-				return err.in("[key]")
-			}
-			if err := p.own(&v); err != nil {
-				return err.in("[" + strconv.Quote(k) + "]")
-			}
-		}
-		return nil
-	}
 	owned := make(map[string]string, len(*m))
 	for k, v := range *m {
-		p.own(&k)
-		p.own(&v)
+		if err := p.own(&k); err != nil {
+			return err.in("[key]")
+		}
+		if err := p.own(&v); err != nil {
+			return err.in("[" + strconv.Quote(k) + "]")
+		}
 		owned[k] = v
 	}
 	*m = owned
