@@ -37,7 +37,13 @@ func SetExtismCloseOnDoneForTest() (restore func()) {
 // DecodeJSONOutputForTest is what a JSON plugin's reconcile answer goes
 // through, for FuzzDecodeJSONOutput.
 func DecodeJSONOutputForTest(out []byte, l Limits) (*abi.Response, error) {
-	return decodeJSONAnswer[abi.Response](out, l.withDefaults())
+	return DecodeJSONAnswerForTest(abi.FormReconcile, out, l)
+}
+
+// DecodeJSONAnswerForTest is what a JSON plugin's answer in form f goes
+// through.
+func DecodeJSONAnswerForTest(f abi.HookForm, out []byte, l Limits) (*abi.Response, error) {
+	return forms[f].extism.answer(out, l.withDefaults())
 }
 
 // ExtismCallForTest starts an instance of p and returns a call of export

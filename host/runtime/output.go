@@ -86,10 +86,9 @@ func checkOutputShape(out []byte, l Limits) error {
 // server. The error names the field: `actions[3].type: invalid UTF-8`.
 //
 // The walk visits each value once: its work is proportional to what was
-// decoded, which MaxOutputBytes and MaxActions bound. It serves manifests and
-// the Extism profile's JSON answers; a MessagePack answer, every hook call's,
-// goes through ownResponse (own.go), which a test holds to this walk's
-// errors.
+// decoded, which MaxOutputBytes and MaxActions bound. It serves manifests; a
+// hook's answer, MessagePack or JSON, goes through ownResponse (own.go),
+// which a test holds to this walk's errors.
 func ownStrings(v any) error {
 	if err := own(reflect.ValueOf(v)); err != nil {
 		return err // not a nil *fieldError in a non-nil error

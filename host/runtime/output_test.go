@@ -182,3 +182,33 @@ func eachString(v reflect.Value, f func(string)) {
 		f(v.String())
 	}
 }
+
+// A JSON plugin's answer has its strings checked after its form's conversion
+// to the wire type, with the errors a MessagePack answer gets.
+func TestJSONAnswerStrings(t *testing.T) {
+	long := strings.Repeat("x", 64<<10+1)
+	for _, tt := range []struct {
+		form abi.HookForm
+		json string
+		want string // "" for valid
+	}{
+		{abi.FormReconcile, `{"result":{"actions":[{"type":"event","event":{"message":"héllo"}}]}}`, ""},
+		{abi.FormReconcile, `{"result":{"actions":[{},{"event":{"message":"` + long + `"}}]}}`, "output: result.actions[1].event.message: a string of 65537 bytes, more than the limit of 65536"},
+		{abi.FormAdmit, `{"admit":{"allowed":true,"warnings":["ok","héllo"],"patch":[{"op":"add","path":"/x","value":{"a":1}}]}}`, ""},
+		{abi.FormAdmit, `{"admit":{"warnings":["ok","` + long + `"]}}`, "output: admit.warnings[1]: a string of 65537 bytes, more than the limit of 65536"},
+		{abi.FormAdmit, `{"admit":{"patch":[{"op":"add","path":"/x"},{"op":"add","path":"/y","from":"` + long + `"}]}}`, "output: admit.patch[1].from: a string of 65537 bytes, more than the limit of 65536"},
+	} {
+		resp, err := runtime.DecodeJSONAnswerForTest(tt.form, []byte(tt.json), runtime.Limits{MaxOutputBytes: 4 << 20})
+		if tt.want != "" {
+			require.EqualError(t, err, tt.want)
+			continue
+		}
+		require.NoError(t, err)
+		if tt.form == abi.FormAdmit {
+			require.Equal(t, []string{"ok", "héllo"}, resp.Admit.Warnings)
+			require.JSONEq(t, `{"a":1}`, string(resp.Admit.Patch[0].Value))
+		} else {
+			require.Equal(t, "héllo", resp.Result.Actions[0].Event.Message)
+		}
+	}
+}
