@@ -20,7 +20,8 @@ func (m *Module) StartInstanceForTest(ctx context.Context) error {
 // OwnStringsForTest is ownStrings, for TestOwnStrings.
 var OwnStringsForTest = ownStrings
 
-// DecodeOutputForTest is decodeOutput, for FuzzDecodeOutput.
+// DecodeOutputForTest is decodeOutput, for FuzzDecodeOutput and the tests
+// that hold ownResponse to ownStrings.
 func DecodeOutputForTest(out []byte, l Limits) (*abi.Response, error) {
 	return decodeOutput(out, l.withDefaults())
 }
@@ -36,7 +37,13 @@ func SetExtismCloseOnDoneForTest() (restore func()) {
 // DecodeJSONOutputForTest is what a JSON plugin's reconcile answer goes
 // through, for FuzzDecodeJSONOutput.
 func DecodeJSONOutputForTest(out []byte, l Limits) (*abi.Response, error) {
-	return decodeJSONAnswer[abi.Response](out, l.withDefaults())
+	return DecodeJSONAnswerForTest(abi.FormReconcile, out, l)
+}
+
+// DecodeJSONAnswerForTest is what a JSON plugin's answer in form f goes
+// through.
+func DecodeJSONAnswerForTest(f abi.HookForm, out []byte, l Limits) (*abi.Response, error) {
+	return forms[f].extism.answer(out, l.withDefaults())
 }
 
 // ExtismCallForTest starts an instance of p and returns a call of export

@@ -141,8 +141,8 @@ func (inst *pluginInstance) classify(err error, l Limits) (ErrorKind, error) {
 // encoding (for JSON, in its form's JSON form, formSpec.extism), calls the
 // hook's Extism function on inst, and decodes the answer with the same
 // checks as a native module's output (decodeOutput for MessagePack; for
-// JSON the shape bounds, then ownStrings, then the form's conversion to the
-// wire type), its status turned into an error, and an ok answer held to the
+// JSON the shape bounds, the form's conversion to the wire type, then
+// ownResponse), its status turned into an error, and an ok answer held to the
 // hook's check. The check runs inside the call, as instance.call runs it
 // for a native module, so that an answer it refuses discards the instance
 // too.
@@ -206,15 +206,24 @@ type extismForm struct {
 	answer func(out []byte, l Limits) (*abi.Response, error)
 }
 
-// jsonAnswer decodes a JSON answer of form J and converts it to the wire
-// type with fromJSON.
+// jsonAnswer decodes a JSON answer of form J, its shape bounded before it is
+// decoded, converts it to the wire type with fromJSON and checks its strings
+// as a MessagePack answer's are (ownResponse: the JSON forms name their
+// fields as the wire types do, so the errors are the same).
 func jsonAnswer[J any](fromJSON func(*J) *abi.Response) func([]byte, Limits) (*abi.Response, error) {
 	return func(out []byte, l Limits) (*abi.Response, error) {
-		j, err := decodeJSONAnswer[J](out, l)
-		if err != nil {
+		j := new(J)
+		if err := decodeJSONOutput(out, l, j); err != nil {
 			return nil, err
 		}
-		return fromJSON(j), nil
+		resp := fromJSON(j)
+		if holdsNoString(resp) {
+			return resp, nil
+		}
+		if err := ownResponse(resp); err != nil {
+			return nil, fmt.Errorf("output: %w", err)
+		}
+		return resp, nil
 	}
 }
 
@@ -223,19 +232,6 @@ func jsonAnswer[J any](fromJSON func(*J) *abi.Response) func([]byte, Limits) (*a
 type jsonReconcileRequest struct {
 	*abi.ReconcileRequest
 	Config json.RawMessage `json:"config,omitempty"`
-}
-
-// decodeJSONAnswer decodes a plugin's JSON answer into a new Resp: its shape
-// bounded before it is decoded, its strings checked after.
-func decodeJSONAnswer[Resp any](out []byte, l Limits) (*Resp, error) {
-	resp := new(Resp)
-	if err := decodeJSONOutput(out, l, resp); err != nil {
-		return nil, err
-	}
-	if err := ownStrings(resp); err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	return resp, nil
 }
 
 // jsonAdmitObject is an AdmitObject in the JSON encoding, where the object

@@ -13,7 +13,7 @@ import (
 // decodeJSONOutput decodes a JSON output of an Extism plugin into v as the
 // host must: its shape checked before anything is allocated for it (the
 // same bounds as checkOutputShape), then decoded. The caller checks the
-// strings (ownStrings).
+// strings (ownResponse).
 //
 // encoding/json would replace invalid UTF-8 with U+FFFD and pass it on, so
 // the bytes are checked first: a plugin's output is refused for it, as a

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -26,7 +25,8 @@ const elementsPerAction = 16
 
 // decodeOutput decodes a hook's output as the host must: its shape checked
 // before anything is allocated for it, then decoded, then every string
-// copied and checked (ownStrings).
+// checked and copied (ownResponse: ownStrings's checks and errors, written
+// out for the wire types).
 func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if err := checkOutputShape(out, l); err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if holdsNoString(resp) {
 		return resp, nil
 	}
-	if err := ownStrings(resp); err != nil {
+	if err := ownResponse(resp); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	return resp, nil
@@ -86,7 +86,9 @@ func checkOutputShape(out []byte, l Limits) error {
 // server. The error names the field: `actions[3].type: invalid UTF-8`.
 //
 // The walk visits each value once: its work is proportional to what was
-// decoded, which MaxOutputBytes and MaxActions bound.
+// decoded, which MaxOutputBytes and MaxActions bound. It serves manifests; a
+// hook's answer, MessagePack or JSON, goes through ownResponse (own.go),
+// which a test holds to this walk's errors.
 func ownStrings(v any) error {
 	if err := own(reflect.ValueOf(v)); err != nil {
 		return err // not a nil *fieldError in a non-nil error
@@ -163,12 +165,10 @@ func own(v reflect.Value) *fieldError {
 		v.Set(m)
 	case reflect.String:
 		s := v.String()
-		switch {
-		case len(s) > maxStringBytes:
-			return &fieldError{msg: fmt.Sprintf("a string of %d bytes, more than the limit of %d", len(s), maxStringBytes)}
-		case !utf8.ValidString(s):
-			return &fieldError{msg: "invalid UTF-8"}
-		case s != "":
+		if err := checkString(s); err != nil {
+			return err
+		}
+		if s != "" {
 			v.SetString(strings.Clone(s))
 		}
 	}
