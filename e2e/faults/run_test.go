@@ -1066,6 +1066,14 @@ func (r *run) awaitQuiet() bool {
 			time.Sleep(250 * time.Millisecond)
 			continue
 		}
+		if pending := r.eventsPending(); pending != "" {
+			if time.Now().After(deadline) {
+				r.tr.violate("events still pending %v after the cluster converged: %s", converge, pending)
+				return false
+			}
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
 		if r.countWrites(settle) == 0 {
 			return true
 		}
@@ -1089,6 +1097,34 @@ func (r *run) leaderSettled() bool {
 	i, acquired, ok := r.holder()
 	return ok && !acquired.IsZero() && !r.hosts[i].Exited() && !r.partitioned[i] && time.Now().After(r.downUntil[i]) &&
 		time.Since(acquired) >= settle
+}
+
+// eventsPending names each running host with events still to send
+// (kubeplug_events_pending above 0, or no answer from its metrics), ""
+// when none has: after an outage client-go's broadcaster sends what it held
+// back one event after the other, waiting up to 10 s after each failure,
+// which is catching up, not a write loop, and longer than settle.
+func (r *run) eventsPending() string {
+	var out []string
+	for _, h := range r.hosts {
+		if h.Exited() {
+			continue
+		}
+		m, err := h.Scrape()
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", h.Name, err))
+			continue
+		}
+		f, ok := m["kubeplug_events_pending"]
+		if !ok || len(f.Metric) != 1 {
+			out = append(out, h.Name+": no kubeplug_events_pending")
+			continue
+		}
+		if n := f.Metric[0].GetGauge().GetValue(); n > 0 {
+			out = append(out, fmt.Sprintf("%s: %v", h.Name, n))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // countWrites counts the changes of the run's objects over the quiet

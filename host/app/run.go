@@ -137,6 +137,7 @@ func Run(ctx context.Context, opts Options) error {
 	warnUnservedClaimUpdates(log, cache, mods)
 	events := kube.NewEventSink(context.WithoutCancel(ctx), client, 0)
 	defer events.Shutdown()
+	m.WatchEventsPending(events.Pending)
 	deps := controller.Deps{
 		Lister:  cache,
 		Cluster: &kube.Cluster{Dynamic: writes, Events: events},

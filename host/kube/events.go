@@ -91,12 +91,25 @@ type eventKey struct {
 // NewEventSink starts a broadcaster writing to client. window <= 0 takes
 // DefaultEventWindow. Stop it with Shutdown.
 func NewEventSink(ctx context.Context, client kubernetes.Interface, window time.Duration) *EventSink {
+	return newEventSink(ctx, client, window, retrySleep)
+}
+
+// retrySleep is how long client-go's broadcaster waits before it sends an
+// event again after a transport error (its default; the first wait is a
+// random part of it).
+const retrySleep = 10 * time.Second
+
+// maxTries is how many times client-go's broadcaster tries to send one
+// event before it drops it (its maxTriesPerEvent, not exported).
+const maxTries = 12
+
+func newEventSink(ctx context.Context, client kubernetes.Interface, window, sleep time.Duration) *EventSink {
 	if window <= 0 {
 		window = DefaultEventWindow
 	}
 	// The sink limits events per object itself (see limit); client-go's
 	// spam filter, whose drops nobody could count, never triggers.
-	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+	b := record.NewBroadcaster(record.WithContext(ctx), record.WithSleepDuration(sleep), record.WithCorrelatorOptions(record.CorrelatorOptions{
 		BurstSize: math.MaxInt32, QPS: math.MaxFloat32,
 	}))
 	s := &EventSink{
@@ -109,7 +122,7 @@ func NewEventSink(ctx context.Context, client kubernetes.Interface, window time.
 		limiters:     lru.New(maxRemembered),
 		wake:         make(chan struct{}),
 	}
-	b.StartRecordingToSink(settlingSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, settle: s.settle})
+	b.StartRecordingToSink(&settlingSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, settle: s.settle, failed: map[string]int{}})
 	return s
 }
 
@@ -143,6 +156,17 @@ func (s *EventSink) flush(timeout time.Duration) bool {
 	}
 }
 
+// Pending is how many events were handed to client-go's broadcaster and
+// are not yet stored, rejected, or given up on after its tries: events an
+// unreachable API server holds back, which it sends, one after the other,
+// once the server answers again. An event the broadcaster drops unsent
+// because its queue is full stays counted.
+func (s *EventSink) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.recorded - s.settled
+}
+
 func (s *EventSink) settle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,43 +176,62 @@ func (s *EventSink) settle() {
 }
 
 // settlingSink calls settle once for each event the broadcaster is done
-// with: stored, or rejected by the API server (the broadcaster does not
-// retry those). A transport error is retried, and a patch of an event that
-// no longer exists is followed by a create: neither settles.
+// with: stored, rejected by the API server (the broadcaster does not retry
+// those), or dropped after maxTries transport errors. A transport error
+// before that is retried, and a patch of an event that no longer exists is
+// followed by a create: neither settles. The broadcaster sends one event
+// at a time, so the failures it counts, by event, are each one try.
 type settlingSink struct {
 	record.EventSink
 	settle func()
+
+	mu     sync.Mutex
+	failed map[string]int // transport errors so far, by event namespace/name
 }
 
-func (s settlingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+func (s *settlingSink) Create(e *corev1.Event) (*corev1.Event, error) {
 	out, err := s.EventSink.Create(e)
-	s.done(err, false)
+	s.done(e, err, false)
 	return out, err
 }
 
-func (s settlingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+func (s *settlingSink) Update(e *corev1.Event) (*corev1.Event, error) {
 	out, err := s.EventSink.Update(e)
-	s.done(err, false)
+	s.done(e, err, false)
 	return out, err
 }
 
-func (s settlingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+func (s *settlingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	out, err := s.EventSink.Patch(e, data)
-	s.done(err, true)
+	s.done(e, err, true)
 	return out, err
 }
 
-func (s settlingSink) done(err error, patch bool) {
+func (s *settlingSink) done(e *corev1.Event, err error, patch bool) {
 	var status *apierrors.StatusError
 	var construction *rest.RequestConstructionError
+	key := e.Namespace + "/" + e.Name
 	switch {
 	case err == nil:
 	case patch && apierrors.IsNotFound(err):
 		return
 	case errors.As(err, &status), errors.As(err, &construction):
 	default:
+		s.mu.Lock()
+		s.failed[key]++
+		last := s.failed[key] >= maxTries
+		if last {
+			delete(s.failed, key)
+		}
+		s.mu.Unlock()
+		if last {
+			s.settle()
+		}
 		return
 	}
+	s.mu.Lock()
+	delete(s.failed, key)
+	s.mu.Unlock()
 	s.settle()
 }
 

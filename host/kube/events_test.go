@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,4 +158,32 @@ func TestEventOnEachKind(t *testing.T) {
 		require.Equal(t, corev1.EventTypeWarning, found.Type)
 		require.Equal(t, "kubeplug.dev/templateupdate", found.Source.Component)
 	}
+}
+
+// TestPending: an event counts as pending from its recording until the API
+// server stores it; one that meets only transport errors stops counting
+// once client-go's broadcaster has made its maxTries tries and dropped it.
+func TestPending(t *testing.T) {
+	c := fake.NewClientset()
+	var refused atomic.Int32
+	release := make(chan struct{})
+	c.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if e := a.(k8stesting.CreateAction).GetObject().(*corev1.Event); e.InvolvedObject.Name == claim(1).Name {
+			<-release
+			refused.Add(1)
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	s := newEventSink(context.Background(), c, 0, time.Millisecond)
+	defer s.Shutdown()
+	require.Equal(t, 0, s.Pending())
+	require.NoError(t, s.Record(claim(1), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
+	require.NoError(t, s.Record(claim(0), corev1.EventTypeNormal, "FinalizerAdded", "added a finalizer", "protect"))
+	require.Equal(t, 2, s.Pending(), "recorded events counted as settled before the API server answered")
+	close(release)
+	require.True(t, s.flush(time.Minute), "an event the broadcaster gave up on stayed pending")
+	require.Equal(t, 0, s.Pending())
+	require.Equal(t, int32(maxTries), refused.Load(), "the sink settled before the broadcaster's last try")
+	require.Len(t, events(t, c), 1)
 }

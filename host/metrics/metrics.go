@@ -167,6 +167,16 @@ func New() *Metrics {
 	return m
 }
 
+// WatchEventsPending registers kubeplug_events_pending, read from pending
+// at each scrape: events recorded and not yet stored, refused or given up
+// on (kube.EventSink.Pending). Call it once.
+func (m *Metrics) WatchEventsPending(pending func() int) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "events_pending",
+		Help: "Events recorded for modules and not yet stored, refused or given up on: what an unreachable API server holds back.",
+	}, func() float64 { return float64(pending()) }))
+}
+
 // maxLabel bounds the length of a label value that comes from a module.
 const maxLabel = 128
 
