@@ -387,3 +387,32 @@ func call(t *testing.T, wasm []byte, export string, params ...uint64) []uint64 {
 	require.NoError(t, err)
 	return res
 }
+
+// A loop whose body is one long straight stretch passes a counted check
+// every MaxStretch instructions, not once per pass: with branches that jump
+// over code, too, since a branch carries its count to where it lands.
+func TestInsertChecksLongStretches(t *testing.T) {
+	const passes, interval = 50, 9
+	for _, tt := range []struct {
+		name    string
+		k, skip int
+		run     int // instructions run per pass, at least
+	}{
+		{"straight", 2000, 0, 4 * 2000},
+		{"branches over code", 400, 80, (4 + 2 + 1) * 400}, // block, the step, br, end
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32},
+				Locals: []wb.Locals{{N: 1, Type: wb.I32}}, Body: checkpoint.StretchLoop(tt.k, tt.skip)}}}
+			want, _ := run(t, m.Bytes(), 0, "run", passes)
+			require.Equal(t, []uint64{passes * uint64(tt.k)}, want, "the test module itself")
+			got, calls := run(t, m.Bytes(), interval, "run", passes)
+			require.Equal(t, want, got, "instrumented code must compute the same result")
+			// A check every MaxStretch+1 instructions at most (a branch's
+			// count includes the end it lands after).
+			checks := passes * (tt.run / (checkpoint.MaxStretch + 1))
+			require.GreaterOrEqual(t, calls, checks/(interval+1), "counted checks: at least one per stretch")
+			require.Greater(t, calls, 10*passes/(interval+1), "ten times what the loop heads alone count")
+		})
+	}
+}
