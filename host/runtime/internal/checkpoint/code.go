@@ -124,11 +124,13 @@ func (p *plan) outOfRange(r *reader, space string, idx, n uint32) error {
 
 // Opcodes and immediates Insert writes or must recognise by name.
 const (
+	opUnreachable  = 0x00
 	opBlock        = 0x02
 	opLoop         = 0x03
 	opIf           = 0x04
 	opElse         = 0x05
 	opEnd          = 0x0b
+	opReturn       = 0x0f
 	opCall         = 0x10
 	opBr           = 0x0c
 	opBrIf         = 0x0d
@@ -171,7 +173,18 @@ func isBulk(sub uint32) bool {
 // which is checked; every other branch (br, br_if, br_table to a block or
 // an if, and an if's way to its else or its end) goes forward, to an end or
 // an else, and the count there is the largest of the paths that reach it.
-// Calls are counted at the callee's entry or first loop head.
+// After an instruction that never falls through (br, br_table, return,
+// unreachable, a tail call) the code up to the end of its block runs on no
+// path, so the count starts again from 0 there: only the branches to the
+// block's end carry a count past it.
+//
+// A call to a function the module defines ends the stretch: the callee
+// runs a counted check (at its entry or its first loop head) before it can
+// return, and that check pays for the caller's instructions after the call
+// as well as for the callee's own, so a check pays for at most
+// 2×MaxStretch instructions. A call to an import, or an indirect call
+// (a table may hold an import), does not end it: a host function runs no
+// counted check (it checks the deadline itself).
 func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	mark := r.off // r.b[mark:r.off] is read but not yet copied to out
 	frames := p.frames[:0]
@@ -229,6 +242,9 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 			if l, err = r.u32(); err == nil {
 				branch(frames, l, run)
 			}
+			if op == opBr {
+				run = 0 // nothing falls through: see unreachable
+			}
 		case op == opBrTable:
 			var n uint32
 			if n, err = r.count(); err == nil {
@@ -239,6 +255,9 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 					}
 				}
 			}
+			run = 0
+		case op == opUnreachable || op == opReturn:
+			run = 0
 		case op == opCall || op == opRetCall || op == opRefFunc:
 			immAt := r.off
 			var idx uint32
@@ -250,12 +269,18 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 				out = append(out, r.b[mark:immAt]...)
 				out = appendULEB(out, uint64(p.funcIndex(idx)))
 				mark = r.off
+				if op == opRetCall || (op == opCall && idx >= p.imported) {
+					run = 0 // the callee's check pays for what follows
+				}
 			}
 		case op == opGlobalGet || op == opGlobalSet:
 			err = p.index(r, "global", p.globals)
 		case op == opCallIndirect || op == opRetCallInd:
 			if err = p.index(r, "type", p.types); err == nil {
 				err = r.skipLEB(32) // table
+			}
+			if op == opRetCallInd {
+				run = 0
 			}
 		case op == opMisc:
 			subAt := r.off

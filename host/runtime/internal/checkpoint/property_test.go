@@ -146,6 +146,12 @@ func TestCheckBodyRejectsUnchargedCode(t *testing.T) {
 			[]byte{opEnd}, nops(MaxStretch-202)), "a path of 256 instructions without a check"},
 		{"the false way of an if around a check", body(p.check, nops(200), []byte{opI32Const, 0, opIf, blockEmpty}, nops(MaxStretch-202), p.check,
 			[]byte{opEnd}, nops(MaxStretch-202)), "a path of 256 instructions without a check"},
+		{"a call ends the stretch", body(p.check, nops(MaxStretch-1), []byte{opCall, 2}, nops(MaxStretch-1)), ""},
+		{"a call to an import does not", body(p.check, nops(MaxStretch-2), []byte{opCall, 0}, nops(MaxStretch-1)), "a path of 256 instructions without a check"},
+		{"nothing falls through a br", body(p.check, []byte{opBlock, blockEmpty}, nops(MaxStretch-10), []byte{opBr, 0}, nops(MaxStretch-2),
+			[]byte{opEnd}), ""},
+		{"the branch's count goes on", body(p.check, []byte{opBlock, blockEmpty}, nops(MaxStretch-3), []byte{opBr, 0}, nops(10),
+			[]byte{opEnd}, nops(1)), "a path of 256 instructions without a check"},
 		{"countdown written", body(p.check, []byte{opI32Const, 5, opGlobalSet, 2}), "writes the countdown"},
 		{"checkpoint called", body(p.check, []byte{opCall, 1, 0x1a}), "names the checkpoint"},
 	} {
@@ -327,6 +333,9 @@ func checkBody(p *plan, code []byte, fn uint32) error {
 			if l, err = r.u32(); err == nil {
 				toEnd(l)
 			}
+			if op == opBr {
+				run = 0 // what follows runs on no path
+			}
 		case opBrTable:
 			var n uint32
 			if n, err = r.count(); err == nil {
@@ -337,6 +346,12 @@ func checkBody(p *plan, code []byte, fn uint32) error {
 					}
 				}
 			}
+			run = 0
+		case opUnreachable, opReturn:
+			run = 0
+		case opRetCallInd:
+			err = skipImmediates(r, op, opAt)
+			run = 0
 		case opGlobalSet:
 			var idx uint32
 			if idx, err = r.u32(); err == nil && idx == p.countdown {
@@ -351,6 +366,8 @@ func checkBody(p *plan, code []byte, fn uint32) error {
 				return fmt.Errorf("names the checkpoint at byte %d, outside a check", opAt)
 			case idx == p.charge:
 				return fmt.Errorf("names the charge at byte %d", opAt)
+			case op == opRetCall || (op == opCall && idx > p.imported):
+				run = 0 // a defined function: its entry is charged (checked above for every body)
 			}
 		case opMisc:
 			var sub uint32
