@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -415,4 +416,22 @@ func TestInsertChecksLongStretches(t *testing.T) {
 			require.Greater(t, calls, 10*passes/(interval+1), "ten times what the loop heads alone count")
 		})
 	}
+}
+
+// Checks inserted in code that runs on no path (after br, return and
+// unreachable, where the operand stack is polymorphic) keep the module
+// valid, and the code that runs computes what it did.
+func TestInsertChecksInUnreachableCode(t *testing.T) {
+	adds := bytes.Repeat([]byte{wb.OpI32Add}, 2*checkpoint.MaxStretch) // pops from an empty, polymorphic stack
+	body := wb.Cat(
+		[]byte{wb.OpBlock, wb.I32}, wb.I32Const(1), wb.Op(wb.OpBr, 0), adds, []byte{wb.OpEnd}, // 1
+		[]byte{wb.OpBlock, wb.I32}, wb.Op(wb.OpLocalGet, 0), []byte{wb.OpIf, wb.BlockEmpty, wb.OpUnreachable}, adds, []byte{wb.OpDrop, wb.OpEnd},
+		wb.I32Const(2), []byte{wb.OpEnd}, // 2
+		[]byte{wb.OpI32Add, wb.OpReturn}, adds, []byte{wb.OpDrop}, wb.I32Const(7),
+	)
+	m := wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: body}}}
+	want, _ := run(t, m.Bytes(), 0, "run", 0)
+	require.Equal(t, []uint64{3}, want, "the test module itself")
+	got, _ := run(t, m.Bytes(), 1000, "run", 0)
+	require.Equal(t, want, got)
 }
