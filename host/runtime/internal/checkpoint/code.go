@@ -184,7 +184,10 @@ func isBulk(sub uint32) bool {
 // as well as for the callee's own, so a check pays for at most
 // 2×MaxStretch instructions. A call to an import, or an indirect call
 // (a table may hold an import), does not end it: a host function runs no
-// counted check (it checks the deadline itself).
+// counted check (it checks the deadline itself). This rests on body giving
+// every function a check before it can return: a rewrite that leaves out
+// some entry checks must end the stretch only at calls to functions that
+// keep theirs.
 func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	mark := r.off // r.b[mark:r.off] is read but not yet copied to out
 	frames := p.frames[:0]
