@@ -13,16 +13,20 @@ import (
 )
 
 // The deadline is enforced by checkpoints the runtime inserts into every
-// module at load (package checkpoint): the guest counts down at loop heads
-// and function entries and calls checkpointImport when the count reaches
-// zero. RATIONALE.md says why, and what it costs ("Why does the host
-// insert deadline checkpoints into every module ...?").
+// module at load (package checkpoint): the guest counts down at loop heads,
+// function entries and every checkpoint.MaxStretch instructions of straight
+// code, and calls checkpointImport when the count reaches zero. RATIONALE.md
+// says why, and what it costs ("Why does the host insert deadline
+// checkpoints into every module ...?").
 var checkpointImport = checkpoint.Import{Module: "kubeplug:runtime", Name: "checkpoint"}
 
-// checkpointInterval is how many loop heads and function entries a guest
-// passes between two checkpoints: a few hundred microseconds of guest code,
-// so that a deadline is kept to within about a millisecond while the
-// checkpoints themselves cost nothing measurable.
+// checkpointInterval is how many counted checks (loop heads, function
+// entries, stretches of straight code) a guest passes between two
+// checkpoints: a few hundred microseconds of guest code, about 1.3 ms of
+// the longest straight stretches (RATIONALE.md, "Why is straight code
+// checked every 256 instructions?"), so that a deadline is kept to within
+// about a millisecond while the checkpoints themselves cost nothing
+// measurable.
 const checkpointInterval = 1 << 16
 
 // instrument inserts the checkpoints into wasm and caps its tables;

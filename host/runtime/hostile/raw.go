@@ -107,6 +107,21 @@ func Raw() []Module {
 				hook: wb.Cat(args16(false), wb.Op(wb.OpCall, 5), []byte{wb.OpUnreachable})}.bytes(),
 		},
 		{
+			// A loop whose body is one straight stretch of 520,000
+			// instructions (1.17 MB): counted once per pass, it ran 2.7 s
+			// past a 1 s deadline before the rewrite checked straight code
+			// every checkpoint.MaxStretch instructions.
+			Class: "long-stretch", Stage: StageCall, Want: "deadline exceeded after",
+			Wasm: shape{hook: forever(stretch(130_000)), hookLocals: 1}.bytes(),
+		},
+		{
+			// The same (482,000 instructions run a pass, 0.76 MB) in blocks
+			// that branch over where checks counted in code order alone
+			// would fall: a branch carries its count to where it lands.
+			Class: "long-stretch-branches", Stage: StageCall, Want: "deadline exceeded after",
+			Wasm: shape{hook: forever(stretchAround(2000)), hookLocals: 1}.bytes(),
+		},
+		{
 			Class: "trap-initialize", Stage: StageLoad, Want: "_initialize: guest trapped",
 			Wasm: shape{init: []byte{wb.OpUnreachable}, hook: []byte{wb.OpUnreachable}}.bytes(),
 		},
@@ -230,6 +245,21 @@ func encode(r *abi.Response) []byte {
 		panic(err) // a fixed value: cannot fail
 	}
 	return b
+}
+
+// stretch is k steps of straight code adding 1 to local 2.
+func stretch(k int) []byte {
+	return bytes.Repeat(wb.Cat(wb.Op(wb.OpLocalGet, 2), wb.I32Const(1), []byte{wb.OpI32Add}, wb.Op(wb.OpLocalSet, 2)), k)
+}
+
+// stretchAround is 8 nops and k blocks of 256 instructions, each 60 steps
+// (stretch) and a branch to its end over 13 nops: a check placed every 256
+// instructions in code order, the loop head's at 0, would always fall in
+// the nops, which never run.
+func stretchAround(k int) []byte {
+	nops := func(n int) []byte { return bytes.Repeat([]byte{wb.OpNop}, n) }
+	block := wb.Cat([]byte{wb.OpBlock, wb.BlockEmpty}, stretch(60), wb.Op(wb.OpBr, 0), nops(13), []byte{wb.OpEnd})
+	return wb.Cat(nops(8), bytes.Repeat(block, k))
 }
 
 // args16 pushes 16 i64s: the function's own parameters, or zeros.

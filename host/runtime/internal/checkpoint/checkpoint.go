@@ -7,8 +7,9 @@ import (
 )
 
 // Import names the function Insert adds to the module's imports. The host
-// must provide it with the type () -> i32: it returns how many loop heads and
-// function entries the guest may pass before the next call.
+// must provide it with the type () -> i32: it returns how many counted checks
+// (loop heads, function entries, stretches of MaxStretch instructions) the
+// guest may pass before the next call.
 type Import struct {
 	Module, Name string
 }

@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -386,4 +387,51 @@ func call(t *testing.T, wasm []byte, export string, params ...uint64) []uint64 {
 	res, err := mod.ExportedFunction(export).Call(ctx, params...)
 	require.NoError(t, err)
 	return res
+}
+
+// A loop whose body is one long straight stretch passes a counted check
+// every MaxStretch instructions, not once per pass: with branches that jump
+// over code, too, since a branch carries its count to where it lands.
+func TestInsertChecksLongStretches(t *testing.T) {
+	const passes, interval = 50, 9
+	for _, tt := range []struct {
+		name    string
+		k, skip int
+		run     int // instructions run per pass, at least
+	}{
+		{"straight", 2000, 0, 4 * 2000},
+		{"branches over code", 400, 80, (4 + 2 + 1) * 400}, // block, the step, br, end
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32},
+				Locals: []wb.Locals{{N: 1, Type: wb.I32}}, Body: checkpoint.StretchLoop(tt.k, tt.skip)}}}
+			want, _ := run(t, m.Bytes(), 0, "run", passes)
+			require.Equal(t, []uint64{passes * uint64(tt.k)}, want, "the test module itself")
+			got, calls := run(t, m.Bytes(), interval, "run", passes)
+			require.Equal(t, want, got, "instrumented code must compute the same result")
+			// A check every MaxStretch+1 instructions at most (a branch's
+			// count includes the end it lands after).
+			checks := passes * (tt.run / (checkpoint.MaxStretch + 1))
+			require.GreaterOrEqual(t, calls, checks/(interval+1), "counted checks: at least one per stretch")
+			require.Greater(t, calls, 10*passes/(interval+1), "ten times what the loop heads alone count")
+		})
+	}
+}
+
+// Checks inserted in code that runs on no path (after br, return and
+// unreachable, where the operand stack is polymorphic) keep the module
+// valid, and the code that runs computes what it did.
+func TestInsertChecksInUnreachableCode(t *testing.T) {
+	adds := bytes.Repeat([]byte{wb.OpI32Add}, 2*checkpoint.MaxStretch) // pops from an empty, polymorphic stack
+	body := wb.Cat(
+		[]byte{wb.OpBlock, wb.I32}, wb.I32Const(1), wb.Op(wb.OpBr, 0), adds, []byte{wb.OpEnd}, // 1
+		[]byte{wb.OpBlock, wb.I32}, wb.Op(wb.OpLocalGet, 0), []byte{wb.OpIf, wb.BlockEmpty, wb.OpUnreachable}, adds, []byte{wb.OpDrop, wb.OpEnd},
+		wb.I32Const(2), []byte{wb.OpEnd}, // 2
+		[]byte{wb.OpI32Add, wb.OpReturn}, adds, []byte{wb.OpDrop}, wb.I32Const(7),
+	)
+	m := wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32}, Body: body}}}
+	want, _ := run(t, m.Bytes(), 0, "run", 0)
+	require.Equal(t, []uint64{3}, want, "the test module itself")
+	got, _ := run(t, m.Bytes(), 1000, "run", 0)
+	require.Equal(t, want, got)
 }

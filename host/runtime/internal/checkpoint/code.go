@@ -15,9 +15,34 @@ type plan struct {
 	// countdown is the countdown global's index; charge is the charge
 	// function's new index and checkpointType the checkpoint's type index.
 	countdown, charge, checkpointType uint32
-	// check is the sequence inserted at loop heads and function entries;
-	// callCharge the one inserted before every bulk instruction.
+	// check is the sequence inserted at loop heads, function entries and
+	// after every MaxStretch instructions of straight code; callCharge the
+	// one inserted before every bulk instruction.
 	check, callCharge []byte
+	// frames is rewrite's stack of open blocks, kept between functions so
+	// that it is allocated once per module.
+	frames []frame
+}
+
+// MaxStretch is how many instructions a function may run between two
+// counted checks: the rewrite inserts a check wherever a path from the last
+// one (a function entry, a loop head or an earlier such check) reaches
+// MaxStretch instructions. Without it a loop whose body is one long straight
+// stretch would pass one counted check per pass however long the body, so a
+// 64 MiB module could run minutes between two checkpoints (RATIONALE.md,
+// "Why is straight code checked every 256 instructions?").
+const MaxStretch = 256
+
+// frame is an open block, loop or if of the code being rewritten, for
+// counting stretches: the most instructions any path has run since the last
+// check when it reaches the end of the block by a branch (pending), and for
+// an if, the count at the if itself (where its else, or with none its end,
+// is reached from).
+type frame struct {
+	op      byte
+	atIf    int32
+	pending int32
+	hasElse bool
 }
 
 func newPlan(m *module) *plan {
@@ -99,12 +124,17 @@ func (p *plan) outOfRange(r *reader, space string, idx, n uint32) error {
 
 // Opcodes and immediates Insert writes or must recognise by name.
 const (
+	opUnreachable  = 0x00
 	opBlock        = 0x02
 	opLoop         = 0x03
 	opIf           = 0x04
 	opElse         = 0x05
 	opEnd          = 0x0b
+	opReturn       = 0x0f
 	opCall         = 0x10
+	opBr           = 0x0c
+	opBrIf         = 0x0d
+	opBrTable      = 0x0e
 	opCallIndirect = 0x11
 	opRetCall      = 0x12
 	opRetCallInd   = 0x13
@@ -132,12 +162,36 @@ func isBulk(sub uint32) bool {
 // rewrite copies one instruction sequence from r to out: renumbering the
 // function indices of call, return_call and ref.func, refusing indices
 // beyond the module's, and with check set (a function body), inserting
-// p.check after the block type of every loop and p.callCharge before every
-// bulk instruction. It consumes the sequence up to and including the end
-// that closes it (a function body or a constant expression).
+// p.check after the block type of every loop and before any instruction
+// that a path from the last check would reach after MaxStretch
+// instructions, and p.callCharge before every bulk instruction. It consumes
+// the sequence up to and including the end that closes it (a function body
+// or a constant expression).
+//
+// The count of a path is kept in code order, which is the order of
+// execution but for branches: a branch to a loop goes back to its head,
+// which is checked; every other branch (br, br_if, br_table to a block or
+// an if, and an if's way to its else or its end) goes forward, to an end or
+// an else, and the count there is the largest of the paths that reach it.
+// After an instruction that never falls through (br, br_table, return,
+// unreachable, a tail call) the code up to the end of its block runs on no
+// path, so the count starts again from 0 there: only the branches to the
+// block's end carry a count past it.
+//
+// A call to a function the module defines ends the stretch: the callee
+// runs a counted check (at its entry or its first loop head) before it can
+// return, and that check pays for the caller's instructions after the call
+// as well as for the callee's own, so a check pays for at most
+// 2×MaxStretch instructions. A call to an import, or an indirect call
+// (a table may hold an import), does not end it: a host function runs no
+// counted check (it checks the deadline itself). This rests on body giving
+// every function a check before it can return: a rewrite that leaves out
+// some entry checks must end the stretch only at calls to functions that
+// keep theirs.
 func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 	mark := r.off // r.b[mark:r.off] is read but not yet copied to out
-	depth := 0
+	frames := p.frames[:0]
+	var run int32 // instructions on the longest path since the last check
 	b := r.b
 	for {
 		opAt := r.off
@@ -146,23 +200,67 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 		}
 		op := b[opAt]
 		r.off++
+		if check {
+			if run >= MaxStretch {
+				out = append(out, b[mark:opAt]...)
+				out = append(out, p.check...)
+				mark, run = opAt, 0
+			}
+			run++
+		}
 		var err error
 		switch {
 		case op == opEnd:
-			if depth == 0 {
+			if len(frames) == 0 {
+				p.frames = frames
 				return append(out, r.b[mark:r.off]...), nil
 			}
-			depth--
+			f := frames[len(frames)-1]
+			frames = frames[:len(frames)-1]
+			run = max(run, f.pending+1)
+			if f.op == opIf && !f.hasElse {
+				run = max(run, f.atIf+1) // the if's false way
+			}
+		case op == opElse:
+			if len(frames) == 0 || frames[len(frames)-1].op != opIf || frames[len(frames)-1].hasElse {
+				r.off = opAt
+				return nil, r.fail("else outside an if")
+			}
+			f := &frames[len(frames)-1]
+			f.pending = max(f.pending, run) // the then branch goes to the end
+			f.hasElse = true
+			run = f.atIf + 1
 		case op == opBlock || op == opIf:
-			depth++
+			frames = append(frames, frame{op: op, atIf: run})
 			err = p.blockType(r)
 		case op == opLoop:
-			depth++
+			frames = append(frames, frame{op: op})
 			if err = p.blockType(r); err == nil && check {
 				out = append(out, r.b[mark:r.off]...)
 				out = append(out, p.check...)
-				mark = r.off
+				mark, run = r.off, 0
 			}
+		case op == opBr || op == opBrIf:
+			var l uint32
+			if l, err = r.u32(); err == nil {
+				branch(frames, l, run)
+			}
+			if op == opBr {
+				run = 0 // nothing falls through: see unreachable
+			}
+		case op == opBrTable:
+			var n uint32
+			if n, err = r.count(); err == nil {
+				for i := uint64(0); err == nil && i <= uint64(n); i++ { // the labels, then the default
+					var l uint32
+					if l, err = r.u32(); err == nil {
+						branch(frames, l, run)
+					}
+				}
+			}
+			run = 0
+		case op == opUnreachable || op == opReturn:
+			run = 0
 		case op == opCall || op == opRetCall || op == opRefFunc:
 			immAt := r.off
 			var idx uint32
@@ -174,12 +272,18 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 				out = append(out, r.b[mark:immAt]...)
 				out = appendULEB(out, uint64(p.funcIndex(idx)))
 				mark = r.off
+				if op == opRetCall || (op == opCall && idx >= p.imported) {
+					run = 0 // the callee's check pays for what follows
+				}
 			}
 		case op == opGlobalGet || op == opGlobalSet:
 			err = p.index(r, "global", p.globals)
 		case op == opCallIndirect || op == opRetCallInd:
 			if err = p.index(r, "type", p.types); err == nil {
 				err = r.skipLEB(32) // table
+			}
+			if op == opRetCallInd {
+				run = 0
 			}
 		case op == opMisc:
 			subAt := r.off
@@ -208,6 +312,18 @@ func (p *plan) rewrite(r *reader, out []byte, check bool) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+}
+
+// branch records that a path of run instructions since the last check
+// branches to label l of frames: to the end of a block or an if (a loop's
+// label is its head, which is checked). A label beyond the frames is the
+// function's own (a return) or invalid, which validation refuses.
+func branch(frames []frame, l uint32, run int32) {
+	if uint64(l) < uint64(len(frames)) {
+		if f := &frames[len(frames)-1-int(l)]; f.op != opLoop {
+			f.pending = max(f.pending, run)
 		}
 	}
 }

@@ -14,12 +14,21 @@
 //	  call $checkpoint  global.set $countdown
 //	end
 //
-// so the host's checkpoint runs once every interval loop heads or function
-// entries and decides whether the guest may go on (it returns the next
-// interval) or must stop (it panics, which ends the call). Any execution that
-// does not end passes infinitely many loop heads or function entries, so no
-// guest can run forever between two checkpoints, whether it loops or
-// recurses.
+// so the host's checkpoint runs once every interval counted checks and
+// decides whether the guest may go on (it returns the next interval) or must
+// stop (it panics, which ends the call). Any execution that does not end
+// passes infinitely many loop heads or function entries, so no guest can run
+// forever between two checkpoints, whether it loops or recurses.
+//
+// A loop head alone does not bound the time between two checks: one pass
+// through a loop whose body is one long straight stretch runs the whole
+// body. So the same sequence is also inserted wherever a path from the last
+// check would run more than MaxStretch instructions without passing another
+// (the count of a path follows branches to where they land, and a call to
+// a function the module defines ends it, since the callee runs a check
+// before it can return). Every instruction run is then in the stretch of
+// some counted check, and no check's stretch holds more than 2×MaxStretch
+// instructions (its own and, for an entry, its caller's after the call).
 //
 // Adding an imported function shifts the index of every function the module
 // defines by one; Insert renumbers calls, ref.func, exports, the start

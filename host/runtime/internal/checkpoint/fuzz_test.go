@@ -26,6 +26,10 @@ func FuzzInsert(f *testing.F) {
 	f.Add(wb.Module{Names: true, Table: []uint32{0}, Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(1), []byte{wb.OpDrop})}}}.Bytes())
 	f.Add(wb.Module{Tables: []wb.Table{{Min: 10}, {Min: 5, Max: ptr(uint32(2000))}}, Funcs: []wb.Func{{Body: wb.Cat(wb.I32Const(0), wb.I32Const(0), wb.I32Const(64), []byte{0xfc, 11, 0})}}}.Bytes())
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	for _, skip := range []int{0, 70} { // stretches long enough for checks of their own, in code that runs and not
+		f.Add(wb.Module{Funcs: []wb.Func{{Export: "run", Params: []byte{wb.I32}, Results: []byte{wb.I32},
+			Locals: []wb.Locals{{N: 1, Type: wb.I32}}, Body: checkpoint.StretchLoop(100, skip)}}}.Bytes())
+	}
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	defer r.Close(ctx)
