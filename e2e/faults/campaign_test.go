@@ -80,7 +80,7 @@ func campaignSeeds() ([]uint64, error) {
 func figures(results []result) string {
 	var b strings.Builder
 	faults := map[kind]int{}
-	violations, writes := 0, 0
+	violations, writes, othersWrote := 0, 0, 0
 	var judged, calls, made, deleted int
 	var seen, labelled, owned, stranded, orphans, unserved int
 	admits := map[string]float64{}
@@ -92,6 +92,7 @@ func figures(results []result) string {
 		}
 		violations += len(r.violations)
 		writes += r.writes
+		othersWrote += r.othersWrote
 		restarts = append(restarts, r.restarts...)
 		judged, calls, made, deleted = judged+r.claimsDeleted, calls+r.deleteCalls, made+r.volumesMade, deleted+r.volumesDeleted
 		seen, labelled, owned = seen+r.claimsSeen, labelled+r.claimsLabelled, owned+r.claimsOwned
@@ -122,6 +123,7 @@ func figures(results []result) string {
 	fmt.Fprintf(&b, "| pods kube-controller-manager created on a claim the workload had deleted, deleted by the workload (kubernetes/kubernetes#74374) | %d |\n", stranded)
 	fmt.Fprintf(&b, "| claims kube-controller-manager created after their set (whenDeleted=Delete) was deleted, deleted by the workload (KEP-1847) | %d |\n", orphans)
 	fmt.Fprintf(&b, "| claims created while no host ran, of a set (whenDeleted=Delete) deleted before one ran again, deleted by the workload (KEP-1847) | %d |\n", unserved)
+	fmt.Fprintf(&b, "| quiet windows tried again, every write in them by others than kubeplug (kube-controller-manager catching up) | %d |\n", othersWrote)
 	fmt.Fprintf(&b, "| invariant violations | %d |\n", violations)
 	fmt.Fprintf(&b, "| runs not converged within %v | %d |\n", converge, notConverged)
 	fmt.Fprintf(&b, "| writes in the %v quiet window, all runs | %d |\n", quiet, writes)

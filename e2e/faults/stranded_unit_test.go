@@ -108,3 +108,15 @@ func TestLastManager(t *testing.T) {
 	require.Equal(t, "kubeplug-e2e-resizer, status", lastManager(mf))
 	require.Equal(t, "", lastManager(nil))
 }
+
+// TestByHost: a quiet-window write is a host's when its field manager is
+// kubeplug's or unknown; kube-controller-manager's (the test binary's name,
+// in process) and the stand-ins' are others'.
+func TestByHost(t *testing.T) {
+	require.True(t, byHost("MODIFIED event s0.18ec0ece4ee08f20 (kubeplug) [Normal ClaimUpdating ×2: updating claim]"))
+	require.True(t, byHost("MODIFIED volumeclaimupdate s0 (kubeplug)"))
+	require.True(t, byHost("ADDED claim data-s0-0"), "no field manager: not known to be someone else's")
+	require.True(t, byHost("ADDED claim data-s0-0 (kubeplug"), "cut short")
+	require.False(t, byHost("MODIFIED event s0.18ec10c26bc717c0 (faults.test) [Warning FailedCreate ×12: create Pod s0-2]"))
+	require.False(t, byHost("MODIFIED claim data-s0-1 (kubeplug-e2e-resizer)"))
+}

@@ -120,6 +120,13 @@ func (w *writeWatch) handler(name, ns string) cache.ResourceEventHandler {
 		if m := lastManager(o.GetManagedFields()); m != "" {
 			desc += " (" + m + ")"
 		}
+		if name == "event" { // what it says, for telling who catches up from who loops
+			typ, _, _ := unstructured.NestedString(o.Object, "type")
+			reason, _, _ := unstructured.NestedString(o.Object, "reason")
+			n, _, _ := unstructured.NestedInt64(o.Object, "count")
+			msg, _, _ := unstructured.NestedString(o.Object, "message")
+			desc += fmt.Sprintf(" [%s %s ×%d: %s]", typ, reason, n, tail(msg, 100))
+		}
 		w.mu.Lock()
 		w.writes = append(w.writes, desc)
 		w.mu.Unlock()
