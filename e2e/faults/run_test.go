@@ -924,7 +924,7 @@ func (r *run) freeStranded() {
 		r.tr.mu.Unlock()
 		if why := bornOrphan(&cl, set, r.lives); why != notOrphan {
 			r.logf("claim %s created at %s, %s, owned by nothing: deleting it as a user would",
-				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), fmt.Sprintf(why.String(), set.deletedAt.Format("15:04:05.000")))
+				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), why.describe(set.deletedAt))
 			uid := cl.UID
 			r.tr.mu.Lock()
 			r.tr.userDelete[uid] = true
@@ -971,14 +971,17 @@ const (
 	createdUnserved
 )
 
-func (k orphanKind) String() string {
+// describe says when the claim was created, for the log, against the
+// set's deletion at deletedAt.
+func (k orphanKind) describe(deletedAt time.Time) string {
+	at := deletedAt.Format("15:04:05.000")
 	switch k {
 	case createdAfter:
-		return "after its set was deleted at %s"
+		return "after its set was deleted at " + at
 	case createdUnserved:
-		return "while no host ran, its set deleted at %s before one ran again"
+		return "while no host ran, its set deleted at " + at + " before one ran again"
 	}
-	return "not an orphan (set deleted at %s)"
+	return "not an orphan (set deleted at " + at + ")"
 }
 
 // bornOrphan reports whether cl is a claim of set, deleted with
