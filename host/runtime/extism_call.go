@@ -216,14 +216,7 @@ func jsonAnswer[J any](fromJSON func(*J) *abi.Response) func([]byte, Limits) (*a
 		if err := decodeJSONOutput(out, l, j); err != nil {
 			return nil, err
 		}
-		resp := fromJSON(j)
-		if holdsNoString(resp) {
-			return resp, nil
-		}
-		if err := ownResponse(resp); err != nil {
-			return nil, fmt.Errorf("output: %w", err)
-		}
-		return resp, nil
+		return ownAnswer(fromJSON(j))
 	}
 }
 

@@ -35,6 +35,12 @@ func decodeOutput(out []byte, l Limits) (*abi.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
+	return ownAnswer(resp)
+}
+
+// ownAnswer checks and copies the strings of a decoded answer, MessagePack
+// or JSON (ownResponse), and skips the walk when it holds none.
+func ownAnswer(resp *abi.Response) (*abi.Response, error) {
 	if holdsNoString(resp) {
 		return resp, nil
 	}
