@@ -88,6 +88,11 @@ type ControlPlane struct {
 	// Dir holds etcd's data, the kubeconfig and the servers' certificates;
 	// it is removed by Stop.
 	Dir string
+	// EtcdURL is etcd's client address, for a test that must read what the
+	// API does not show (the revision an object was created at); it
+	// outlives RestartAPIServer. kube-apiserver keeps its objects under
+	// etcd's default prefix, /registry.
+	EtcdURL string
 
 	stopOnce sync.Once
 	stops    []func()
@@ -134,6 +139,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.stops = append(cp.stops, stopEtcd)
+	cp.EtcdURL = etcdURL
 	logf("etcd serving at %s", etcdURL)
 
 	if opts.ServiceResolver != nil {

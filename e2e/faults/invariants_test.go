@@ -56,6 +56,7 @@ type tracker struct {
 	ns     string
 	c      kubernetes.Interface
 	driver *csitest.Driver
+	rev    *revisions // nil: no etcd to place a claim's creation
 
 	mu         sync.Mutex
 	sets       map[string]*setRecord
@@ -75,13 +76,24 @@ type tracker struct {
 	firstSeen, firstLabelled, firstOwned int
 }
 
-func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver) (*tracker, error) {
-	tr := &tracker{ns: ns, c: c, driver: d, sets: map[string]*setRecord{}, claims: map[types.UID]claimRecord{},
+func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver, rev *revisions) (*tracker, error) {
+	tr := &tracker{ns: ns, c: c, driver: d, rev: rev, sets: map[string]*setRecord{}, claims: map[types.UID]claimRecord{},
 		userDelete: map[types.UID]bool{}, podsAtDelete: map[types.UID][]types.UID{}, pvOf: map[string]string{}, pvGone: map[string]bool{}, deletes: map[string]int{}}
 	nsf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
 	claims := nsf.Core().V1().PersistentVolumeClaims().Informer()
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { tr.claimSeen(obj.(*corev1.PersistentVolumeClaim)) },
+		// An informer keys by name: a claim deleted and created again
+		// while its watch was down (an API server restart) comes back
+		// from the relist as an update of the old one. Judge the old
+		// one's deletion and count the new one as the watch would have.
+		UpdateFunc: func(old, cur any) {
+			o, c := old.(*corev1.PersistentVolumeClaim), cur.(*corev1.PersistentVolumeClaim)
+			if o.UID != c.UID {
+				tr.claimGone(o)
+				tr.claimSeen(c)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
@@ -114,6 +126,20 @@ func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csite
 	nsf.WaitForCacheSync(ctx.Done())
 	all.WaitForCacheSync(ctx.Done())
 	return tr, nil
+}
+
+// birth places cl's creation against the deletion of its set by etcd's
+// revisions, with the revision it was created at (0 when etcd does not
+// say); birthUnknown when the tracker has no etcd or etcd cannot tell.
+func (tr *tracker) birth(ctx context.Context, cl *corev1.PersistentVolumeClaim, set string) (birth, int64) {
+	if tr.rev == nil {
+		return birthUnknown, 0
+	}
+	b, rev, err := tr.rev.claimBirth(ctx, cl, set)
+	if err != nil {
+		return birthUnknown, rev
+	}
+	return b, rev
 }
 
 func (tr *tracker) violate(format string, args ...any) {
@@ -301,8 +327,9 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		}
 		switch {
 		case s.deleted && s.spec.whenDeleted == "Delete":
-			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s (created %s, first seen %s; set deleted %s)",
-				cl.Name, setName, owners(cl.OwnerReferences), cl.CreationTimestamp.UTC().Format("15:04:05"),
+			b, rev := tr.birth(ctx, cl, setName)
+			add("claim %s of set %s deleted with whenDeleted=Delete still exists, owned by %s (created %s at revision %d, %s; first seen %s; set deleted %s)",
+				cl.Name, setName, owners(cl.OwnerReferences), cl.CreationTimestamp.UTC().Format("15:04:05"), rev, b,
 				seenAt[cl.UID].Format("15:04:05.000"), s.deletedAt.Format("15:04:05.000"))
 		case s.deleted:
 			if ownedBySet {

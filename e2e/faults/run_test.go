@@ -66,6 +66,8 @@ type world struct {
 	modules map[string]string // guest dir -> .wasm
 	// target is kube-apiserver's host:port, behind each host's proxy.
 	target string
+	// rev reads creation revisions from the control plane's etcd.
+	rev *revisions
 }
 
 func startWorld(t *testing.T) *world {
@@ -103,6 +105,12 @@ func startWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.target = u.Host
+	rev, closeRev, err := newRevisions(cp.EtcdURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeRev() })
+	w.rev = rev
 	return w
 }
 
@@ -224,7 +232,7 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	if r.tr, err = newTracker(ctx, w.c, r.ns, r.driver); err != nil {
+	if r.tr, err = newTracker(ctx, w.c, r.ns, r.driver, w.rev); err != nil {
 		t.Fatal(err)
 	}
 	r.csi.check = r.tr.checkDelete
@@ -918,13 +926,18 @@ func (r *run) freeStranded() {
 		user := r.tr.userDelete[cl.UID]
 		known := slices.Clone(r.tr.podsAtDelete[cl.UID])
 		var set setRecord
-		if name, _, ok := parseClaim(cl.Name); ok && r.tr.sets[name] != nil {
+		name, _, ok := parseClaim(cl.Name)
+		if ok && r.tr.sets[name] != nil {
 			set = *r.tr.sets[name]
 		}
 		r.tr.mu.Unlock()
-		if why := bornOrphan(&cl, set, r.lives); why != notOrphan {
+		b, rev := birthUnknown, int64(0)
+		if set.deleted && len(cl.OwnerReferences) == 0 {
+			b, rev = r.tr.birth(r.ctx, &cl, name)
+		}
+		if why := bornOrphan(&cl, set, r.lives, b); why != notOrphan {
 			r.logf("claim %s created at %s, %s, owned by nothing: deleting it as a user would",
-				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), why.describe(set.deletedAt))
+				cl.Name, cl.CreationTimestamp.UTC().Format("15:04:05"), why.describe(set.deletedAt, b, rev))
 			uid := cl.UID
 			r.tr.mu.Lock()
 			r.tr.userDelete[uid] = true
@@ -959,8 +972,10 @@ type orphanKind int
 const (
 	notOrphan orphanKind = iota
 	// createdAfter: kube-controller-manager created the claim, from its
-	// stale informer, in a later second than the set's deletion was
-	// answered. No webhook can stamp it: the set's UID is gone.
+	// stale informer, after the set's deletion: at a revision where etcd
+	// no longer held the set, or, where etcd's history is gone, in a later
+	// second than the deletion was answered. No webhook can stamp it: the
+	// set's UID is gone.
 	createdAfter
 	// createdUnserved: the claim was created while no host ran, and the set
 	// was deleted before one ran again. Retention's admit hook is served
@@ -972,31 +987,36 @@ const (
 )
 
 // describe says when the claim was created, for the log, against the
-// set's deletion at deletedAt.
-func (k orphanKind) describe(deletedAt time.Time) string {
+// set's deletion at deletedAt, and where etcd placed it.
+func (k orphanKind) describe(deletedAt time.Time, b birth, rev int64) string {
 	at := deletedAt.Format("15:04:05.000")
+	where := ""
+	if rev != 0 {
+		where = fmt.Sprintf(" (created at revision %d, %s)", rev, b)
+	}
 	switch k {
 	case createdAfter:
-		return "after its set was deleted at " + at
+		return "after its set was deleted at " + at + where
 	case createdUnserved:
-		return "while no host ran, its set deleted at " + at + " before one ran again"
+		return "while no host ran, its set deleted at " + at + " before one ran again" + where
 	}
-	return "not an orphan (set deleted at " + at + ")"
+	return "not an orphan (set deleted at " + at + ")" + where
 }
 
 // bornOrphan reports whether cl is a claim of set, deleted with
 // whenDeleted: Delete, that was born owned by nothing where no host could
-// stamp it, and why: created in a later second than the deletion was
-// answered, or while no host ran from the claim's creation (its second's
-// start: the timestamp is whole seconds) until the deletion. KEP-1847's
-// remedy for a claim a policy missed is to delete it by hand.
-func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives) orphanKind {
+// stamp it, and why: created after the deletion (b, etcd's order, or when
+// etcd cannot tell, in a later second than the deletion was answered), or
+// while no host ran from the claim's creation (its second's start: the
+// timestamp is whole seconds) until the deletion. KEP-1847's remedy for a
+// claim a policy missed is to delete it by hand.
+func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives, b birth) orphanKind {
 	if !set.deleted || set.spec.whenDeleted != "Delete" || set.deletedAt.IsZero() || cl.DeletionTimestamp != nil ||
 		len(cl.OwnerReferences) != 0 {
 		return notOrphan
 	}
 	switch {
-	case cl.CreationTimestamp.After(set.deletedAt):
+	case b == bornAfter, b == birthUnknown && cl.CreationTimestamp.After(set.deletedAt):
 		return createdAfter
 	case !lives.ran(cl.CreationTimestamp.Time, set.deletedAt):
 		return createdUnserved

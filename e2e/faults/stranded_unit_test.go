@@ -69,27 +69,36 @@ func TestBornOrphan(t *testing.T) {
 	// A host ran throughout, one slot restarted 3 s before the deletion.
 	up := hostLives{{{from: deletedAt.Add(-time.Minute)}}, {{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-5 * time.Second)}, {from: deletedAt.Add(-3 * time.Second)}}}
 	later := deletedAt.Add(2 * time.Second)
-	require.Equal(t, createdAfter, bornOrphan(claim(later, false), set, up))
-	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set, up), "created in the second of the deletion")
-	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-time.Second), false), set, up), "created before the deletion")
-	require.Equal(t, notOrphan, bornOrphan(claim(later, true), set, up), "owned")
+	require.Equal(t, createdAfter, bornOrphan(claim(later, false), set, up, birthUnknown))
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set, up, birthUnknown), "created in the second of the deletion")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-time.Second), false), set, up, birthUnknown), "created before the deletion")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, true), set, up, birthUnknown), "owned")
 	retain := set
 	retain.spec.whenDeleted = "Retain"
-	require.Equal(t, notOrphan, bornOrphan(claim(later, false), retain, up), "whenDeleted=Retain keeps it")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, false), retain, up, birthUnknown), "whenDeleted=Retain keeps it")
 	live := set
 	live.deleted = false
-	require.Equal(t, notOrphan, bornOrphan(claim(later, false), live, up), "set not deleted")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, false), live, up, birthUnknown), "set not deleted")
 
 	// Seed 2431: the only host killed 13 s before the deletion, the next
 	// started 240 ms after it; the claim created in the deletion's second.
 	down := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(240 * time.Millisecond)}}}
-	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, down))
-	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-10*time.Second), false), set, down), "created while the host was down")
-	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-14*time.Second), false), set, down), "created while the host ran: it could have stamped it")
-	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), true), set, down), "owned")
+	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, down, birthUnknown))
+	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-10*time.Second), false), set, down, birthUnknown), "created while the host was down")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-14*time.Second), false), set, down, birthUnknown), "created while the host ran: it could have stamped it")
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), true), set, down, birthUnknown), "owned")
 	// A host that started within the claim's second could have served it.
 	early := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(-500 * time.Millisecond)}}}
-	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, early))
+	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, early, birthUnknown))
+
+	// Seed 2419: a claim created in the second of the deletion, while a
+	// host ran. Where etcd places it decides, not the timestamp.
+	same := claim(deletedAt.Add(100*time.Millisecond), false)
+	require.Equal(t, createdAfter, bornOrphan(same, set, up, bornAfter))
+	require.Equal(t, notOrphan, bornOrphan(same, set, up, bornBefore), "created while the set existed and a host ran")
+	require.Equal(t, createdUnserved, bornOrphan(same, set, down, bornBefore), "created while the set existed and no host ran")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, false), set, up, bornBefore), "etcd over the timestamp")
+	require.Equal(t, notOrphan, bornOrphan(claim(later, true), set, up, bornAfter), "owned")
 }
 
 // TestLastManager: the writer named is the entry written last, whatever
