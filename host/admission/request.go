@@ -159,8 +159,8 @@ func project(kind string, raw runtime.RawExtension) (*abi.AdmitObject, any, erro
 }
 
 // maxLiveReads bounds the API reads one review may make for StatefulSets
-// the cache has not got: a claim's name can name two candidate sets
-// (snapshot.SetNamesInClaimName), and the builder reads the one found again.
+// the cache has not got: a claim's name can name several candidate sets
+// (snapshot.SetNamesInClaimName), each read once.
 const maxLiveReads = 3
 
 // liveSets is a Lister whose GetStatefulSet reads the API server when the
@@ -168,27 +168,48 @@ const maxLiveReads = 3
 // any other reason than NotFound is logged and answered as the cache's
 // miss: the review goes on as if the set were unknown, and reconcile stays
 // the fallback, rather than every claim creation failing while the API
-// server is slow.
+// server is slow. Each answer is kept for the rest of the review: the
+// claim's candidates are looked up to find its set, and the snapshot
+// builder then asks for the set found, which costs no second read and
+// cannot see another version of it.
 type liveSets struct {
 	snapshot.Lister
 	ctx  context.Context
 	get  func(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error)
 	log  *slog.Logger
 	left int
+	read map[string]*appsv1.StatefulSet // namespace/name -> the live answer, nil for none
 }
 
 func (l *liveSets) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
 	s, err := l.Lister.GetStatefulSet(namespace, name)
-	if !apierrors.IsNotFound(err) || l.left <= 0 {
+	if !apierrors.IsNotFound(err) {
 		return s, err
+	}
+	key := namespace + "/" + name
+	if live, ok := l.read[key]; ok {
+		if live == nil {
+			return nil, err
+		}
+		return live, nil
+	}
+	if l.left <= 0 {
+		return nil, err
 	}
 	l.left--
 	live, lerr := l.get(l.ctx, namespace, name)
-	switch {
-	case lerr == nil && live != nil:
-		return live, nil
-	case lerr != nil && !apierrors.IsNotFound(lerr) && l.log != nil:
-		l.log.Debug("admission: reading a StatefulSet the cache has not got", "namespace", namespace, "name", name, "err", lerr)
+	if lerr != nil {
+		live = nil
+		if !apierrors.IsNotFound(lerr) && l.log != nil {
+			l.log.Debug("admission: reading a StatefulSet the cache has not got", "namespace", namespace, "name", name, "err", lerr)
+		}
 	}
-	return nil, err
+	if l.read == nil {
+		l.read = map[string]*appsv1.StatefulSet{}
+	}
+	l.read[key] = live
+	if live == nil {
+		return nil, err
+	}
+	return live, nil
 }
