@@ -133,7 +133,6 @@ type run struct {
 	kubeconfigs []string
 	hosts       []*testenv.Host
 	downUntil   []time.Time
-	started     []time.Time
 	// lives are the times each slot's host processes ran.
 	lives       hostLives
 	partitioned []bool
@@ -291,7 +290,6 @@ func runSeed(t *testing.T, w *world, seed uint64) result {
 		r.kubeconfigs = append(r.kubeconfigs, testenv.KubeconfigVia(t, cp.Kubeconfig, p.URL()))
 		r.hosts = append(r.hosts, nil)
 		r.downUntil = append(r.downUntil, time.Time{})
-		r.started = append(r.started, time.Time{})
 		r.lives = append(r.lives, nil)
 		r.partitioned = append(r.partitioned, false)
 		r.startHost(i)
@@ -380,8 +378,7 @@ func (r *run) startHost(i int) {
 	if r.hosts[i] != nil {
 		r.ended(i)
 	}
-	r.started[i] = time.Now()
-	r.lives.start(i, r.started[i])
+	r.lives.start(i, time.Now())
 	r.hosts[i] = testenv.StartHost(r.t, testenv.HostOptions{
 		Name: fmt.Sprintf("%s-%c-%d", r.ns, 'a'+i, r.restarts), Kubeconfig: r.kubeconfigs[i], Config: r.config,
 		Args: append(args, r.webhookArgs(i)...),
@@ -396,7 +393,7 @@ func (r *run) supervise() {
 		if !h.Exited() {
 			r.tally(i, false)
 		}
-		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.started[i]) < time.Second {
+		if !h.Exited() || time.Now().Before(r.downUntil[i]) || time.Since(r.lives.latest(i)) < time.Second {
 			continue
 		}
 		r.lives.end(i, time.Now()) // no earlier than it exited
@@ -1032,6 +1029,14 @@ type hostLives [][]life
 type life struct{ from, to time.Time }
 
 func (l hostLives) start(slot int, at time.Time) { l[slot] = append(l[slot], life{from: at}) }
+
+// latest is when slot's newest host process started; zero if none has.
+func (l hostLives) latest(slot int) time.Time {
+	if n := len(l[slot]); n > 0 {
+		return l[slot][n-1].from
+	}
+	return time.Time{}
+}
 
 func (l hostLives) end(slot int, at time.Time) {
 	if n := len(l[slot]); n > 0 && l[slot][n-1].to.IsZero() {
