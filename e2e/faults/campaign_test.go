@@ -122,7 +122,7 @@ func figures(results []result) string {
 	fmt.Fprintf(&b, "| claims created / with the template's label at creation / owned by their set at creation | %d / %d / %d |\n", seen, labelled, owned)
 	fmt.Fprintf(&b, "| pods kube-controller-manager created on a claim the workload had deleted, deleted by the workload (kubernetes/kubernetes#74374) | %d |\n", stranded)
 	fmt.Fprintf(&b, "| claims kube-controller-manager created after their set (whenDeleted=Delete) was deleted, deleted by the workload (KEP-1847) | %d |\n", orphans)
-	fmt.Fprintf(&b, "| claims created while no host ran, of a set (whenDeleted=Delete) deleted before one ran again, deleted by the workload (KEP-1847) | %d |\n", unserved)
+	fmt.Fprintf(&b, "| claims created while no host served admission, of a set (whenDeleted=Delete) deleted before one did, deleted by the workload (KEP-1847) | %d |\n", unserved)
 	fmt.Fprintf(&b, "| quiet windows tried again, every write in them by others than kubeplug (kube-controller-manager catching up) | %d |\n", othersWrote)
 	fmt.Fprintf(&b, "| invariant violations | %d |\n", violations)
 	fmt.Fprintf(&b, "| runs not converged within %v | %d |\n", converge, notConverged)

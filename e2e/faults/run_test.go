@@ -163,8 +163,8 @@ type run struct {
 	// orphans counts the claims kube-controller-manager created for a set
 	// already deleted, which the workload then deleted (bornOrphan).
 	orphans int
-	// unserved counts the claims created while no host ran, for a set
-	// deleted before one ran again, which the workload then deleted
+	// unserved counts the claims created while no host served admission
+	// reviews, for a set deleted before one did, which the workload then deleted
 	// (bornOrphan).
 	unserved int
 }
@@ -198,7 +198,7 @@ type result struct {
 	stranded int
 	// Claims kube-controller-manager created for a set the workload had
 	// deleted, which the workload deleted as KEP-1847 tells a user to; and
-	// claims created while no host ran, for a set deleted before one did.
+	// claims created while no host served, for a set deleted before one did.
 	orphans, unserved int
 }
 
@@ -390,6 +390,7 @@ func (r *run) startHost(i int) {
 // not held down by a fault, at most once a second: a restart ends a fault.
 func (r *run) supervise() {
 	for i, h := range r.hosts {
+		r.lives.serving(i, h.Log)
 		if !h.Exited() {
 			r.tally(i, false)
 		}
@@ -493,6 +494,7 @@ func (r *run) do(e event) {
 		}
 		r.tally(i, true)
 		r.hosts[i].Kill()
+		r.lives.serving(i, r.hosts[i].Log)
 		r.lives.end(i, time.Now())
 		r.downUntil[i] = time.Now().Add(time.Duration(e.arg) * time.Millisecond)
 		r.fault(e.what)
@@ -974,8 +976,9 @@ const (
 	// second than the deletion was answered. No webhook can stamp it: the
 	// set's UID is gone.
 	createdAfter
-	// createdUnserved: the claim was created while no host ran, and the set
-	// was deleted before one ran again. Retention's admit hook is served
+	// createdUnserved: the claim was created while no host served admission
+	// reviews (none ran, or each was still syncing its caches), and the set
+	// was deleted before one served again. Retention's admit hook is served
 	// with failurePolicy Ignore, as README.md says to, so the API server
 	// admitted the claim unstamped, as kube-controller-manager creates it
 	// (its own owner reference comes in a later sync, which a deleted set
@@ -995,7 +998,7 @@ func (k orphanKind) describe(deletedAt time.Time, b birth, rev int64) string {
 	case createdAfter:
 		return "after its set was deleted at " + at + where
 	case createdUnserved:
-		return "while no host ran, its set deleted at " + at + " before one ran again" + where
+		return "while no host served admission, its set deleted at " + at + " before one did" + where
 	}
 	return "not an orphan (set deleted at " + at + ")" + where
 }
@@ -1004,7 +1007,7 @@ func (k orphanKind) describe(deletedAt time.Time, b birth, rev int64) string {
 // whenDeleted: Delete, that was born owned by nothing where no host could
 // stamp it, and why: created after the deletion (b, etcd's order, or when
 // etcd cannot tell, in a later second than the deletion was answered), or
-// while no host ran from the claim's creation (its second's start: the
+// while no host served admission reviews from the claim's creation (its second's start: the
 // timestamp is whole seconds) until the deletion. KEP-1847's remedy for a
 // claim a policy missed is to delete it by hand.
 func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives, b birth) orphanKind {
@@ -1015,7 +1018,7 @@ func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives
 	switch {
 	case b == bornAfter, b == birthUnknown && cl.CreationTimestamp.After(set.deletedAt):
 		return createdAfter
-	case !lives.ran(cl.CreationTimestamp.Time, set.deletedAt):
+	case !lives.served(cl.CreationTimestamp.Time, set.deletedAt):
 		return createdUnserved
 	}
 	return notOrphan
@@ -1023,10 +1026,11 @@ func bornOrphan(cl *corev1.PersistentVolumeClaim, set setRecord, lives hostLives
 
 // hostLives are, for each host slot, the times its processes ran: from the
 // start to the kill or to when the exit was seen (never earlier than it
-// ended), the last open while it runs.
+// ended), the last open while it runs; and when each began to serve
+// admission reviews, which it does only once its caches have synced.
 type hostLives [][]life
 
-type life struct{ from, to time.Time }
+type life struct{ from, served, to time.Time }
 
 func (l hostLives) start(slot int, at time.Time) { l[slot] = append(l[slot], life{from: at}) }
 
@@ -1038,22 +1042,53 @@ func (l hostLives) latest(slot int) time.Time {
 	return time.Time{}
 }
 
+// serving records when slot's newest process began to serve, from its
+// log (servingSince), unless already known.
+func (l hostLives) serving(slot int, log func() string) {
+	if n := len(l[slot]); n > 0 && l[slot][n-1].served.IsZero() {
+		l[slot][n-1].served = servingSince(log())
+	}
+}
+
 func (l hostLives) end(slot int, at time.Time) {
 	if n := len(l[slot]); n > 0 && l[slot][n-1].to.IsZero() {
 		l[slot][n-1].to = at
 	}
 }
 
-// ran reports whether any host process ran at some time in [from, to].
-func (l hostLives) ran(from, to time.Time) bool {
+// served reports whether any host process served admission reviews at
+// some time in [from, to]. A process still syncing its caches has no
+// listener: kube-apiserver's call is refused and, under failurePolicy
+// Ignore, the object admitted as it came.
+func (l hostLives) served(from, to time.Time) bool {
 	for _, slot := range l {
 		for _, s := range slot {
-			if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+			if !s.served.IsZero() && !s.served.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// servingSince is the time of the host log's "serving admission webhooks"
+// line (kubeplug run's, host/app/webhook.go), zero if it has none yet.
+func servingSince(log string) time.Time {
+	for line := range strings.Lines(log) {
+		if !strings.Contains(line, `msg="serving admission webhooks"`) {
+			continue
+		}
+		v, ok := strings.CutPrefix(line, "time=")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(v, ' '); i > 0 {
+			if t, err := time.Parse(time.RFC3339Nano, v[:i]); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // stranded returns the pods of cl's StatefulSet that mount cl, are not

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func TestStranded(t *testing.T) {
 
 // TestBornOrphan: only an unowned claim of a set deleted with
 // whenDeleted=Delete, created in a later second than the deletion was
-// answered or while no host ran until the deletion, is one the workload
+// answered or while no host served until the deletion, is one the workload
 // may delete.
 func TestBornOrphan(t *testing.T) {
 	deletedAt := time.Date(2026, 11, 27, 21, 29, 36, 852_000_000, time.UTC)
@@ -67,7 +68,7 @@ func TestBornOrphan(t *testing.T) {
 		return c
 	}
 	// A host ran throughout, one slot restarted 3 s before the deletion.
-	up := hostLives{{{from: deletedAt.Add(-time.Minute)}}, {{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-5 * time.Second)}, {from: deletedAt.Add(-3 * time.Second)}}}
+	up := hostLives{{{from: deletedAt.Add(-time.Minute), served: deletedAt.Add(-time.Minute)}}, {{from: deletedAt.Add(-time.Minute), served: deletedAt.Add(-time.Minute), to: deletedAt.Add(-5 * time.Second)}, {from: deletedAt.Add(-3 * time.Second), served: deletedAt.Add(-3 * time.Second)}}}
 	later := deletedAt.Add(2 * time.Second)
 	require.Equal(t, createdAfter, bornOrphan(claim(later, false), set, up, birthUnknown))
 	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(100*time.Millisecond), false), set, up, birthUnknown), "created in the second of the deletion")
@@ -82,13 +83,13 @@ func TestBornOrphan(t *testing.T) {
 
 	// Seed 2431: the only host killed 13 s before the deletion, the next
 	// started 240 ms after it; the claim created in the deletion's second.
-	down := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(240 * time.Millisecond)}}}
+	down := hostLives{{{from: deletedAt.Add(-time.Minute), served: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(240 * time.Millisecond), served: deletedAt.Add(240 * time.Millisecond)}}}
 	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, down, birthUnknown))
 	require.Equal(t, createdUnserved, bornOrphan(claim(deletedAt.Add(-10*time.Second), false), set, down, birthUnknown), "created while the host was down")
 	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-14*time.Second), false), set, down, birthUnknown), "created while the host ran: it could have stamped it")
 	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), true), set, down, birthUnknown), "owned")
 	// A host that started within the claim's second could have served it.
-	early := hostLives{{{from: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(-500 * time.Millisecond)}}}
+	early := hostLives{{{from: deletedAt.Add(-time.Minute), served: deletedAt.Add(-time.Minute), to: deletedAt.Add(-13 * time.Second)}, {from: deletedAt.Add(-500 * time.Millisecond), served: deletedAt.Add(-500 * time.Millisecond)}}}
 	require.Equal(t, notOrphan, bornOrphan(claim(deletedAt.Add(-100*time.Millisecond), false), set, early, birthUnknown))
 
 	// Seed 2419: a claim created in the second of the deletion, while a
@@ -99,6 +100,24 @@ func TestBornOrphan(t *testing.T) {
 	require.Equal(t, createdUnserved, bornOrphan(same, set, down, bornBefore), "created while the set existed and no host ran")
 	require.Equal(t, notOrphan, bornOrphan(claim(later, false), set, up, bornBefore), "etcd over the timestamp")
 	require.Equal(t, notOrphan, bornOrphan(claim(later, true), set, up, bornAfter), "owned")
+
+	// Seed 2411: both hosts' processes ran, neither yet served: their
+	// caches were syncing after an API server restart, the claim created
+	// 120 ms after the new server answered.
+	syncing := hostLives{{{from: deletedAt.Add(-7 * time.Second), served: deletedAt.Add(500 * time.Millisecond)}}, {{from: deletedAt.Add(-5 * time.Second)}}}
+	require.Equal(t, createdUnserved, bornOrphan(same, set, syncing, bornBefore))
+	syncing[1][0].served = deletedAt.Add(-time.Second)
+	require.Equal(t, notOrphan, bornOrphan(same, set, syncing, bornBefore), "one host served")
+}
+
+// TestServingSince: when a host began to serve, from its log.
+func TestServingSince(t *testing.T) {
+	log := `time=2026-11-28T03:36:29.481Z level=INFO msg="loaded module" module=retention
+time=2026-11-28T03:36:29.684Z level=INFO msg="serving admission webhooks" addr=127.0.0.1:42755 modules=2
+time=2026-11-28T03:36:29.684Z level=INFO msg="caches synced; host ready" modules=3
+`
+	require.Equal(t, time.Date(2026, 11, 28, 3, 36, 29, 684_000_000, time.UTC), servingSince(log))
+	require.True(t, servingSince(log[:strings.Index(log, "\ntime=")+1]).IsZero(), "not serving yet")
 }
 
 // TestLastManager: the writer named is the entry written last, whatever
