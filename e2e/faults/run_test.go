@@ -1057,9 +1057,11 @@ func (l hostLives) end(slot int, at time.Time) {
 }
 
 // served reports whether any host process served admission reviews at
-// some time in [from, to]. A process still syncing its caches has no
-// listener: kube-apiserver's call is refused and, under failurePolicy
-// Ignore, the object admitted as it came.
+// some time in [from, to]. A process still syncing its caches listens but
+// holds each review until they have synced; one that waits past its
+// deadline is answered by failurePolicy Ignore, the object admitted as it
+// came. Before the listener, kube-apiserver's call is refused, with the
+// same answer.
 func (l hostLives) served(from, to time.Time) bool {
 	for _, slot := range l {
 		for _, s := range slot {

@@ -41,6 +41,13 @@ type Reviewer struct {
 	Logger *slog.Logger
 	// Now is the clock given to modules; nil means time.Now.
 	Now func() time.Time
+	// Synced, when set, is closed once the caches Lister and
+	// NamespaceLabels read have synced. A review that comes in before
+	// waits for it within its deadline, and is answered by the failure
+	// policy if the deadline comes first: a module is never shown caches
+	// that are still filling, which would show it a set without its pods
+	// or claims. nil: synced.
+	Synced <-chan struct{}
 }
 
 // Outcome is how one review ended.
@@ -114,9 +121,18 @@ func (r *Reviewer) Review(ctx context.Context, m *Module, req *admissionv1.Admis
 	return o
 }
 
-// reviewBy runs review on a goroutine and returns its outcome, or the
-// failure policy's once ctx is done.
+// reviewBy waits for the caches to sync (Synced), runs review on a
+// goroutine and returns its outcome, or the failure policy's once ctx is
+// done.
 func (r *Reviewer) reviewBy(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest, apiTimeout time.Duration) *Outcome {
+	if r.Synced != nil {
+		select {
+		case <-r.Synced:
+		case <-ctx.Done():
+			return m.failed(fmt.Errorf("%w: the host's caches were still syncing %v into the API server's %v timeout (the rest is kept for the answer to reach it): %w",
+				ErrRequest, callBudget(apiTimeout), apiTimeout, context.Cause(ctx)))
+		}
+	}
 	done := make(chan *Outcome, 1) // the goroutine never blocks on it
 	go func() {
 		defer func() {
@@ -144,6 +160,7 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	if err := m.registered(req); err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}
+
 	in, err := r.request(ctx, m, req)
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))

@@ -159,6 +159,14 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	// The webhook listens before the caches sync and holds its reviews
+	// until they have (startWebhook).
+	synced := make(chan struct{})
+	stopWebhook, serving, err := startWebhook(ctx, opts, file, rl, cache, synced, client, m, log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhook()
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopInformers(); cache.Shutdown() }()
 	cache.Start(informerCtx)
@@ -168,11 +176,12 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return errors.New("informer caches did not sync")
 	}
-	stopWebhook, err := startWebhook(ctx, opts, file, rl, cache, client, m, log)
-	if err != nil {
-		return err
+	close(synced)
+	select {
+	case <-serving:
+	case <-ctx.Done():
+		return nil
 	}
-	defer stopWebhook()
 	ready.Ready()
 	log.Info("caches synced; host ready", "modules", rl.fleet.len())
 	// Reloads change the fleet whether or not this host leads, so that a

@@ -55,21 +55,30 @@ func admitters(file *config.File, mods []controller.Module) []*admission.Module 
 
 // startWebhook serves the admit hooks of mods on opts.WebhookAddr until ctx
 // is done, with a namespace informer of its own for the namespaces' labels.
-// It returns a function that stops it; nothing runs when no address is set.
-func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Reloader, lister snapshot.Lister,
-	client kubernetes.Interface, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+// It listens at once, before the host's caches have synced: a review that
+// comes in earlier waits, within its own deadline, until synced is closed
+// and the namespaces have synced too (admission.Reviewer.Synced), rather
+// than have kube-apiserver's call refused and the failure policy answer
+// for every object created while a host starts. It returns a function
+// that stops it, and a channel closed once reviews are answered; nothing
+// runs when no address is set, and the channel is closed.
+func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Reloader, lister snapshot.Lister, synced <-chan struct{},
+	client kubernetes.Interface, m *metrics.Metrics, log *slog.Logger) (stop func(), serving <-chan struct{}, err error) {
+	ready := make(chan struct{})
 	if opts.WebhookAddr == "" {
-		return func() {}, nil
+		close(ready)
+		return func() {}, ready, nil
 	}
 	certs, err := webhookCerts(ctx, opts, client, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	factory := informers.NewSharedInformerFactory(client, file.Resync)
 	namespaces := factory.Core().V1().Namespaces()
 	nsInformer := namespaces.Informer()
 	r := &admission.Reviewer{
 		Lister:          lister,
+		Synced:          ready,
 		LiveStatefulSet: liveStatefulSet(client, file.Shard),
 		NamespaceLabels: func(name string) (map[string]string, error) {
 			ns, err := namespaces.Lister().Get(name)
@@ -99,28 +108,35 @@ func startWebhook(ctx context.Context, opts Options, file *config.File, rl *Relo
 	rl.mu.Unlock()
 	srv, err := admission.ListenTLS(opts.WebhookAddr, certs, h, log, admission.DefaultServerLimits())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	stopCh := make(chan struct{})
 	factory.Start(stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced) {
-		close(stopCh)
-		_ = srv.Shutdown(context.Background())
-		return func() {}, nil
-	}
 	go func() {
 		if err := srv.Serve(); err != nil {
 			log.Error("webhook server", "err", err)
 		}
 	}()
-	log.Info("serving admission webhooks", "addr", srv.Addr(), "modules", len(admitters(file, mods)))
+	log.Info("listening for admission reviews; each waits until the caches have synced", "addr", srv.Addr())
+	go func() {
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced) {
+			return
+		}
+		close(ready)
+		log.Info("serving admission webhooks", "addr", srv.Addr(), "modules", len(admitters(file, mods)))
+	}()
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		close(stopCh)
 		factory.Shutdown()
-	}, nil
+	}, ready, nil
 }
 
 // webhookCerts returns where the webhook server's certificate comes from:
