@@ -258,9 +258,9 @@ func (r *runner) planCompound(by map[int]*result) []Perturbation {
 				continue
 			}
 			for lag := 1; lag <= MaxLag && lag <= pr.version; lag++ {
-				for _, kind := range append(sortedKinds(), AllKinds) {
+				for _, v := range views(true) {
 					for _, restart := range []bool{false, true} {
-						out = append(out, Perturbation{Class: UnobservedStale, Phase: phase, Round: pr.round, Kind: kind, Lag: lag, Restart: restart})
+						out = append(out, Perturbation{Class: UnobservedStale, Phase: phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
 					}
 				}
 			}
@@ -294,7 +294,7 @@ func (r *runner) staleDiffers(p Perturbation, res *result) bool {
 	differs := false
 	for _, kind := range sortedKinds() {
 		v := now
-		if kind == p.Kind || p.Kind == AllKinds {
+		if p.lags(kind) {
 			v = then
 			differs = differs || r.hashKind(then, kind) != r.hashKind(now, kind)
 		}
@@ -584,7 +584,7 @@ func (x *execution) lag() {
 	}
 	x.l.lags = map[string]*memcluster.Cluster{}
 	for _, kind := range sortedKinds() {
-		if kind == x.p.Kind || x.p.Kind == AllKinds {
+		if x.p.lags(kind) {
 			x.l.lags[kind] = vs[i]
 		}
 	}
@@ -788,3 +788,19 @@ type kindOf struct {
 }
 
 func sortedKinds() []string { return casetest.SortedKinds() }
+
+// views lists the ways a stale round holds kinds back: each kind alone,
+// every kind, and, with except, every kind but one.
+func views(except bool) []Perturbation {
+	var out []Perturbation
+	for _, kind := range sortedKinds() {
+		out = append(out, Perturbation{Kind: kind})
+	}
+	out = append(out, Perturbation{Kind: AllKinds})
+	if except {
+		for _, kind := range sortedKinds() {
+			out = append(out, Perturbation{Kind: AllKinds, Except: kind})
+		}
+	}
+	return out
+}

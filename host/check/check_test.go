@@ -2,6 +2,8 @@ package check_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,39 @@ func crashforget() *guest {
 					out = append(out, abi.Action{Type: abi.ActionDeleteObject, Target: r})
 				case !has:
 					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin})
+				}
+			}
+			return out
+		},
+	}
+}
+
+// markundo marks a condemned claim whose pod still runs
+// (example.com/scaled-down), and removes the mark from a claim back in
+// range whose pod runs: a scale-down undone. Its view of the set and the
+// pods must agree with its view of the claims for that to be right.
+func markundo() *guest {
+	const mark = "example.com/scaled-down"
+	return &guest{
+		caps: []abi.Capability{
+			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
+			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
+		},
+		decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
+			var out []abi.Action
+			for _, c := range req.StatefulSet.Claims {
+				o, ok := ordinal(c.Metadata.Name)
+				pod := "web-" + strconv.Itoa(o)
+				if !ok || !slices.ContainsFunc(req.StatefulSet.Pods, func(p abi.Pod) bool { return p.Metadata.Name == pod }) {
+					continue // only a running pod's claim is reached
+				}
+				r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+				marked := slices.Contains(c.Metadata.Finalizers, mark)
+				switch inRange := o < int(req.StatefulSet.Set.Spec.Replicas); {
+				case inRange && marked:
+					out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: mark})
+				case !inRange && !marked:
+					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: mark})
 				}
 			}
 			return out
@@ -224,4 +259,56 @@ steps:
 	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, f.Cases[0], check.Options{})
 	require.Contains(t, rep.Failure, "the case is too large to explore")
 	require.Contains(t, rep.Failure, "split it into smaller cases")
+}
+
+// markundo's bug needs two perturbations at once, as the fault campaign's
+// seed 2435 did: the host misses a state, and then reads informers that are
+// behind but for the claims'. No single perturbation shows it; the
+// unobserved-stale class does, and the reproduction replays alone.
+func TestMissedStateThenStaleIsCaught(t *testing.T) {
+	rep := explore(t, markundo, "testdata/markundo.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	for _, v := range rep.Violations {
+		require.Equal(t, check.UnobservedStale, v.Perturbation.Class, "only the compound class shows the bug: %+v", v)
+	}
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleConvergence, v.Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/data-web-0", v.Object)
+	require.Equal(t, "unobserved-stale:phase=2,round=1,kind=*,lag=3,except=PersistentVolumeClaim", v.Perturbation.String())
+	require.Equal(t, "the host does not run the rounds after step 2, so it never sees that state; then round 1 of the rounds "+
+		"after step 3 runs on the live host with every object but its PersistentVolumeClaim objects as they were 3 write(s) ago",
+		v.Perturbation.Describe())
+	require.Contains(t, v.Step, "step 3 (line 33): delete Pod default/web-0")
+	require.False(t, rep.Capped)
+
+	p, err := check.Parse(v.Perturbation.String())
+	require.NoError(t, err)
+	require.Equal(t, v.Perturbation, p)
+	again := explore(t, markundo, "testdata/markundo.yaml", &p)
+	require.Equal(t, 2, again.Executions, "the unperturbed run and the one perturbation")
+	require.Equal(t, v.Detail, again.Violations[0].Detail)
+}
+
+// The compound class's form is read back as written, and a malformed one
+// says what it needs.
+func TestParseUnobservedStale(t *testing.T) {
+	for _, s := range []string{
+		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=2,restart=true",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=3,except=StatefulSet",
+	} {
+		p, err := check.Parse(s)
+		require.NoError(t, err)
+		require.Equal(t, s, p.String())
+	}
+	for s, msg := range map[string]string{
+		"unobserved-stale:phase=1,kind=Pod,lag=1":                     "needs round=N",
+		"unobserved-stale:phase=1,round=1,lag=1":                      "needs kind=KIND",
+		"unobserved-stale:phase=1,round=1,kind=Pod,lag=1,except=Pod":  "except=KIND goes with kind=*",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=1,except=Widget": `unknown kind "Widget"`,
+		"stale:phase=1,round=1,kind=StatefulSet,lag=1,except=Pod":     "except=KIND goes with kind=*",
+	} {
+		_, err := check.Parse(s)
+		require.ErrorContains(t, err, msg, s)
+	}
 }

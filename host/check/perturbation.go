@@ -45,9 +45,18 @@ type Perturbation struct {
 	// AllKinds) and by how many writes to the cluster.
 	Kind string
 	Lag  int
+	// Except, with Kind AllKinds, is a kind shown as it is now: every
+	// informer but that one is behind, as a host's informers are when the
+	// one that caught up first is not the one its decision hangs on.
+	Except string
 	// Restart makes a stale round run on a fresh host, as a host restarted
 	// on a lagging cache.
 	Restart bool
+}
+
+// lags reports whether p shows kind behind.
+func (p Perturbation) lags(kind string) bool {
+	return kind == p.Kind || (p.Kind == AllKinds && kind != p.Except)
 }
 
 // skips reports whether p keeps the host from running after step phase.
@@ -74,6 +83,9 @@ func (p Perturbation) String() string {
 		parts = append(parts, "round="+strconv.Itoa(p.Round), "after="+strconv.Itoa(p.After))
 	case Stale, UnobservedStale:
 		parts = append(parts, "round="+strconv.Itoa(p.Round), "kind="+p.Kind, "lag="+strconv.Itoa(p.Lag))
+		if p.Except != "" {
+			parts = append(parts, "except="+p.Except)
+		}
 		if p.Restart {
 			parts = append(parts, "restart=true")
 		}
@@ -103,7 +115,10 @@ func (p Perturbation) Describe() string {
 // describeStale says what p's stale round, in phase, shows.
 func (p Perturbation) describeStale(phase int) string {
 	what := "its " + p.Kind + " objects"
-	if p.Kind == AllKinds {
+	switch {
+	case p.Kind == AllKinds && p.Except != "":
+		what = "every object but its " + p.Except + " objects"
+	case p.Kind == AllKinds:
 		what = "every object"
 	}
 	host := "the live host"
@@ -147,6 +162,11 @@ func Parse(s string) (Perturbation, error) {
 				err = fmt.Errorf("unknown kind %q", v)
 			}
 			p.Kind = v
+		case "except":
+			if _, known := abi.LookupKind(v); !known {
+				err = fmt.Errorf("unknown kind %q", v)
+			}
+			p.Except = v
 		case "restart":
 			p.Restart, err = strconv.ParseBool(v)
 		default:
@@ -161,6 +181,8 @@ func Parse(s string) (Perturbation, error) {
 		return p, fmt.Errorf("perturbation %q: a %s needs round=N (from 1)", s, class)
 	case (class == Stale || class == UnobservedStale) && (p.Kind == "" || p.Lag < 1):
 		return p, fmt.Errorf("perturbation %q: %s needs kind=KIND (or *) and lag=N (from 1)", s, class)
+	case p.Except != "" && p.Kind != AllKinds:
+		return p, fmt.Errorf("perturbation %q: except=KIND goes with kind=* (every kind but that one behind)", s)
 	case class == Interleave && (p.Phase < 1 || p.After < 1):
 		return p, fmt.Errorf("perturbation %q: interleave needs phase=STEP and after=N, both from 1", s)
 	}
