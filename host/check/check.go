@@ -219,11 +219,10 @@ func (r *runner) plan() []Perturbation {
 		}
 	}
 	for _, pr := range b.rounds {
-		kinds := append(sortedKinds(), AllKinds)
 		for lag := 1; lag <= MaxLag && lag < pr.version+1; lag++ {
-			for _, kind := range kinds {
+			for _, v := range views(true) {
 				for _, restart := range []bool{false, true} {
-					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: kind, Lag: lag, Restart: restart})
+					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
 				}
 			}
 		}

@@ -74,17 +74,22 @@ func stalereap() *guest {
 	}
 }
 
+// claimFinalizers are the capabilities to add and remove claims'
+// finalizers.
+func claimFinalizers() []abi.Capability {
+	return []abi.Capability{
+		{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
+		{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
+	}
+}
+
 // crashforget is testdata/guests/crashforget in Go: the finalizer of a
 // claim it deleted is removed only if its memory says it deleted it.
 func crashforget() *guest {
 	const fin = "example.com/backup"
 	return &guest{
 		memory: map[string]bool{},
-		caps: []abi.Capability{
-			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}},
-		},
+		caps:   append(claimFinalizers(), abi.Capability{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}),
 		decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
 			var out []abi.Action
 			for _, c := range req.StatefulSet.Claims {
@@ -115,32 +120,42 @@ func crashforget() *guest {
 // (example.com/scaled-down), and removes the mark from a claim back in
 // range whose pod runs: a scale-down undone. Its view of the set and the
 // pods must agree with its view of the claims for that to be right.
-func markundo() *guest {
-	const mark = "example.com/scaled-down"
-	return &guest{
-		caps: []abi.Capability{
-			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
-		},
-		decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
-			var out []abi.Action
-			for _, c := range req.StatefulSet.Claims {
-				o, ok := ordinal(c.Metadata.Name)
-				pod := "web-" + strconv.Itoa(o)
-				if !ok || !slices.ContainsFunc(req.StatefulSet.Pods, func(p abi.Pod) bool { return p.Metadata.Name == pod }) {
-					continue // only a running pod's claim is reached
+//
+// With ack, it marks only claims it has acknowledged: it acknowledges a
+// marked claim by removing the finalizer example.com/new the claim was
+// created with. The acknowledgement is one more write of its own after the
+// controller's mark.
+func markundo(ack bool) func() *guest {
+	const mark, fresh = "example.com/scaled-down", "example.com/new"
+	return func() *guest {
+		return &guest{
+			caps: claimFinalizers(),
+			decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
+				var out []abi.Action
+				for _, c := range req.StatefulSet.Claims {
+					o, ok := ordinal(c.Metadata.Name)
+					if !ok {
+						continue
+					}
+					r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+					marked := slices.Contains(c.Metadata.Finalizers, mark)
+					isNew := slices.Contains(c.Metadata.Finalizers, fresh)
+					pod := "web-" + strconv.Itoa(o)
+					running := slices.ContainsFunc(req.StatefulSet.Pods, func(p abi.Pod) bool { return p.Metadata.Name == pod })
+					inRange := o < int(req.StatefulSet.Set.Spec.Replicas)
+					switch {
+					case running && inRange && marked:
+						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: mark})
+					case running && !inRange && !marked && (!ack || !isNew):
+						out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: mark})
+					}
+					if ack && marked && isNew {
+						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fresh})
+					}
 				}
-				r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
-				marked := slices.Contains(c.Metadata.Finalizers, mark)
-				switch inRange := o < int(req.StatefulSet.Set.Spec.Replicas); {
-				case inRange && marked:
-					out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: mark})
-				case !inRange && !marked:
-					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: mark})
-				}
-			}
-			return out
-		},
+				return out
+			},
+		}
 	}
 }
 
@@ -261,12 +276,27 @@ steps:
 	require.Contains(t, rep.Failure, "split it into smaller cases")
 }
 
-// markundo's bug needs two perturbations at once, as the fault campaign's
-// seed 2435 did: the host misses a state, and then reads informers that are
-// behind but for the claims'. No single perturbation shows it; the
-// unobserved-stale class does, and the reproduction replays alone.
+// markundo's bug needs the view seed 2435's leader had: its claims
+// current, its set and pods from before the scale-down. One stale round
+// with every kind but the claims behind shows it.
+func TestStaleButClaimsIsCaught(t *testing.T) {
+	rep := explore(t, markundo(false), "testdata/markundo.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleConvergence, v.Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/data-web-0", v.Object)
+	require.Equal(t, "stale:phase=3,round=1,kind=*,lag=3,except=PersistentVolumeClaim", v.Perturbation.String())
+	require.Equal(t, "round 1 of the rounds after step 3 runs on the live host with every object but its PersistentVolumeClaim objects as they were 3 write(s) ago",
+		v.Perturbation.Describe())
+}
+
+// With markundo's acknowledgement, the host's own write after the mark
+// puts the set from before the scale-down out of a stale round's reach
+// (MaxLag writes): only a host that missed the state after the mark, and
+// so never wrote, reads that far back. The unobserved-stale class shows
+// it, and the reproduction replays alone.
 func TestMissedStateThenStaleIsCaught(t *testing.T) {
-	rep := explore(t, markundo, "testdata/markundo.yaml", nil)
+	rep := explore(t, markundo(true), "testdata/markundo.yaml", nil)
 	require.NotEmpty(t, rep.Violations)
 	for _, v := range rep.Violations {
 		require.Equal(t, check.UnobservedStale, v.Perturbation.Class, "only the compound class shows the bug: %+v", v)
@@ -278,13 +308,13 @@ func TestMissedStateThenStaleIsCaught(t *testing.T) {
 	require.Equal(t, "the host does not run the rounds after step 2, so it never sees that state; then round 1 of the rounds "+
 		"after step 3 runs on the live host with every object but its PersistentVolumeClaim objects as they were 3 write(s) ago",
 		v.Perturbation.Describe())
-	require.Contains(t, v.Step, "step 3 (line 33): delete Pod default/web-0")
+	require.Contains(t, v.Step, "step 3 (line 37): delete Pod default/web-0")
 	require.False(t, rep.Capped)
 
 	p, err := check.Parse(v.Perturbation.String())
 	require.NoError(t, err)
 	require.Equal(t, v.Perturbation, p)
-	again := explore(t, markundo, "testdata/markundo.yaml", &p)
+	again := explore(t, markundo(true), "testdata/markundo.yaml", &p)
 	require.Equal(t, 2, again.Executions, "the unperturbed run and the one perturbation")
 	require.Equal(t, v.Detail, again.Violations[0].Detail)
 }
