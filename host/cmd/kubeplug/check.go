@@ -41,8 +41,9 @@ again under every perturbation within bounds, through the same reconcile:
 
   crash       the host stops after each prefix of a round's writes; a fresh
               host (no memory of its writes, a new module instance) goes on
-  stale       for one round, one kind (or every kind) is shown as it was up to
-              3 writes ago, on the live host and on a restarted one
+  stale       for one round, one kind, every kind, or every kind but one is
+              shown as it was up to 3 writes ago, on the live host and on a
+              restarted one
   unobserved  the host does not run between two steps
   interleave  the host settles between a prefix of a step's writes and the rest
   unobserved-stale
