@@ -91,27 +91,21 @@ func crashforget() *guest {
 		memory: map[string]bool{},
 		caps:   append(claimFinalizers(), abi.Capability{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}),
 		decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
-			var out []abi.Action
-			for _, c := range req.StatefulSet.Claims {
-				o, ok := ordinal(c.Metadata.Name)
-				if !ok {
-					continue
-				}
-				r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+			return eachClaim(req, func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action {
 				has := strings.Contains(strings.Join(c.Metadata.Finalizers, ","), fin)
 				switch {
 				case c.Metadata.DeletionTimestamp != "":
 					if has && (g.stateless || g.memory[c.Metadata.UID]) {
-						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fin})
+						return []abi.Action{{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fin}}
 					}
 				case o >= int(req.StatefulSet.Set.Spec.Replicas):
 					g.memory[c.Metadata.UID] = true
-					out = append(out, abi.Action{Type: abi.ActionDeleteObject, Target: r})
+					return []abi.Action{{Type: abi.ActionDeleteObject, Target: r}}
 				case !has:
-					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin})
+					return []abi.Action{{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin}}
 				}
-			}
-			return out
+				return nil
+			})
 		},
 	}
 }
@@ -131,13 +125,8 @@ func markundo(ack bool) func() *guest {
 		return &guest{
 			caps: claimFinalizers(),
 			decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
-				var out []abi.Action
-				for _, c := range req.StatefulSet.Claims {
-					o, ok := ordinal(c.Metadata.Name)
-					if !ok {
-						continue
-					}
-					r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+				return eachClaim(req, func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action {
+					var out []abi.Action
 					marked := slices.Contains(c.Metadata.Finalizers, mark)
 					isNew := slices.Contains(c.Metadata.Finalizers, fresh)
 					pod := "web-" + strconv.Itoa(o)
@@ -152,11 +141,23 @@ func markundo(ack bool) func() *guest {
 					if ack && marked && isNew {
 						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fresh})
 					}
-				}
-				return out
+					return out
+				})
 			},
 		}
 	}
+}
+
+// eachClaim returns the actions decide returns for each claim of set
+// "web", template "data", in the request's order.
+func eachClaim(req *abi.ReconcileRequest, decide func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action) []abi.Action {
+	var out []abi.Action
+	for _, c := range req.StatefulSet.Claims {
+		if o, ok := ordinal(c.Metadata.Name); ok {
+			out = append(out, decide(o, c, ref(abi.KindPersistentVolumeClaim, c.Metadata))...)
+		}
+	}
+	return out
 }
 
 func loadCase(t *testing.T, path string) casetest.Case {
