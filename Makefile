@@ -97,7 +97,8 @@ test-cases: build guests
 		$(KUBEPLUG) test --module $(GUESTDIR)/$$(basename $$d).wasm $$twin/testdata; \
 	done
 
-# kubeplug check (crashes, stale caches, unobserved states, interleavings) on
+# kubeplug check (crashes, stale caches, unobserved states, interleavings, a
+# missed state then a stale cache) on
 # every module with case files, each within CHECK_BUDGET. Its fixture modules
 # (host/check/testdata/guests) are built and caught by host's go test; the
 # finding kept as a case in host/check/testdata must still be reported.

@@ -23,6 +23,13 @@ import (
 // most.
 const MaxLag = 3
 
+// MaxCompound bounds the unobserved-stale perturbations run for one case
+// (those skipped as views shown already are not counted): the class
+// multiplies the unobserved phases by the stale rounds after each, and is
+// explored last, smallest first, so that the cap leaves out the largest
+// lags of the latest phases.
+const MaxCompound = 48
+
 // maxRounds bounds one phase of a perturbed run: casetest.MaxRounds, and
 // the rounds a crash or a stale round may add.
 const maxRounds = casetest.MaxRounds + 2
@@ -77,6 +84,9 @@ type Report struct {
 	Executions, Skipped int
 	// Truncated is set when the budget ended the exploration.
 	Truncated bool
+	// Capped is set when the case had more unobserved-stale perturbations
+	// with views of their own than MaxCompound, and the rest were left.
+	Capped bool
 	// Failure is set when the unperturbed run itself fails: the case or
 	// the module is wrong before any perturbation (kubeplug test says how).
 	Failure string
@@ -89,7 +99,7 @@ var ErrBudget = errors.New("budget exhausted")
 // perturbation within bounds (or opts.Only), and reports what the oracles
 // found.
 func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts Options) Report {
-	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}}
+	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}, hashes: map[kindOf]string{}}
 	rep := Report{File: c.File, Case: c.Name}
 	base, err := r.run(ctx, Perturbation{Class: "none"})
 	rep.Executions = r.executions
@@ -110,24 +120,22 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	if opts.Only != nil {
 		perturbations = []Perturbation{*opts.Only}
 	}
-	for _, p := range perturbations {
-		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p) {
-			rep.Skipped++
-			continue
-		}
+	// try runs p and records what it found; it reports whether the
+	// exploration must end (the budget, or ctx).
+	try := func(p Perturbation) (*result, bool) {
 		res, err := r.run(ctx, p)
 		rep.Executions = r.executions
 		switch {
 		case errors.Is(err, ErrBudget), ctx.Err() != nil:
 			rep.Truncated = true
-			return rep
+			return nil, true
 		case errors.Is(err, errDuplicate):
 			rep.Skipped++
-			continue
+			return nil, false
 		case err != nil:
 			rep.Violations = append(rep.Violations, Violation{File: c.File, Case: c.Name, Oracle: OracleError,
-				Detail: err.Error(), Perturbation: p, Step: r.stepName(p.Phase)})
-			continue
+				Detail: err.Error(), Perturbation: p, Step: r.stepName(p.hitPhase())})
+			return nil, false
 		}
 		for _, v := range r.compare(res) {
 			key := v.Oracle + "\x00" + v.Object
@@ -135,8 +143,43 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 				continue
 			}
 			r.found[key] = true
-			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, p, r.stepName(p.Phase)
+			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, p, r.stepName(p.hitPhase())
 			rep.Violations = append(rep.Violations, v)
+		}
+		return res, false
+	}
+	// The unobserved runs are kept: the unobserved-stale perturbations
+	// are planned from the states they reached.
+	unobserved := map[int]*result{}
+	for _, p := range perturbations {
+		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p, r.base) {
+			rep.Skipped++
+			continue
+		}
+		res, end := try(p)
+		if end {
+			return rep
+		}
+		if res != nil && p.Class == Unobserved {
+			unobserved[p.Phase] = res
+		}
+	}
+	if opts.Only != nil {
+		return rep
+	}
+	ran := 0
+	for _, p := range r.planCompound(unobserved) {
+		if !r.staleDiffers(p, unobserved[p.Phase]) {
+			rep.Skipped++
+			continue
+		}
+		if ran == MaxCompound {
+			rep.Capped = true
+			break
+		}
+		ran++
+		if _, end := try(p); end {
+			return rep
 		}
 	}
 	return rep
@@ -150,6 +193,7 @@ type runner struct {
 	base       *result
 	seen       map[string]bool
 	found      map[string]bool
+	hashes     map[kindOf]string
 	executions int
 }
 
@@ -175,11 +219,10 @@ func (r *runner) plan() []Perturbation {
 		}
 	}
 	for _, pr := range b.rounds {
-		kinds := append(sortedKinds(), AllKinds)
 		for lag := 1; lag <= MaxLag && lag < pr.version+1; lag++ {
-			for _, kind := range kinds {
+			for _, v := range views(true) {
 				for _, restart := range []bool{false, true} {
-					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: kind, Lag: lag, Restart: restart})
+					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
 				}
 			}
 		}
@@ -195,31 +238,69 @@ func (r *runner) plan() []Perturbation {
 	return out
 }
 
-// staleDiffers reports whether p shows the module anything but the
-// current state, and a view no other stale perturbation of the same round
-// showed; it marks the view seen.
-func (r *runner) staleDiffers(p Perturbation) bool {
+// planCompound lists the unobserved-stale perturbations, smallest first:
+// for each phase the host skipped in an unobserved run (by), each round
+// that run made after the next step, each lag, kind and host, as plan
+// lists stale ones. The views are that run's, not the unperturbed run's:
+// without the host's writes of the skipped phase, the same lag reaches
+// further back, and the state shown beside it is one the unperturbed run
+// never had.
+func (r *runner) planCompound(by map[int]*result) []Perturbation {
+	var out []Perturbation
+	for phase := 0; phase < len(r.c.Steps); phase++ {
+		res := by[phase]
+		if res == nil {
+			continue
+		}
+		for _, pr := range res.rounds {
+			if pr.phase != phase+1 {
+				continue
+			}
+			for lag := 1; lag <= MaxLag && lag <= pr.version; lag++ {
+				for _, v := range views(true) {
+					for _, restart := range []bool{false, true} {
+						out = append(out, Perturbation{Class: UnobservedStale, Phase: phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// staleDiffers reports whether p's stale round, in run res, shows the
+// module anything but the current state, and a view with a current state
+// that no other stale round of the same phase, round and host showed; it
+// marks the view seen. res is the unperturbed run for a stale
+// perturbation, the unobserved run it was planned from for an
+// unobserved-stale one: the two classes share what they have shown.
+func (r *runner) staleDiffers(p Perturbation, res *result) bool {
+	if res == nil {
+		return false
+	}
+	phase := p.hitPhase()
 	var pr *roundInfo
-	for i := range r.base.rounds {
-		if r.base.rounds[i].phase == p.Phase && r.base.rounds[i].round == p.Round {
-			pr = &r.base.rounds[i]
+	for i := range res.rounds {
+		if res.rounds[i].phase == phase && res.rounds[i].round == p.Round {
+			pr = &res.rounds[i]
 		}
 	}
 	if pr == nil || p.Lag > pr.version {
 		return false
 	}
-	now, then := r.base.versions[pr.version], r.base.versions[pr.version-p.Lag]
-	h := sha256.New()
+	now, then := res.versions[pr.version], res.versions[pr.version-p.Lag]
+	view, cur := sha256.New(), sha256.New()
 	differs := false
 	for _, kind := range sortedKinds() {
 		v := now
-		if kind == p.Kind || p.Kind == AllKinds {
+		if p.lags(kind) {
 			v = then
-			differs = differs || hashKind(then, kind) != hashKind(now, kind)
+			differs = differs || r.hashKind(then, kind) != r.hashKind(now, kind)
 		}
-		h.Write([]byte(hashKind(v, kind)))
+		view.Write([]byte(r.hashKind(v, kind)))
+		cur.Write([]byte(r.hashKind(now, kind)))
 	}
-	key := fmt.Sprintf("stale %d %d %v %x", p.Phase, p.Round, p.Restart, h.Sum(nil))
+	key := fmt.Sprintf("stale %d %d %v %x %x", phase, p.Round, p.Restart, cur.Sum(nil), view.Sum(nil))
 	if !differs || r.seen[key] {
 		return false
 	}
@@ -345,7 +426,7 @@ func (x *execution) runAll(ctx context.Context) error {
 				return err
 			}
 		}
-		if x.p.Class == Unobserved && x.p.Phase == phase && phase < len(steps) {
+		if x.p.skips(phase) && phase < len(steps) {
 			continue
 		}
 		if err := x.settle(ctx); err != nil || x.res.loop != "" {
@@ -444,9 +525,8 @@ func (x *execution) settle(ctx context.Context) error {
 		}
 		x.round = round
 		x.n++
-		here := x.p.Phase == x.phase && x.p.Round == round
-		crash := here && x.p.Class == Crash
-		stale := here && x.p.Class == Stale
+		crash := x.p.Class == Crash && x.p.Phase == x.phase && x.p.Round == round
+		stale := x.p.staleRound(x.phase, round)
 		if crash {
 			x.h.crashAfter = x.p.After
 		}
@@ -503,7 +583,7 @@ func (x *execution) lag() {
 	}
 	x.l.lags = map[string]*memcluster.Cluster{}
 	for _, kind := range sortedKinds() {
-		if kind == x.p.Kind || x.p.Kind == AllKinds {
+		if x.p.lags(kind) {
 			x.l.lags[kind] = vs[i]
 		}
 	}
@@ -686,11 +766,40 @@ func stateHash(c *memcluster.Cluster) string {
 }
 
 // hashKind hashes the objects of one kind as stored, resourceVersions
-// included: what an informer of the kind holds.
-func hashKind(c *memcluster.Cluster, kind string) string {
+// included: what an informer of the kind holds. A version is never written
+// after it is kept, so its hashes are kept with it.
+func (r *runner) hashKind(c *memcluster.Cluster, kind string) string {
+	k := kindOf{c, kind}
+	if h, ok := r.hashes[k]; ok {
+		return h
+	}
 	b, _ := json.Marshal(c.List(kind))
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	h := hex.EncodeToString(sum[:])
+	r.hashes[k] = h
+	return h
+}
+
+// kindOf names the objects of one kind in one kept version.
+type kindOf struct {
+	c    *memcluster.Cluster
+	kind string
 }
 
 func sortedKinds() []string { return casetest.SortedKinds() }
+
+// views lists the ways a stale round holds kinds back: each kind alone,
+// every kind, and, with except, every kind but one.
+func views(except bool) []Perturbation {
+	var out []Perturbation
+	for _, kind := range sortedKinds() {
+		out = append(out, Perturbation{Kind: kind})
+	}
+	out = append(out, Perturbation{Kind: AllKinds})
+	if except {
+		for _, kind := range sortedKinds() {
+			out = append(out, Perturbation{Kind: AllKinds, Except: kind})
+		}
+	}
+	return out
+}

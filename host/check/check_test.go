@@ -2,6 +2,8 @@ package check_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,41 +74,90 @@ func stalereap() *guest {
 	}
 }
 
+// claimFinalizers are the capabilities to add and remove claims'
+// finalizers.
+func claimFinalizers() []abi.Capability {
+	return []abi.Capability{
+		{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
+		{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
+	}
+}
+
 // crashforget is testdata/guests/crashforget in Go: the finalizer of a
 // claim it deleted is removed only if its memory says it deleted it.
 func crashforget() *guest {
 	const fin = "example.com/backup"
 	return &guest{
 		memory: map[string]bool{},
-		caps: []abi.Capability{
-			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}},
-		},
+		caps:   append(claimFinalizers(), abi.Capability{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}),
 		decide: func(g *guest, req *abi.ReconcileRequest) []abi.Action {
-			var out []abi.Action
-			for _, c := range req.StatefulSet.Claims {
-				o, ok := ordinal(c.Metadata.Name)
-				if !ok {
-					continue
-				}
-				r := ref(abi.KindPersistentVolumeClaim, c.Metadata)
+			return eachClaim(req, func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action {
 				has := strings.Contains(strings.Join(c.Metadata.Finalizers, ","), fin)
 				switch {
 				case c.Metadata.DeletionTimestamp != "":
 					if has && (g.stateless || g.memory[c.Metadata.UID]) {
-						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fin})
+						return []abi.Action{{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fin}}
 					}
 				case o >= int(req.StatefulSet.Set.Spec.Replicas):
 					g.memory[c.Metadata.UID] = true
-					out = append(out, abi.Action{Type: abi.ActionDeleteObject, Target: r})
+					return []abi.Action{{Type: abi.ActionDeleteObject, Target: r}}
 				case !has:
-					out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin})
+					return []abi.Action{{Type: abi.ActionAddFinalizer, Target: r, Finalizer: fin}}
 				}
-			}
-			return out
+				return nil
+			})
 		},
 	}
+}
+
+// markundo marks a condemned claim whose pod still runs
+// (example.com/scaled-down), and removes the mark from a claim back in
+// range whose pod runs: a scale-down undone. Its view of the set and the
+// pods must agree with its view of the claims for that to be right.
+//
+// With ack, it marks only claims it has acknowledged: it acknowledges a
+// marked claim by removing the finalizer example.com/new the claim was
+// created with. The acknowledgement is one more write of its own after the
+// controller's mark.
+func markundo(ack bool) func() *guest {
+	const mark, fresh = "example.com/scaled-down", "example.com/new"
+	return func() *guest {
+		return &guest{
+			caps: claimFinalizers(),
+			decide: func(_ *guest, req *abi.ReconcileRequest) []abi.Action {
+				return eachClaim(req, func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action {
+					var out []abi.Action
+					marked := slices.Contains(c.Metadata.Finalizers, mark)
+					isNew := slices.Contains(c.Metadata.Finalizers, fresh)
+					pod := "web-" + strconv.Itoa(o)
+					running := slices.ContainsFunc(req.StatefulSet.Pods, func(p abi.Pod) bool { return p.Metadata.Name == pod })
+					inRange := o < int(req.StatefulSet.Set.Spec.Replicas)
+					switch {
+					case running && inRange && marked:
+						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: mark})
+					case running && !inRange && !marked && (!ack || !isNew):
+						out = append(out, abi.Action{Type: abi.ActionAddFinalizer, Target: r, Finalizer: mark})
+					}
+					if ack && marked && isNew {
+						out = append(out, abi.Action{Type: abi.ActionRemoveFinalizer, Target: r, Finalizer: fresh})
+					}
+					return out
+				})
+			},
+		}
+	}
+}
+
+// eachClaim returns the actions decide returns for each claim of set
+// "web", template "data", in the request's order.
+func eachClaim(req *abi.ReconcileRequest, decide func(o int, c abi.PersistentVolumeClaim, r abi.ObjectRef) []abi.Action) []abi.Action {
+	var out []abi.Action
+	for _, c := range req.StatefulSet.Claims {
+		if o, ok := ordinal(c.Metadata.Name); ok {
+			out = append(out, decide(o, c, ref(abi.KindPersistentVolumeClaim, c.Metadata))...)
+		}
+	}
+	return out
 }
 
 func loadCase(t *testing.T, path string) casetest.Case {
@@ -224,4 +275,71 @@ steps:
 	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, f.Cases[0], check.Options{})
 	require.Contains(t, rep.Failure, "the case is too large to explore")
 	require.Contains(t, rep.Failure, "split it into smaller cases")
+}
+
+// markundo's bug needs the view seed 2435's leader had: its claims
+// current, its set and pods from before the scale-down. One stale round
+// with every kind but the claims behind shows it.
+func TestStaleButClaimsIsCaught(t *testing.T) {
+	rep := explore(t, markundo(false), "testdata/markundo.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleConvergence, v.Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/data-web-0", v.Object)
+	require.Equal(t, "stale:phase=3,round=1,kind=*,lag=3,except=PersistentVolumeClaim", v.Perturbation.String())
+	require.Equal(t, "round 1 of the rounds after step 3 runs on the live host with every object but its PersistentVolumeClaim objects as they were 3 write(s) ago",
+		v.Perturbation.Describe())
+}
+
+// With markundo's acknowledgement, the host's own write after the mark
+// puts the set from before the scale-down out of a stale round's reach
+// (MaxLag writes): only a host that missed the state after the mark, and
+// so never wrote, reads that far back. The unobserved-stale class shows
+// it, and the reproduction replays alone.
+func TestMissedStateThenStaleIsCaught(t *testing.T) {
+	rep := explore(t, markundo(true), "testdata/markundo.yaml", nil)
+	require.NotEmpty(t, rep.Violations)
+	for _, v := range rep.Violations {
+		require.Equal(t, check.UnobservedStale, v.Perturbation.Class, "only the compound class shows the bug: %+v", v)
+	}
+	v := rep.Violations[0]
+	require.Equal(t, check.OracleConvergence, v.Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/data-web-0", v.Object)
+	require.Equal(t, "unobserved-stale:phase=2,round=1,kind=*,lag=3,except=PersistentVolumeClaim", v.Perturbation.String())
+	require.Equal(t, "the host does not run the rounds after step 2, so it never sees that state; then round 1 of the rounds "+
+		"after step 3 runs on the live host with every object but its PersistentVolumeClaim objects as they were 3 write(s) ago",
+		v.Perturbation.Describe())
+	require.Contains(t, v.Step, "step 3 (line 37): delete Pod default/web-0")
+	require.False(t, rep.Capped)
+
+	p, err := check.Parse(v.Perturbation.String())
+	require.NoError(t, err)
+	require.Equal(t, v.Perturbation, p)
+	again := explore(t, markundo(true), "testdata/markundo.yaml", &p)
+	require.Equal(t, 2, again.Executions, "the unperturbed run and the one perturbation")
+	require.Equal(t, v.Detail, again.Violations[0].Detail)
+}
+
+// The compound class's form is read back as written, and a malformed one
+// says what it needs.
+func TestParseUnobservedStale(t *testing.T) {
+	for _, s := range []string{
+		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=2,restart=true",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=3,except=StatefulSet",
+	} {
+		p, err := check.Parse(s)
+		require.NoError(t, err)
+		require.Equal(t, s, p.String())
+	}
+	for s, msg := range map[string]string{
+		"unobserved-stale:phase=1,kind=Pod,lag=1":                     "needs round=N",
+		"unobserved-stale:phase=1,round=1,lag=1":                      "needs kind=KIND",
+		"unobserved-stale:phase=1,round=1,kind=Pod,lag=1,except=Pod":  "except=KIND goes with kind=*",
+		"unobserved-stale:phase=1,round=1,kind=*,lag=1,except=Widget": `unknown kind "Widget"`,
+		"stale:phase=1,round=1,kind=StatefulSet,lag=1,except=Pod":     "except=KIND goes with kind=*",
+	} {
+		_, err := check.Parse(s)
+		require.ErrorContains(t, err, msg, s)
+	}
 }

@@ -2,21 +2,26 @@
 // states a live cluster shows and `kubeplug test` never does, in the manner
 // of Sieve (OSDI'22). For each case it runs the case once unperturbed (the
 // run of `kubeplug test`), then again under each perturbation of four
-// classes, through the same casetest.Session and so through
-// controller.Reconcile, the executor and memcluster's preconditions:
+// classes and of a fifth that combines two, through the same
+// casetest.Session and so through controller.Reconcile, the executor and
+// memcluster's preconditions:
 //
 //   - crash: the host stops after each prefix of a round's writes, and a
 //     fresh host (a new controller with no memory of its own last writes,
 //     and a new module instance when Options.NewGuest is set) goes on;
-//   - stale: for one round, the objects of one kind (or of every kind) are
-//     shown as they were some writes ago, as a lagging informer shows them,
-//     on the live host (whose guard for its own last writes applies) and on
-//     a restarted one; the module's writes meet the API server's
-//     resourceVersion and uid preconditions;
+//   - stale: for one round, the objects of one kind, of every kind, or of
+//     every kind but one are shown as they were some writes ago, as lagging
+//     informers show them, on the live host (whose guard for its own last
+//     writes applies) and on a restarted one; the module's writes meet the
+//     API server's resourceVersion and uid preconditions;
 //   - unobserved: the host does not run between two steps, so it never
 //     sees the state between them;
 //   - interleave: a step's writes are split, and the host settles between
-//     a prefix of them and the rest.
+//     a prefix of them and the rest;
+//   - unobserved-stale: the host does not run between step i and step
+//     i+1, and then one round after step i+1 is a stale one, its views
+//     counted in the writes of that run (planned from the unobserved
+//     run's versions, explored last, at most MaxCompound per case).
 //
 // Each perturbed run is held to the unperturbed one by the oracles of
 // Violation. Exploration is exhaustive within bounds (every round, every

@@ -15,33 +15,64 @@ const (
 	Stale      = "stale"
 	Unobserved = "unobserved"
 	Interleave = "interleave"
+	// UnobservedStale combines two: the host does not run between step
+	// Phase and step Phase+1, and then one round after step Phase+1 runs
+	// on a stale view, as informers show after a missed state.
+	UnobservedStale = "unobserved-stale"
 )
 
 // Classes are the perturbation classes, in the order they are explored.
-var Classes = []string{Crash, Stale, Unobserved, Interleave}
+var Classes = []string{Crash, Stale, Unobserved, Interleave, UnobservedStale}
 
 // AllKinds is the Kind of a stale perturbation that holds every kind back.
 const AllKinds = "*"
 
 // Perturbation is one change to a case's unperturbed run. Phase 0 is the
-// rounds before the first step; phase i the rounds after step i.
+// rounds before the first step; phase i the rounds after step i. An
+// unobserved-stale perturbation's Phase is its unobserved phase; its stale
+// round is in the phase after it.
 type Perturbation struct {
 	Class string
 	Phase int
 	// Round is the round of the phase (from 1) it applies to: crash and
-	// stale.
+	// stale; for unobserved-stale, the round of phase Phase+1.
 	Round int
 	// After is, for a crash, how many writes of the round the host made
 	// before it stopped; for an interleaving, how many writes of step Phase
 	// were made before the host settled.
 	After int
-	// Kind and Lag are a stale perturbation's: the kind shown behind (or
+	// Kind and Lag are a stale round's: the kind shown behind (or
 	// AllKinds) and by how many writes to the cluster.
 	Kind string
 	Lag  int
+	// Except, with Kind AllKinds, is a kind shown as it is now: every
+	// informer but that one is behind, as a host's informers are when the
+	// one that caught up first is not the one its decision hangs on.
+	Except string
 	// Restart makes a stale round run on a fresh host, as a host restarted
 	// on a lagging cache.
 	Restart bool
+}
+
+// lags reports whether p shows kind behind.
+func (p Perturbation) lags(kind string) bool {
+	return kind == p.Kind || (p.Kind == AllKinds && kind != p.Except)
+}
+
+// skips reports whether p keeps the host from running after step phase.
+func (p Perturbation) skips(phase int) bool {
+	return (p.Class == Unobserved || p.Class == UnobservedStale) && p.Phase == phase
+}
+
+// staleRound reports whether p shows round round of phase a stale view.
+func (p Perturbation) staleRound(phase, round int) bool {
+	switch p.Class {
+	case Stale:
+		return p.Phase == phase && p.Round == round
+	case UnobservedStale:
+		return p.Phase+1 == phase && p.Round == round
+	}
+	return false
 }
 
 // String renders p in the form Parse reads: "crash:phase=1,round=2,after=1".
@@ -50,8 +81,11 @@ func (p Perturbation) String() string {
 	switch p.Class {
 	case Crash:
 		parts = append(parts, "round="+strconv.Itoa(p.Round), "after="+strconv.Itoa(p.After))
-	case Stale:
+	case Stale, UnobservedStale:
 		parts = append(parts, "round="+strconv.Itoa(p.Round), "kind="+p.Kind, "lag="+strconv.Itoa(p.Lag))
+		if p.Except != "" {
+			parts = append(parts, "except="+p.Except)
+		}
 		if p.Restart {
 			parts = append(parts, "restart=true")
 		}
@@ -67,21 +101,31 @@ func (p Perturbation) Describe() string {
 	case Crash:
 		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
 	case Stale:
-		what := "its " + p.Kind + " objects"
-		if p.Kind == AllKinds {
-			what = "every object"
-		}
-		host := "the live host"
-		if p.Restart {
-			host = "a restarted host"
-		}
-		return fmt.Sprintf("round %d of %s runs on %s with %s as they were %d write(s) ago", p.Round, phaseName(p.Phase), host, what, p.Lag)
+		return p.describeStale(p.Phase)
 	case Unobserved:
 		return fmt.Sprintf("the host does not run %s: it never sees that state", phaseName(p.Phase))
+	case UnobservedStale:
+		return fmt.Sprintf("the host does not run %s, so it never sees that state; then %s", phaseName(p.Phase), p.describeStale(p.Phase+1))
 	case Interleave:
 		return fmt.Sprintf("the host settles after %d write(s) of step %d, before the rest", p.After, p.Phase)
 	}
 	return p.String()
+}
+
+// describeStale says what p's stale round, in phase, shows.
+func (p Perturbation) describeStale(phase int) string {
+	what := "its " + p.Kind + " objects"
+	switch {
+	case p.Kind == AllKinds && p.Except != "":
+		what = "every object but its " + p.Except + " objects"
+	case p.Kind == AllKinds:
+		what = "every object"
+	}
+	host := "the live host"
+	if p.Restart {
+		host = "a restarted host"
+	}
+	return fmt.Sprintf("round %d of %s runs on %s with %s as they were %d write(s) ago", p.Round, phaseName(phase), host, what, p.Lag)
 }
 
 func phaseName(phase int) string {
@@ -118,6 +162,11 @@ func Parse(s string) (Perturbation, error) {
 				err = fmt.Errorf("unknown kind %q", v)
 			}
 			p.Kind = v
+		case "except":
+			if _, known := abi.LookupKind(v); !known {
+				err = fmt.Errorf("unknown kind %q", v)
+			}
+			p.Except = v
 		case "restart":
 			p.Restart, err = strconv.ParseBool(v)
 		default:
@@ -128,10 +177,12 @@ func Parse(s string) (Perturbation, error) {
 		}
 	}
 	switch {
-	case (class == Crash || class == Stale) && p.Round < 1:
+	case (class == Crash || class == Stale || class == UnobservedStale) && p.Round < 1:
 		return p, fmt.Errorf("perturbation %q: a %s needs round=N (from 1)", s, class)
-	case class == Stale && (p.Kind == "" || p.Lag < 1):
-		return p, fmt.Errorf("perturbation %q: stale needs kind=KIND (or *) and lag=N (from 1)", s)
+	case (class == Stale || class == UnobservedStale) && (p.Kind == "" || p.Lag < 1):
+		return p, fmt.Errorf("perturbation %q: %s needs kind=KIND (or *) and lag=N (from 1)", s, class)
+	case p.Except != "" && p.Kind != AllKinds:
+		return p, fmt.Errorf("perturbation %q: except=KIND goes with kind=* (every kind but that one behind)", s)
 	case class == Interleave && (p.Phase < 1 || p.After < 1):
 		return p, fmt.Errorf("perturbation %q: interleave needs phase=STEP and after=N, both from 1", s)
 	}
@@ -144,4 +195,13 @@ func atoi(s string) (int, error) {
 		err = fmt.Errorf("%d is out of range", n)
 	}
 	return n, err
+}
+
+// hitPhase is the phase whose rounds p changes: the stale round's for an
+// unobserved-stale perturbation, p.Phase for the others.
+func (p Perturbation) hitPhase() int {
+	if p.Class == UnobservedStale {
+		return p.Phase + 1
+	}
+	return p.Phase
 }

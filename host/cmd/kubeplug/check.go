@@ -41,10 +41,15 @@ again under every perturbation within bounds, through the same reconcile:
 
   crash       the host stops after each prefix of a round's writes; a fresh
               host (no memory of its writes, a new module instance) goes on
-  stale       for one round, one kind (or every kind) is shown as it was up to
-              3 writes ago, on the live host and on a restarted one
+  stale       for one round, one kind, every kind, or every kind but one is
+              shown as it was up to 3 writes ago, on the live host and on a
+              restarted one
   unobserved  the host does not run between two steps
   interleave  the host settles between a prefix of a step's writes and the rest
+  unobserved-stale
+              both at once: the host does not run between two steps, and
+              then one round after the next step runs stale as above (at
+              most 48 such runs per case, smallest first)
 
 Each perturbed run must delete no object and no backing volume the unperturbed
 run keeps, leave no backing volume behind a deleted PersistentVolume, lower no
@@ -167,7 +172,11 @@ unperturbed), 2 for unusable input.`,
 					}
 				}
 				if verbose {
-					fmt.Fprintf(s.out, "    %d executions, %d skipped as explored states%s\n", rep.Executions, rep.Skipped, map[bool]string{true: ", budget exhausted"}[rep.Truncated])
+					capped := ""
+					if rep.Capped {
+						capped = fmt.Sprintf(", unobserved-stale capped at %d", check.MaxCompound)
+					}
+					fmt.Fprintf(s.out, "    %d executions, %d skipped as explored states%s%s\n", rep.Executions, rep.Skipped, capped, map[bool]string{true: ", budget exhausted"}[rep.Truncated])
 				}
 				if ctx.Err() != nil {
 					return ctx.Err()
