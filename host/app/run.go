@@ -160,13 +160,26 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	// The webhook listens before the caches sync and holds its reviews
-	// until they have (startWebhook).
+	// until they have (startWebhook), when its certificate comes from
+	// files. One made from a Secret needs the API server, which answers
+	// once the caches have synced: that webhook starts then.
 	synced := make(chan struct{})
-	stopWebhook, serving, err := startWebhook(ctx, opts, file, rl, cache, synced, client, m, log)
-	if err != nil {
+	var serving <-chan struct{}
+	stopWebhook := func() {}
+	defer func() { stopWebhook() }()
+	startHooks := func() (err error) {
+		stopWebhook, serving, err = startWebhook(ctx, opts, file, rl, cache, synced, client, m, log)
+		if err != nil {
+			stopWebhook = func() {}
+		}
 		return err
 	}
-	defer stopWebhook()
+	early := opts.WebhookCert == nil
+	if early {
+		if err := startHooks(); err != nil {
+			return err
+		}
+	}
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopInformers(); cache.Shutdown() }()
 	cache.Start(informerCtx)
@@ -177,6 +190,11 @@ func Run(ctx context.Context, opts Options) error {
 		return errors.New("informer caches did not sync")
 	}
 	close(synced)
+	if !early {
+		if err := startHooks(); err != nil {
+			return err
+		}
+	}
 	select {
 	case <-serving:
 	case <-ctx.Done():

@@ -55,8 +55,9 @@ func admitters(file *config.File, mods []controller.Module) []*admission.Module 
 
 // startWebhook serves the admit hooks of mods on opts.WebhookAddr until ctx
 // is done, with a namespace informer of its own for the namespaces' labels.
-// It listens at once, before the host's caches have synced: a review that
-// comes in earlier waits, within its own deadline, until synced is closed
+// It listens at once, and the host calls it before its caches have synced
+// when the certificate comes from files: a review that comes in earlier
+// waits, within its own deadline, until synced is closed
 // and the namespaces have synced too (admission.Reviewer.Synced), rather
 // than have kube-apiserver's call refused and the failure policy answer
 // for every object created while a host starts. It returns a function
