@@ -160,7 +160,6 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	if err := m.registered(req); err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}
-
 	in, err := r.request(ctx, m, req)
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))

@@ -219,13 +219,7 @@ func (r *runner) plan() []Perturbation {
 		}
 	}
 	for _, pr := range b.rounds {
-		for lag := 1; lag <= MaxLag && lag < pr.version+1; lag++ {
-			for _, v := range views(true) {
-				for _, restart := range []bool{false, true} {
-					out = append(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
-				}
-			}
-		}
+		out = appendStale(out, Perturbation{Class: Stale, Phase: pr.phase, Round: pr.round}, pr.version)
 	}
 	for phase := 0; phase < len(r.c.Steps); phase++ {
 		out = append(out, Perturbation{Class: Unobserved, Phase: phase})
@@ -256,13 +250,7 @@ func (r *runner) planCompound(by map[int]*result) []Perturbation {
 			if pr.phase != phase+1 {
 				continue
 			}
-			for lag := 1; lag <= MaxLag && lag <= pr.version; lag++ {
-				for _, v := range views(true) {
-					for _, restart := range []bool{false, true} {
-						out = append(out, Perturbation{Class: UnobservedStale, Phase: phase, Round: pr.round, Kind: v.Kind, Except: v.Except, Lag: lag, Restart: restart})
-					}
-				}
-			}
+			out = appendStale(out, Perturbation{Class: UnobservedStale, Phase: phase, Round: pr.round}, pr.version)
 		}
 	}
 	return out
@@ -788,17 +776,26 @@ type kindOf struct {
 
 func sortedKinds() []string { return casetest.SortedKinds() }
 
-// views lists the ways a stale round holds kinds back: each kind alone,
-// every kind, and, with except, every kind but one.
-func views(except bool) []Perturbation {
-	var out []Perturbation
+// appendStale appends to out the stale rounds of at (its class, phase
+// and round), smallest first: each lag up to MaxLag and the round's
+// version, each view (each kind alone, every kind, every kind but one),
+// on the live host and on a restarted one.
+func appendStale(out []Perturbation, at Perturbation, version int) []Perturbation {
+	var views []Perturbation
 	for _, kind := range sortedKinds() {
-		out = append(out, Perturbation{Kind: kind})
+		views = append(views, Perturbation{Kind: kind})
 	}
-	out = append(out, Perturbation{Kind: AllKinds})
-	if except {
-		for _, kind := range sortedKinds() {
-			out = append(out, Perturbation{Kind: AllKinds, Except: kind})
+	views = append(views, Perturbation{Kind: AllKinds})
+	for _, kind := range sortedKinds() {
+		views = append(views, Perturbation{Kind: AllKinds, Except: kind})
+	}
+	for lag := 1; lag <= MaxLag && lag <= version; lag++ {
+		for _, v := range views {
+			for _, restart := range []bool{false, true} {
+				p := at
+				p.Kind, p.Except, p.Lag, p.Restart = v.Kind, v.Except, lag, restart
+				out = append(out, p)
+			}
 		}
 	}
 	return out
