@@ -17,8 +17,10 @@
 //     gracePeriodSeconds 0 (and its UID as precondition). HoldTerminations
 //     keeps a namespace's pods terminating until the test releases them.
 //
-// It does not look at volumes: a pod runs whether or not its claims exist or
-// are bound, as if every volume were at hand. A namespace served with a
+// It binds a pod only once each of its claims exists and is not being
+// deleted, as the scheduler's VolumeBinding plugin; beyond that it does not
+// look at volumes: a pod runs whether or not its claims are bound, as if
+// every volume were at hand. A namespace served with a
 // Runtime (ServeWith; e2e/internal/podrun runs containers as processes from
 // an image) has its pods' containers started for real, reported ready only
 // while their readiness probes pass, and stopped before a deletion

@@ -268,7 +268,14 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	}
 	switch {
 	case pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil:
-		err = k.bind(ctx, pod)
+		var why string
+		if why, err = k.unschedulable(ctx, pod); err == nil && why != "" {
+			k.queue.AddAfter(key, claimWait) // as the scheduler retries it
+			return nil
+		}
+		if err == nil {
+			err = k.bind(ctx, pod)
+		}
 	case pod.Spec.NodeName != k.node:
 		// Another node's, or unscheduled and already being deleted
 		// (only a finalizer keeps such a pod).
@@ -292,6 +299,36 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// claimWait is how long a pod left unscheduled for its claims waits
+// before it is looked at again.
+const claimWait = 250 * time.Millisecond
+
+// unschedulable says why the scheduler would leave pod unscheduled for its
+// volumes, "" when it would not: as its VolumeBinding plugin, a claim
+// that does not exist or is being deleted. (Binding the claims is left out:
+// the tests' provisioners bind at once.) A pod left so is not mounting its
+// claims, so pvc-protection lets a terminating claim go, and
+// kube-controller-manager's StatefulSet controller creates the missing
+// claims of a Pending replica.
+func (k *Kubelet) unschedulable(ctx context.Context, pod *corev1.Pod) (string, error) {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		c, err := k.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Sprintf("persistentvolumeclaim %q not found", name), nil
+		case err != nil:
+			return "", fmt.Errorf("read claim %s/%s of pod %s: %w", pod.Namespace, name, pod.Name, err)
+		case c.DeletionTimestamp != nil:
+			return fmt.Sprintf("persistentvolumeclaim %q is being deleted", name), nil
+		}
+	}
+	return "", nil
 }
 
 // bind assigns the pod to the node, as the scheduler does.

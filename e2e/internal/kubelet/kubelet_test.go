@@ -290,3 +290,52 @@ func TestHoldUnready(t *testing.T) {
 		t.Errorf("Ready since %v, before it turned not Ready at %v", at, unreadyAt)
 	}
 }
+
+// A pod whose claim does not exist, or is being deleted, is left
+// unscheduled, as the scheduler's VolumeBinding leaves it, and runs once
+// the claim is there.
+func TestPodWaitsForItsClaims(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t)
+	k, err := kubelet.Start(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	k.Serve("test")
+	now := metav1.Now()
+	gone := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "data-web-1", DeletionTimestamp: &now, Finalizers: []string{"kubernetes.io/pvc-protection"}}}
+	if _, err := c.CoreV1().PersistentVolumeClaims("test").Create(ctx, gone, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web-0", "web-1"} {
+		p := pod("test", name)
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + name}}}}
+		if _, err := c.CoreV1().Pods("test").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each claim looked at twice: the first look did not bind its pod.
+	looks := func(claim string) int {
+		n := 0
+		for _, a := range c.Actions() {
+			if g, ok := a.(k8stesting.GetAction); ok && a.GetResource().Resource == "persistentvolumeclaims" && g.GetName() == claim {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "both claims looked at twice", func() (bool, error) { return looks("data-web-0") >= 2 && looks("data-web-1") >= 2, nil })
+	for _, name := range []string{"web-0", "web-1"} {
+		if p := get(t, c, "test", name); p.Spec.NodeName != "" {
+			t.Errorf("pod %s bound with its claim missing or being deleted", name)
+		}
+	}
+	if _, err := c.CoreV1().PersistentVolumeClaims("test").Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "data-web-0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitRunning(t, c, k, "test", "web-0")
+	if p := get(t, c, "test", "web-1"); p.Spec.NodeName != "" {
+		t.Error("pod web-1 bound with its claim being deleted")
+	}
+}
