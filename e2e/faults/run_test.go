@@ -907,8 +907,11 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 // for as long as the pod runs, and nothing upstream deletes the pod
 // (kubernetes/kubernetes#74374, open: the user must delete the pod too).
 // Only that state is touched: a claim the workload deleted, held by no
-// finalizer but pvc-protection, mounted by a running pod of its set created
-// after the claim's deletionTimestamp. A claim kubeplug deleted, or held by
+// finalizer but pvc-protection, mounted by a scheduled pod of its set
+// created after the claim's deletionTimestamp. (pvc-protection counts only
+// scheduled pods; the stand-in schedules no pod whose claim is being
+// deleted, as the scheduler's VolumeBinding, so this is the race of a
+// claim deleted between that check and the binding.) A claim kubeplug deleted, or held by
 // anything else, stays for the invariants to judge.
 func (r *run) freeStranded() {
 	c := r.w.c
@@ -1102,7 +1105,7 @@ func stranded(pods []corev1.Pod, cl *corev1.PersistentVolumeClaim, known []types
 	var out []corev1.Pod
 	for _, p := range pods {
 		owner := metav1.GetControllerOf(&p)
-		if p.DeletionTimestamp != nil || owner == nil || owner.Kind != "StatefulSet" ||
+		if p.DeletionTimestamp != nil || owner == nil || owner.Kind != "StatefulSet" || p.Spec.NodeName == "" ||
 			slices.Contains(known, p.UID) || p.CreationTimestamp.Before(cl.DeletionTimestamp) {
 			continue
 		}

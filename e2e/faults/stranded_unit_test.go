@@ -13,11 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestStranded: only a live pod of a StatefulSet, mounting the claim, that
-// the workload did not read when it deleted the replica and not created
-// before the claim's deletion, is one the workload may delete; the pod that
-// was there before, the one the workload read, a pod being deleted, a pod
-// of no set and a pod on another claim are left alone.
+// TestStranded: only a live, scheduled pod of a StatefulSet, mounting the
+// claim, that the workload did not read when it deleted the replica and not
+// created before the claim's deletion, is one the workload may delete; the
+// pod that was there before, the one the workload read, a pod being
+// deleted, a pod of no set, a pod on another claim and an unscheduled pod
+// (which pvc-protection does not count) are left alone.
 func TestStranded(t *testing.T) {
 	deleted := metav1.NewTime(time.Date(2026, 11, 27, 20, 7, 28, 0, time.UTC))
 	cl := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s0-1", DeletionTimestamp: &deleted}}
@@ -25,7 +26,7 @@ func TestStranded(t *testing.T) {
 	setRef := *metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
 	pod := func(name string, created time.Duration, claim string, owned, deleting bool) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), CreationTimestamp: metav1.NewTime(deleted.Add(created))},
-			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			Spec: corev1.PodSpec{NodeName: "node", Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}}
 		if owned {
 			p.OwnerReferences = []metav1.OwnerReference{setRef}
@@ -44,6 +45,9 @@ func TestStranded(t *testing.T) {
 		pod("bare", 12*time.Second, "data-s0-1", false, false),
 		pod("other-claim", 12*time.Second, "data-s0-2", true, false),
 	}
+	unscheduled := pod("unscheduled", 12*time.Second, "data-s0-1", true, false)
+	unscheduled.Spec.NodeName = ""
+	pods = append(pods, unscheduled)
 	var got []string
 	for _, p := range stranded(pods, cl, []types.UID{"read-uid"}) {
 		got = append(got, p.Name)

@@ -271,7 +271,8 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		var why string
 		if why, err = k.unschedulable(ctx, pod); err == nil && why != "" {
 			k.queue.AddAfter(key, claimWait) // as the scheduler retries it
-			return nil
+			err = k.leaveUnscheduled(ctx, pod, why)
+			break
 		}
 		if err == nil {
 			err = k.bind(ctx, pod)
@@ -329,6 +330,36 @@ func (k *Kubelet) unschedulable(ctx context.Context, pod *corev1.Pod) (string, e
 		}
 	}
 	return "", nil
+}
+
+// leaveUnscheduled reports why the pod was not scheduled, as the
+// scheduler does when it fails to place a pod: condition PodScheduled
+// False, reason Unschedulable, the message its FitError makes of a
+// PreFilter rejection on one node. Like the scheduler it writes only when
+// the condition changes. That write is what moves
+// kube-controller-manager: its StatefulSet controller syncs the set on the
+// pod's update, and creates the claims a Pending replica lacks
+// (createMissingPersistentVolumeClaims), which it does not do when a claim
+// that was being deleted is finally gone, as it watches no claims.
+func (k *Kubelet) leaveUnscheduled(ctx context.Context, pod *corev1.Pod, why string) error {
+	msg := fmt.Sprintf("0/1 nodes are available: %s.", why)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse &&
+			c.Reason == corev1.PodReasonUnschedulable && c.Message == msg {
+			return nil
+		}
+	}
+	p := pod.DeepCopy()
+	setCondition(&p.Status, corev1.PodScheduled, corev1.ConditionFalse, metav1.Now())
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.PodScheduled {
+			c.Reason, c.Message = corev1.PodReasonUnschedulable, msg
+		}
+	}
+	if _, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("report pod %s/%s unschedulable: %w", p.Namespace, p.Name, err)
+	}
+	return nil
 }
 
 // bind assigns the pod to the node, as the scheduler does.

@@ -326,10 +326,11 @@ func TestPodWaitsForItsClaims(t *testing.T) {
 		return n
 	}
 	eventually(t, "both claims looked at twice", func() (bool, error) { return looks("data-web-0") >= 2 && looks("data-web-1") >= 2, nil })
-	for _, name := range []string{"web-0", "web-1"} {
+	for name, why := range map[string]string{"web-0": `"data-web-0" not found`, "web-1": `"data-web-1" is being deleted`} {
 		if p := get(t, c, "test", name); p.Spec.NodeName != "" {
 			t.Errorf("pod %s bound with its claim missing or being deleted", name)
 		}
+		awaitUnschedulable(t, c, name, why)
 	}
 	if _, err := c.CoreV1().PersistentVolumeClaims("test").Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "data-web-0"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -338,4 +339,25 @@ func TestPodWaitsForItsClaims(t *testing.T) {
 	if p := get(t, c, "test", "web-1"); p.Spec.NodeName != "" {
 		t.Error("pod web-1 bound with its claim being deleted")
 	}
+	// The claim goes: the pod's condition says so, the update that
+	// makes kube-controller-manager create the claim again.
+	if err := c.CoreV1().PersistentVolumeClaims("test").Delete(ctx, "data-web-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	awaitUnschedulable(t, c, "web-1", `"data-web-1" not found`)
+}
+
+// awaitUnschedulable waits until pod name in namespace test is reported
+// unschedulable, as the scheduler reports it, for a reason containing why.
+func awaitUnschedulable(t *testing.T, c *fake.Clientset, name, why string) {
+	t.Helper()
+	eventually(t, "pod "+name+" unschedulable: "+why, func() (bool, error) {
+		for _, cond := range get(t, c, "test", name).Status.Conditions {
+			if cond.Type == corev1.PodScheduled {
+				return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable &&
+					cond.Message == "0/1 nodes are available: persistentvolumeclaim "+why+".", nil
+			}
+		}
+		return false, nil
+	})
 }
