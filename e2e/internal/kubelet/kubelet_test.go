@@ -61,6 +61,19 @@ func get(t *testing.T, c *fake.Clientset, ns, name string) *corev1.Pod {
 	return p
 }
 
+// serving starts a stand-in on a fake client, serving namespace test.
+func serving(t *testing.T) (*fake.Clientset, *kubelet.Kubelet) {
+	t.Helper()
+	c := newClient(t)
+	k, err := kubelet.Start(t.Context(), c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	k.Serve("test")
+	return c, k
+}
+
 // eventually polls cond until it holds; the timeout bounds a hung test.
 // (testenv.Eventually would link the whole control plane into this test.)
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
@@ -249,13 +262,7 @@ func TestServeWith(t *testing.T) {
 // time.
 func TestHoldUnready(t *testing.T) {
 	ctx := t.Context()
-	c := newClient(t)
-	k, err := kubelet.Start(ctx, c, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
-	k.Serve("test")
+	c, k := serving(t)
 	if _, err := c.CoreV1().Pods("test").Create(ctx, pod("test", "web-0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -296,13 +303,7 @@ func TestHoldUnready(t *testing.T) {
 // the claim is there.
 func TestPodWaitsForItsClaims(t *testing.T) {
 	ctx := t.Context()
-	c := newClient(t)
-	k, err := kubelet.Start(ctx, c, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
-	k.Serve("test")
+	c, k := serving(t)
 	now := metav1.Now()
 	gone := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "data-web-1", DeletionTimestamp: &now, Finalizers: []string{"kubernetes.io/pvc-protection"}}}
 	if _, err := c.CoreV1().PersistentVolumeClaims("test").Create(ctx, gone, metav1.CreateOptions{}); err != nil {
