@@ -303,7 +303,11 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 }
 
 // claimWait is how long a pod left unscheduled for its claims waits
-// before it is looked at again.
+// before it is looked at again. The scheduler looks again sooner on a
+// claim's creation or update, and later otherwise: a claim's deletion
+// queues no pod, and it retries a pod left unschedulable after five
+// minutes (DefaultPodMaxInUnschedulablePodsDuration in 1.37). One fixed
+// wait keeps the stand-in simple, and tests short.
 const claimWait = 250 * time.Millisecond
 
 // unschedulable says why the scheduler would leave pod unscheduled for its
