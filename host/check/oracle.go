@@ -135,6 +135,11 @@ func firstDiff(path string, a, b any) (string, any, any) {
 		}
 		return "", nil, nil
 	}
+	if path == ".metadata.finalizers" {
+		// A set (listType=set): the order a run added them in is not
+		// part of the state.
+		a, b = sortedList(a), sortedList(b)
+	}
 	if !reflect.DeepEqual(a, b) {
 		if path == "" {
 			path = "."
@@ -142,6 +147,25 @@ func firstDiff(path string, a, b any) (string, any, any) {
 		return strings.TrimPrefix(path, "."), a, b
 	}
 	return "", nil, nil
+}
+
+// sortedList returns a copy of v sorted, when v is a list of strings, else
+// v.
+func sortedList(v any) any {
+	l, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return v
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func render(v any) string {

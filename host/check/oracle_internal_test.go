@@ -56,3 +56,20 @@ func TestShrinkOracle(t *testing.T) {
 	x.checkShrink(claim("2Gi", "1Gi"), claim("1Gi", "1Gi"))
 	require.Equal(t, map[string]string{"PersistentVolumeClaim default/c": "request lowered from 2Gi to 1Gi, capacity 1Gi"}, x.res.shrinks)
 }
+
+// Finalizers are a set: the same ones in another order are the same end
+// state; another finalizer, or one missing, is not.
+func TestFinalizersCompareAsASet(t *testing.T) {
+	claim := func(finalizers ...any) map[string]map[string]any {
+		return map[string]map[string]any{"PersistentVolumeClaim default/c": {"kind": "PersistentVolumeClaim",
+			"metadata": map[string]any{"name": "c", "namespace": "default", "finalizers": finalizers}}}
+	}
+	want := claim("kubernetes.io/pvc-protection", "kubeplug.dev/retain")
+	require.Empty(t, diffStates(want, claim("kubeplug.dev/retain", "kubernetes.io/pvc-protection")))
+	require.Equal(t, `PersistentVolumeClaim default/c: metadata.finalizers is ["kubernetes.io/pvc-protection"]; the unperturbed run ends with ["kubeplug.dev/retain","kubernetes.io/pvc-protection"]`,
+		diffStates(want, claim("kubernetes.io/pvc-protection")))
+	require.NotEmpty(t, diffStates(want, claim("kubeplug.dev/retain", "kubernetes.io/pvc-protection", "other")))
+	// Another list in the same place keeps its order.
+	lists := map[string]map[string]any{"X a": {"spec": map[string]any{"order": []any{"a", "b"}}}}
+	require.NotEmpty(t, diffStates(lists, map[string]map[string]any{"X a": {"spec": map[string]any{"order": []any{"b", "a"}}}}))
+}
