@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
@@ -358,7 +360,8 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		st := set.Status
 		if st.ObservedGeneration != set.Generation || st.Replicas != int32(n) || st.ReadyReplicas != int32(n) ||
 			st.UpdatedReplicas != int32(n) || st.CurrentRevision != st.UpdateRevision {
-			add("set %s not rolled out at %d replicas: %+v", name, n, st)
+			add("set %s not rolled out at %d replicas: %+v (generation %d); its pods: %s; its warnings: %s",
+				name, n, st, set.Generation, podsOf(pods.Items, set), tr.warnings(ctx, "StatefulSet", name))
 		}
 		want := resource.MustParse(fmt.Sprintf("%dGi", s.size))
 		for ord := range n {
@@ -425,6 +428,51 @@ func owners(refs []metav1.OwnerReference) string {
 
 // mountedBy names the pods whose volumes use claim, with their phase and
 // node, or "no pod": what the pvc-protection finalizer waits for.
+// podsOf describes the pods named after set's replicas, and whether set
+// owns each: what kube-controller-manager's status for it counts.
+func podsOf(pods []corev1.Pod, set *appsv1.StatefulSet) string {
+	var out []string
+	for _, p := range pods {
+		if name, _, ok := parseClaim(template + "-" + p.Name); !ok || name != set.Name {
+			continue
+		}
+		owned := false
+		if ref := metav1.GetControllerOf(&p); ref != nil {
+			owned = ref.UID == set.UID
+		}
+		sched := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				sched = ", " + c.Message
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (%s, ready %v, node %q, owned %v, created %s%s)", p.Name, p.Status.Phase,
+			kubelet.RunningAndReady(&p), p.Spec.NodeName, owned, p.CreationTimestamp.UTC().Format("15:04:05"), sched))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// warnings lists the Warning events about the object of kind and name in
+// the run's namespace, the last few: why a controller did not act.
+func (tr *tracker) warnings(ctx context.Context, kind, name string) string {
+	evs, err := tr.c.CoreV1().Events(tr.ns).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",type=Warning"})
+	if err != nil {
+		return "not read: " + err.Error()
+	}
+	var out []string
+	for _, e := range evs.Items[max(0, len(evs.Items)-4):] {
+		out = append(out, fmt.Sprintf("%s ×%d: %s", e.Reason, max(e.Count, 1), e.Message))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
+
 func mountedBy(pods []corev1.Pod, claim string) string {
 	var out []string
 	for _, p := range pods {

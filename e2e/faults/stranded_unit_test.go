@@ -152,3 +152,20 @@ func TestByHost(t *testing.T) {
 	require.False(t, byHost("MODIFIED event s0.18ec10c26bc717c0 (faults.test) [Warning FailedCreate ×12: create Pod s0-2]"))
 	require.False(t, byHost("MODIFIED claim data-s0-1 (kubeplug-e2e-resizer)"))
 }
+
+// TestPodsOf: a set's pods are named after its replicas, and owned or not;
+// another set's, with a name sharing the prefix, are not its.
+func TestPodsOf(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s3", UID: "set-uid"}}
+	ref := *metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
+	at := metav1.NewTime(time.Date(2026, 11, 28, 8, 32, 44, 0, time.UTC))
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "s3-0", OwnerReferences: []metav1.OwnerReference{ref}, CreationTimestamp: at},
+			Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "s3-1", CreationTimestamp: at}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "no claim"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "s33-0"}},
+	}
+	require.Equal(t, `s3-0 (Running, ready false, node "n", owned true, created 08:32:44), s3-1 (Pending, ready false, node "", owned false, created 08:32:44, no claim)`, podsOf(pods, set))
+	require.Equal(t, "none", podsOf(nil, set))
+}
