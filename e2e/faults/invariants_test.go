@@ -262,8 +262,10 @@ func (tr *tracker) checkDelete(handle string) {
 
 // unmet lists what keeps the run's cluster from the state the policies
 // require; none means converged. It reads everything from the API server
-// and the driver afresh.
-func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
+// and the driver afresh. With detail, a set not rolled out is described
+// with its pods and its Warning events (one more read per set): for the
+// report, not for every poll.
+func (tr *tracker) unmet(ctx context.Context, detail bool) ([]string, error) {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	c := tr.c
@@ -360,8 +362,12 @@ func (tr *tracker) unmet(ctx context.Context) ([]string, error) {
 		st := set.Status
 		if st.ObservedGeneration != set.Generation || st.Replicas != int32(n) || st.ReadyReplicas != int32(n) ||
 			st.UpdatedReplicas != int32(n) || st.CurrentRevision != st.UpdateRevision {
-			add("set %s not rolled out at %d replicas: %+v (generation %d); its pods: %s; its warnings: %s",
-				name, n, st, set.Generation, podsOf(pods.Items, set), tr.warnings(ctx, "StatefulSet", name))
+			if detail {
+				add("set %s not rolled out at %d replicas: %+v (generation %d); its pods: %s; its warnings: %s",
+					name, n, st, set.Generation, podsOf(pods.Items, set), tr.warnings(ctx, "StatefulSet", name))
+			} else {
+				add("set %s not rolled out at %d replicas: %+v", name, n, st)
+			}
 		}
 		want := resource.MustParse(fmt.Sprintf("%dGi", s.size))
 		for ord := range n {
@@ -426,8 +432,6 @@ func owners(refs []metav1.OwnerReference) string {
 	return strings.Join(out, ", ")
 }
 
-// mountedBy names the pods whose volumes use claim, with their phase and
-// node, or "no pod": what the pvc-protection finalizer waits for.
 // podsOf describes the pods named after set's replicas, and whether set
 // owns each: what kube-controller-manager's status for it counts.
 func podsOf(pods []corev1.Pod, set *appsv1.StatefulSet) string {
@@ -473,6 +477,8 @@ func (tr *tracker) warnings(ctx context.Context, kind, name string) string {
 	return strings.Join(out, "; ")
 }
 
+// mountedBy names the pods whose volumes use claim, with their phase and
+// node, or "no pod": what the pvc-protection finalizer waits for.
 func mountedBy(pods []corev1.Pod, claim string) string {
 	var out []string
 	for _, p := range pods {

@@ -878,7 +878,7 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 	for {
 		r.supervise()
 		r.freeStranded()
-		unmet, err := r.tr.unmet(r.ctx)
+		unmet, err := r.tr.unmet(r.ctx, false)
 		if err != nil {
 			unmet = []string{err.Error()}
 		}
@@ -889,6 +889,9 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 		}
 		last = unmet
 		if time.Now().After(deadline) {
+			if detailed, err := r.tr.unmet(r.ctx, true); err == nil && len(detailed) > 0 {
+				last = detailed
+			}
 			r.tr.violate("not converged %v after the last fault: %s", converge, strings.Join(last, "; "))
 			return -1
 		}
@@ -911,8 +914,8 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 // created after the claim's deletionTimestamp. (pvc-protection counts only
 // scheduled pods; the stand-in schedules no pod whose claim is being
 // deleted, as the scheduler's VolumeBinding, so this is the race of a
-// claim deleted between that check and the binding.) A claim kubeplug deleted, or held by
-// anything else, stays for the invariants to judge.
+// claim deleted between that check and the binding.) A claim kubeplug
+// deleted, or held by anything else, stays for the invariants to judge.
 func (r *run) freeStranded() {
 	c := r.w.c
 	claims, err := c.CoreV1().PersistentVolumeClaims(r.ns).List(r.ctx, metav1.ListOptions{})

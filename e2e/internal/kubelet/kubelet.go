@@ -269,14 +269,15 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	switch {
 	case pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil:
 		var why string
-		if why, err = k.unschedulable(ctx, pod); err == nil && why != "" {
+		if why, err = k.unschedulable(ctx, pod); err != nil {
+			break
+		}
+		if why != "" {
 			k.queue.AddAfter(key, claimWait) // as the scheduler retries it
 			err = k.leaveUnscheduled(ctx, pod, why)
 			break
 		}
-		if err == nil {
-			err = k.bind(ctx, pod)
-		}
+		err = k.bind(ctx, pod)
 	case pod.Spec.NodeName != k.node:
 		// Another node's, or unscheduled and already being deleted
 		// (only a finalizer keeps such a pod).
@@ -346,19 +347,10 @@ func (k *Kubelet) unschedulable(ctx context.Context, pod *corev1.Pod) (string, e
 // (createMissingPersistentVolumeClaims), which it does not do when a claim
 // that was being deleted is finally gone, as it watches no claims.
 func (k *Kubelet) leaveUnscheduled(ctx context.Context, pod *corev1.Pod, why string) error {
-	msg := fmt.Sprintf("0/1 nodes are available: %s.", why)
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse &&
-			c.Reason == corev1.PodReasonUnschedulable && c.Message == msg {
-			return nil
-		}
-	}
 	p := pod.DeepCopy()
-	setCondition(&p.Status, corev1.PodScheduled, corev1.ConditionFalse, metav1.Now())
-	for i := range p.Status.Conditions {
-		if c := &p.Status.Conditions[i]; c.Type == corev1.PodScheduled {
-			c.Reason, c.Message = corev1.PodReasonUnschedulable, msg
-		}
+	if !setCondition(&p.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: fmt.Sprintf("0/1 nodes are available: %s.", why)}, metav1.Now()) {
+		return nil
 	}
 	if _, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("report pod %s/%s unschedulable: %w", p.Namespace, p.Name, err)
@@ -430,14 +422,14 @@ func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod, ready bool, restarts
 		})
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized} {
-		setCondition(&p.Status, typ, corev1.ConditionTrue, now)
+		setCondition(&p.Status, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue}, now)
 	}
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
-		setCondition(&p.Status, typ, status, now)
+		setCondition(&p.Status, corev1.PodCondition{Type: typ, Status: status}, now)
 	}
 	if _, err := k.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("report pod %s/%s running: %w", p.Namespace, p.Name, err)
@@ -459,18 +451,25 @@ func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// setCondition sets condition typ to status, keeping its transition time
-// when it already had that status.
-func setCondition(s *corev1.PodStatus, typ corev1.PodConditionType, status corev1.ConditionStatus, now metav1.Time) {
+// setCondition sets the condition of want's type to want's status, reason
+// and message, keeping its transition time when it already had that
+// status, and reports whether anything changed.
+func setCondition(s *corev1.PodStatus, want corev1.PodCondition, now metav1.Time) bool {
 	for i := range s.Conditions {
-		if c := &s.Conditions[i]; c.Type == typ {
-			if c.Status != status {
-				c.Status, c.LastTransitionTime = status, now
+		if c := &s.Conditions[i]; c.Type == want.Type {
+			if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+				return false
 			}
-			return
+			if c.Status != want.Status {
+				c.LastTransitionTime = now
+			}
+			c.Status, c.Reason, c.Message = want.Status, want.Reason, want.Message
+			return true
 		}
 	}
-	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: typ, Status: status, LastTransitionTime: now})
+	want.LastTransitionTime = now
+	s.Conditions = append(s.Conditions, want)
+	return true
 }
 
 // RunningAndReady reports whether pod is in phase Running with a Ready
