@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/portlease"
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -220,12 +220,10 @@ func startEtcd(dir string, verbose bool) (clientURL string, stop func(), err err
 }
 
 func freeLocalURL() (*url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := portlease.Addr()
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: free port: %w", err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return &url.URL{Scheme: "http", Host: addr}, nil
 }
 

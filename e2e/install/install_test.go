@@ -3,12 +3,10 @@ package install
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +31,7 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/manifests"
 	"github.com/kubeplug/kubeplug/e2e/internal/podrun"
+	"github.com/kubeplug/kubeplug/e2e/internal/portlease"
 	"github.com/kubeplug/kubeplug/e2e/internal/setctl"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
@@ -535,12 +534,9 @@ func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	n, err := portlease.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	n, _ := strconv.Atoi(port)
 	return n
 }

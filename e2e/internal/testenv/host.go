@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubeplug/kubeplug/e2e/internal/portlease"
 )
 
 // Host is a `kubeplug run` process.
@@ -143,11 +144,11 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 			t.Fatal(err)
 		}
 	}
-	addr, err := freeAddr()
+	addr, err := portlease.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	probeAddr, err := freeAddr()
+	probeAddr, err := portlease.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,15 +311,6 @@ func (h *Host) WaitReady(t testing.TB) {
 		code, _, err := h.Get("/readyz")
 		return err == nil && code == http.StatusOK, nil
 	})
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and concurrent readers:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeplug/kubeplug/e2e/internal/portlease"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/cert"
@@ -59,7 +60,7 @@ func WriteServingCert(dir string) (certDir, caFile string, err error) {
 // webhook server (kubeplug run --webhook-addr).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := freeAddr()
+	addr, err := portlease.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func FreeAddr(t testing.TB) string {
 }
 
 // LoopbackAddr is FreeAddr for a program that is not a test.
-func LoopbackAddr() (string, error) { return freeAddr() }
+func LoopbackAddr() (string, error) { return portlease.Addr() }
 
 // Webhooks are the webhook configurations RegisterWebhooks created.
 type Webhooks struct {
