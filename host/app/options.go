@@ -56,6 +56,9 @@ type Options struct {
 	// Profiles serves Go's runtime profiles under /debug/pprof/ on
 	// MetricsAddr.
 	Profiles bool
+	// GuestCalls bounds the calls into guests that run at once, of all
+	// modules together (runtime.Options.GuestCalls); zero means GOMAXPROCS.
+	GuestCalls int
 	// LeaderElection, when set, runs the controllers only while this host
 	// holds the lease.
 	LeaderElection *LeaderElection

@@ -83,7 +83,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer stopProbes()
 
-	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.CacheDir, Logger: log})
+	if opts.GuestCalls < 0 {
+		return fmt.Errorf("--guest-calls %d: must be 0 (one per core, GOMAXPROCS) or more", opts.GuestCalls)
+	}
+	engine, err := runtime.NewEngine(ctx, runtime.Options{CacheDir: opts.CacheDir, Logger: log, GuestCalls: opts.GuestCalls})
 	if err != nil {
 		return err
 	}
@@ -138,6 +141,7 @@ func Run(ctx context.Context, opts Options) error {
 	events := kube.NewEventSink(context.WithoutCancel(ctx), client, 0)
 	defer events.Shutdown()
 	m.WatchEventsPending(events.Pending)
+	m.WatchGuestCalls(func() (int, int) { s := engine.GuestCalls(); return s.Running, s.Waiting })
 	deps := controller.Deps{
 		Lister:  cache,
 		Cluster: &kube.Cluster{Dynamic: writes, Events: events},

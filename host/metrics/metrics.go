@@ -177,6 +177,23 @@ func (m *Metrics) WatchEventsPending(pending func() int) {
 	}, func() float64 { return float64(pending()) }))
 }
 
+// WatchGuestCalls registers kubeplug_guest_calls_running and
+// kubeplug_guest_calls_waiting, read from calls at each scrape: the calls
+// into guests holding one of the host's slots, and those waiting for one
+// (runtime.Engine.GuestCalls). Call it once.
+func (m *Metrics) WatchGuestCalls(calls func() (running, waiting int)) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "guest_calls_running",
+			Help: "Calls into modules running now, of all modules together; at most --guest-calls.",
+		}, func() float64 { r, _ := calls(); return float64(r) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "guest_calls_waiting",
+			Help: "Calls into modules waiting for one of the --guest-calls slots: a host whose modules need more CPU than it has.",
+		}, func() float64 { _, w := calls(); return float64(w) }),
+	)
+}
+
 // maxLabel bounds the length of a label value that comes from a module.
 const maxLabel = 128
 

@@ -25,6 +25,11 @@ type Options struct {
 	// in parallel. Zero means GOMAXPROCS: a first load or a hot swap is
 	// rare, and the sooner it is validated the better.
 	CompileWorkers int
+	// GuestCalls is how many calls into guests, of all modules together,
+	// run at once; the others wait their turn (gate.go). Zero means
+	// GOMAXPROCS: each running call has a core, and the host's own work
+	// still gets its turn at every checkpoint.
+	GuestCalls int
 }
 
 // Engine loads modules. All modules of an Engine share one compilation cache,
@@ -33,6 +38,7 @@ type Engine struct {
 	cache   wazero.CompilationCache
 	logger  *slog.Logger
 	workers int
+	gate    *gate
 	// validator checks modules as written, before the checkpoint rewrite
 	// (see validate.go); validated remembers the digests it accepted.
 	validator wazero.Runtime
@@ -66,10 +72,15 @@ func NewEngine(ctx context.Context, opts Options) (*Engine, error) {
 	if workers <= 0 {
 		workers = goruntime.GOMAXPROCS(0)
 	}
+	calls := opts.GuestCalls
+	if calls <= 0 {
+		calls = goruntime.GOMAXPROCS(0)
+	}
 	return &Engine{
 		cache:     cache,
 		logger:    logger,
 		workers:   workers,
+		gate:      newGate(calls),
 		validator: newValidator(ctx),
 		modules:   map[closer]struct{}{},
 	}, nil
@@ -116,6 +127,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// GuestCalls says how many calls into guests run and wait now, and how
+// many may run at once (Options.GuestCalls).
+func (e *Engine) GuestCalls() GateStats { return e.gate.stats() }
 
 // wasmMagic starts every WebAssembly binary.
 var wasmMagic = []byte("\x00asm")

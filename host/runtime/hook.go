@@ -118,11 +118,12 @@ func checkAdmit(r *abi.Response, l Limits) error {
 }
 
 // invokeOn is the call path of every kind of module (base.invoke): it
-// takes an idle instance of p (nil when the module lacks the hook), or
-// makes one with newInstance, runs call on it, and puts it
-// back unless call says it may not serve another call. interrupted is the
-// module's flag that Close gave up waiting for calls in flight.
-func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key string, interrupted *atomic.Bool,
+// takes an idle instance of p (nil when the module lacks the hook), waits
+// for one of the Engine's guest call slots (g, in class), makes an
+// instance with newInstance when none was idle, runs call on it, and puts
+// it back unless call says it may not serve another call. interrupted is
+// the module's flag that Close gave up waiting for calls in flight.
+func invokeOn[T poolable](ctx context.Context, p *pool[T], g *gate, class callClass, module, hook, key string, interrupted *atomic.Bool,
 	newInstance func(context.Context) (T, ErrorKind, error), call func(T) (kind ErrorKind, keep bool, err error),
 ) error {
 	if p == nil {
@@ -140,16 +141,22 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], module, hook, key str
 		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", module, hook, key, err)
 	}
 	var none T
+	if err := g.acquire(ctx, class); err != nil {
+		p.release(inst, inst != none)
+		return fmt.Errorf("module %q %s %q: waiting for a guest call slot: %w", module, hook, key, err)
+	}
 	if inst == none {
 		var kind ErrorKind
 		inst, kind, err = newInstance(ctx)
 		if err != nil {
+			g.release()
 			p.release(none, false)
 			return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 		}
 		p.added()
 	}
 	kind, keep, err := call(inst)
+	g.release()
 	p.release(inst, keep)
 	if err != nil {
 		if interrupted.Load() {

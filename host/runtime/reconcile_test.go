@@ -250,3 +250,66 @@ func TestCloseInterruptsCallsStillRunningWhenItGivesUp(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrClosed)
 	require.Contains(t, err.Error(), `module "good" reconcile "default/loop": module closed during the call`)
 }
+
+func TestGuestCallsWaitForASlotAcrossModules(t *testing.T) {
+	ctx := context.Background()
+	sink := &logSink{}
+	eng := newEngine(t, runtime.Options{Logger: sink.logger(), GuestCalls: 1})
+	wasm := guest(t, "good")
+	busy, err := eng.Load(ctx, "busy.wasm", wasm, runtime.Limits{Deadline: time.Minute})
+	require.NoError(t, err)
+	busy.SetName("busy")
+	other, err := eng.Load(ctx, "other.wasm", wasm, runtime.Limits{Deadline: time.Second})
+	require.NoError(t, err)
+	other.SetName("other")
+
+	// busy's call holds the engine's only slot until its caller gives up.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	looping := sink.when("looping default/loop")
+	loopDone := make(chan error)
+	go func() {
+		_, err := busy.Reconcile(loopCtx, request("default/loop"))
+		loopDone <- err
+	}()
+	<-looping
+	require.Equal(t, runtime.GateStats{Slots: 1, Running: 1}, eng.GuestCalls())
+
+	// Another module's call waits for it, with its own instance idle.
+	okDone := make(chan error)
+	go func() {
+		_, err := other.Reconcile(ctx, request("default/ok"))
+		okDone <- err
+	}()
+	for eng.GuestCalls().Waiting != 1 {
+		select {
+		case err := <-okDone:
+			t.Fatalf("other's call ran beside busy's on an engine of one guest call: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+
+	// A waiting caller that gives up gets its context's error, not a call
+	// error, and leaves the queue.
+	impatient, cancel := context.WithCancel(ctx)
+	impatientDone := make(chan error)
+	go func() {
+		_, err := other.Reconcile(impatient, request("default/ok"))
+		impatientDone <- err
+	}()
+	for eng.GuestCalls().Waiting != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	err = <-impatientDone
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, err.Error(), `module "other" reconcile "default/ok": waiting for a guest call slot`)
+	require.False(t, errors.As(err, new(*runtime.CallError)))
+
+	// The slot passes on when busy's call ends. other's deadline starts
+	// then: it waited longer than its deadline, and its call succeeds.
+	time.Sleep(1500 * time.Millisecond)
+	stopLoop()
+	require.ErrorIs(t, <-loopDone, runtime.KindDeadline)
+	require.NoError(t, <-okDone)
+	require.Equal(t, runtime.GateStats{Slots: 1}, eng.GuestCalls())
+}

@@ -111,6 +111,7 @@ its allow: list grants included).`,
 	f.StringVar(&o.WebhookAddr, "webhook-addr", "", "address to serve the modules' admit hooks on as admission webhooks (https://ADDR/admit/<module>); empty serves none")
 	f.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate, tls.crt and tls.key; reloaded when they change")
 	wc.add(f)
+	f.IntVar(&o.GuestCalls, "guest-calls", 0, "how many calls into modules run at once, of all modules together; the others wait their turn, admission hooks first (0: one per core, GOMAXPROCS)")
 	f.BoolVar(&o.Profiles, "profiles", false, "also serve Go's runtime profiles at /debug/pprof/ on --metrics-bind-address")
 	f.BoolVar(&le.enabled, "leader-elect", false, "reconcile only while holding the leader Lease, so that several replicas are safe")
 	f.StringVar(&le.namespace, "leader-elect-namespace", defaultLeaseNamespace(), "namespace of the leader Lease (default: $POD_NAMESPACE, else kube-system)")

@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waiter starts acquire(c) and returns a channel closed once it has the
+// slot, and one for its error.
+func waiter(g *gate, ctx context.Context, c callClass) (granted chan struct{}, failed chan error) {
+	granted, failed = make(chan struct{}), make(chan error, 1)
+	go func() {
+		if err := g.acquire(ctx, c); err != nil {
+			failed <- err
+			return
+		}
+		close(granted)
+	}()
+	return granted, failed
+}
+
+// queued waits until n calls wait at g.
+func queued(t *testing.T, g *gate, n int) {
+	t.Helper()
+	for g.stats().Waiting != n {
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("never %d waiting", n)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestGateServesAdmissionFirstThenInOrder(t *testing.T) {
+	g := newGate(1)
+	if err := g.acquire(t.Context(), classReconcile); err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := waiter(g, t.Context(), classReconcile)
+	queued(t, g, 1)
+	a1, _ := waiter(g, t.Context(), classAdmit)
+	queued(t, g, 2)
+	r2, _ := waiter(g, t.Context(), classReconcile)
+	queued(t, g, 3)
+
+	for i, next := range []chan struct{}{a1, r1, r2} {
+		g.release()
+		<-next
+		for j, other := range []chan struct{}{a1, r1, r2}[i+1:] {
+			select {
+			case <-other:
+				t.Fatalf("release %d granted waiter %d too", i+1, i+2+j)
+			default:
+			}
+		}
+	}
+	if s := g.stats(); s.Running != 1 || s.Waiting != 0 {
+		t.Fatalf("after three hand-overs: %+v, want 1 running and none waiting", s)
+	}
+	g.release()
+	if s := g.stats(); s.Running != 0 {
+		t.Fatalf("after the last release: %+v, want none running", s)
+	}
+}
+
+func TestGateNewCallQueuesBehindWaiters(t *testing.T) {
+	g := newGate(1)
+	if err := g.acquire(t.Context(), classReconcile); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := waiter(g, t.Context(), classAdmit)
+	queued(t, g, 1)
+	// The slot is handed to the waiting admission, not freed for the next
+	// reconcile to take past it.
+	g.release()
+	<-a
+	r, _ := waiter(g, t.Context(), classReconcile)
+	queued(t, g, 1)
+	select {
+	case <-r:
+		t.Fatal("a reconcile took a slot the admission held")
+	default:
+	}
+	g.release()
+	<-r
+}
+
+func TestGateWaiterGivesUp(t *testing.T) {
+	g := newGate(1)
+	if err := g.acquire(t.Context(), classReconcile); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	_, failed := waiter(g, ctx, classReconcile)
+	queued(t, g, 1)
+	cancel()
+	if err := <-failed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire after cancel: %v, want context.Canceled", err)
+	}
+	if s := g.stats(); s.Waiting != 0 || s.Running != 1 {
+		t.Fatalf("after the waiter gave up: %+v, want it gone from the queue", s)
+	}
+	// The slot it did not take is free once released.
+	g.release()
+	if err := g.acquire(t.Context(), classReconcile); err != nil {
+		t.Fatal(err)
+	}
+}
