@@ -76,11 +76,14 @@ type tracker struct {
 	// VolumeClaimUpdate's label (the admit hook rewrote them at
 	// creation), how many owned by their set.
 	firstSeen, firstLabelled, firstOwned int
+	// skips0 is kcmStaleSkips when the run began; nil when unread.
+	skips0 map[string]float64
 }
 
 func newTracker(ctx context.Context, c kubernetes.Interface, ns string, d *csitest.Driver, rev *revisions) (*tracker, error) {
 	tr := &tracker{ns: ns, c: c, driver: d, rev: rev, sets: map[string]*setRecord{}, claims: map[types.UID]claimRecord{},
 		userDelete: map[types.UID]bool{}, podsAtDelete: map[types.UID][]types.UID{}, pvOf: map[string]string{}, pvGone: map[string]bool{}, deletes: map[string]int{}}
+	tr.skips0, _ = kcmStaleSkips() // an error shows as "not read" in the report
 	nsf := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
 	claims := nsf.Core().V1().PersistentVolumeClaims().Informer()
 	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -363,8 +366,9 @@ func (tr *tracker) unmet(ctx context.Context, detail bool) ([]string, error) {
 		if st.ObservedGeneration != set.Generation || st.Replicas != int32(n) || st.ReadyReplicas != int32(n) ||
 			st.UpdatedReplicas != int32(n) || st.CurrentRevision != st.UpdateRevision {
 			if detail {
-				add("set %s not rolled out at %d replicas: %+v (generation %d); its pods: %s; its warnings: %s",
-					name, n, st, set.Generation, podsOf(pods.Items, set), tr.warnings(ctx, "StatefulSet", name))
+				add("set %s not rolled out at %d replicas: %+v (generation %d); its pods: %s; its warnings: %s; "+
+					"syncs of sets kube-controller-manager put off in this run, its informer behind its own write: %s",
+					name, n, st, set.Generation, podsOf(pods.Items, set), tr.warnings(ctx, "StatefulSet", name), tr.staleSkips())
 			} else {
 				add("set %s not rolled out at %d replicas: %+v", name, n, st)
 			}
@@ -461,6 +465,18 @@ func podsOf(pods []corev1.Pod, set *appsv1.StatefulSet) string {
 
 // warnings lists the Warning events about the object of kind and name in
 // the run's namespace, the last few: why a controller did not act.
+// staleSkips is skipsSince the run began, by resource.
+func (tr *tracker) staleSkips() string {
+	if tr.skips0 == nil {
+		return "not read when the run began"
+	}
+	now, err := kcmStaleSkips()
+	if err != nil {
+		return "not read: " + err.Error()
+	}
+	return skipsSince(tr.skips0, now)
+}
+
 func (tr *tracker) warnings(ctx context.Context, kind, name string) string {
 	evs, err := tr.c.CoreV1().Events(tr.ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",type=Warning"})
