@@ -884,7 +884,8 @@ func (r *run) awaitConverged(since time.Time) time.Duration {
 		}
 		if len(unmet) == 0 {
 			d := time.Since(since)
-			r.logf("converged %v after the last fault", d.Round(time.Millisecond))
+			r.logf("converged %v after the last fault; syncs of sets kube-controller-manager put off in the run, its informer behind its own write: %s",
+				d.Round(time.Millisecond), r.tr.staleSkips())
 			return d
 		}
 		last = unmet
