@@ -145,18 +145,19 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], g *gate, class callCl
 		p.release(inst, inst != none)
 		return fmt.Errorf("module %q %s %q: waiting for a guest call slot: %w", module, hook, key, err)
 	}
+	// Deferred: a slot is the whole host's, and one lost to a panic below
+	// (recovered by the caller) would be lost to every module.
+	defer g.release()
 	if inst == none {
 		var kind ErrorKind
 		inst, kind, err = newInstance(ctx)
 		if err != nil {
-			g.release()
 			p.release(none, false)
 			return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 		}
 		p.added()
 	}
 	kind, keep, err := call(inst)
-	g.release()
 	p.release(inst, keep)
 	if err != nil {
 		if interrupted.Load() {
