@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -105,6 +106,50 @@ func TestGateWaiterGivesUp(t *testing.T) {
 	// The slot it did not take is free once released.
 	g.release()
 	if err := g.acquire(t.Context(), classReconcile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeInst is a poolable that counts its closes.
+type fakeInst struct{ closed *int }
+
+func (f *fakeInst) close() { *f.closed++ }
+
+// A call that panics (the controller and net/http recover it) gives back
+// its pool slot and its guest call slot, and its instance is discarded.
+func TestInvokeOnPanicReleasesSlots(t *testing.T) {
+	g := newGate(1)
+	p := newPool[*fakeInst](1)
+	closed := 0
+	var interrupted atomic.Bool
+	newInst := func(context.Context) (*fakeInst, ErrorKind, error) { return &fakeInst{closed: &closed}, 0, nil }
+	for _, where := range []string{"call", "newInstance"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("%s: the panic did not reach the caller", where)
+				}
+			}()
+			mk := newInst
+			if where == "newInstance" {
+				mk = func(context.Context) (*fakeInst, ErrorKind, error) { panic("in newInstance") }
+			}
+			_ = invokeOn(t.Context(), p, g, classReconcile, "m", "reconcile", "k", &interrupted, mk,
+				func(*fakeInst) (ErrorKind, bool, error) { panic("in call") })
+		}()
+		if s := g.stats(); s.Running != 0 {
+			t.Fatalf("after a panic in %s: %+v, want the guest call slot free", where, s)
+		}
+		if s := p.stats(); s.Busy != 0 {
+			t.Fatalf("after a panic in %s: pool %+v, want its slot free", where, s)
+		}
+	}
+	if closed != 1 {
+		t.Fatalf("the instance of the call that panicked closed %d times, want once (discarded)", closed)
+	}
+	// Both slots serve the next call.
+	if err := invokeOn(t.Context(), p, g, classReconcile, "m", "reconcile", "k", &interrupted, newInst,
+		func(*fakeInst) (ErrorKind, bool, error) { return 0, true, nil }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -140,24 +140,34 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], g *gate, class callCl
 		}
 		return fmt.Errorf("module %q %s %q: waiting for a free instance: %w", module, hook, key, err)
 	}
+	// A panic below, which the caller recovers, must not cost the module its
+	// pool slot (the instance, in a state nobody knows, is discarded), nor
+	// the host a guest call slot, which is every module's.
 	var none T
+	released := false
+	defer func() {
+		if !released {
+			p.release(inst, false)
+		}
+	}()
 	if err := g.acquire(ctx, class); err != nil {
+		released = true
 		p.release(inst, inst != none)
 		return fmt.Errorf("module %q %s %q: waiting for a guest call slot: %w", module, hook, key, err)
 	}
-	// Deferred: a slot is the whole host's, and one lost to a panic below
-	// (recovered by the caller) would be lost to every module.
 	defer g.release()
 	if inst == none {
 		var kind ErrorKind
 		inst, kind, err = newInstance(ctx)
 		if err != nil {
+			released = true
 			p.release(none, false)
 			return &CallError{Module: module, Hook: hook, Key: key, Kind: kind, Err: err}
 		}
 		p.added()
 	}
 	kind, keep, err := call(inst)
+	released = true
 	p.release(inst, keep)
 	if err != nil {
 		if interrupted.Load() {
