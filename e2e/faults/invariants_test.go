@@ -463,8 +463,6 @@ func podsOf(pods []corev1.Pod, set *appsv1.StatefulSet) string {
 	return strings.Join(out, ", ")
 }
 
-// warnings lists the Warning events about the object of kind and name in
-// the run's namespace, the last few: why a controller did not act.
 // staleSkips is skipsSince the run began, by resource.
 func (tr *tracker) staleSkips() string {
 	if tr.skips0 == nil {
@@ -477,6 +475,8 @@ func (tr *tracker) staleSkips() string {
 	return skipsSince(tr.skips0, now)
 }
 
+// warnings lists the Warning events about the object of kind and name in
+// the run's namespace, the last few: why a controller did not act.
 func (tr *tracker) warnings(ctx context.Context, kind, name string) string {
 	evs, err := tr.c.CoreV1().Events(tr.ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name + ",type=Warning"})

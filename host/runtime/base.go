@@ -86,11 +86,7 @@ func (b *base[T]) started(man abi.Manifest, proj *projection.Projection, inst T)
 // key names the call in errors (a subject's key, an admission's object).
 func (b *base[T]) invoke(ctx context.Context, h hookID, key string, req abi.HookRequest) (*abi.Response, error) {
 	var resp *abi.Response
-	class := classReconcile
-	if hookTable[h].Form == abi.FormAdmit {
-		class = classAdmit
-	}
-	err := invokeOn(ctx, b.pools[h], b.engine.gate, class, b.name, string(hookTable[h].Name), key, &b.interrupted, b.newInstance,
+	err := invokeOn(ctx, b.pools[h], b.engine.gate, hookTable[h].class, b.name, string(hookTable[h].Name), key, &b.interrupted, b.newInstance,
 		func(inst T) (kind ErrorKind, keep bool, err error) {
 			resp, kind, keep, err = b.call(ctx, inst, h, req)
 			return kind, keep, err

@@ -17,10 +17,11 @@ import (
 // call waits for a slot before its instance is made or called; its deadline
 // starts once it has one (instance.call).
 //
-// Two classes wait apart: a call of an admission hook, which the API
-// server is waiting for under its webhook timeout, is given the next free
-// slot before any waiting reconcile, which is queued and retried anyway.
-// Within a class, calls are served in the order they came.
+// Two classes wait apart, each hook form's in its own (formSpec.class): a
+// call of an admission hook, which the API server is waiting for under its
+// webhook timeout, is given the next free slot before any waiting
+// reconcile, which is queued and retried anyway. Within a class, calls are
+// served in the order they came.
 
 // callClass orders waiting calls: lower first.
 type callClass int

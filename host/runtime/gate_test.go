@@ -22,29 +22,31 @@ func waiter(g *gate, ctx context.Context, c callClass) (granted chan struct{}, f
 	return granted, failed
 }
 
-// queued waits until n calls wait at g.
-func queued(t *testing.T, g *gate, n int) {
-	t.Helper()
+// queued waits until n calls wait at g (go test's -timeout bounds it).
+func queued(g *gate, n int) {
 	for g.stats().Waiting != n {
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("never %d waiting", n)
-		case <-time.After(time.Millisecond):
-		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
-func TestGateServesAdmissionFirstThenInOrder(t *testing.T) {
+// heldGate returns a gate of one slot, held.
+func heldGate(t *testing.T) *gate {
+	t.Helper()
 	g := newGate(1)
 	if err := g.acquire(t.Context(), classReconcile); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+func TestGateServesAdmissionFirstThenInOrder(t *testing.T) {
+	g := heldGate(t)
 	r1, _ := waiter(g, t.Context(), classReconcile)
-	queued(t, g, 1)
+	queued(g, 1)
 	a1, _ := waiter(g, t.Context(), classAdmit)
-	queued(t, g, 2)
+	queued(g, 2)
 	r2, _ := waiter(g, t.Context(), classReconcile)
-	queued(t, g, 3)
+	queued(g, 3)
 
 	for i, next := range []chan struct{}{a1, r1, r2} {
 		g.release()
@@ -67,18 +69,15 @@ func TestGateServesAdmissionFirstThenInOrder(t *testing.T) {
 }
 
 func TestGateNewCallQueuesBehindWaiters(t *testing.T) {
-	g := newGate(1)
-	if err := g.acquire(t.Context(), classReconcile); err != nil {
-		t.Fatal(err)
-	}
+	g := heldGate(t)
 	a, _ := waiter(g, t.Context(), classAdmit)
-	queued(t, g, 1)
+	queued(g, 1)
 	// The slot is handed to the waiting admission, not freed for the next
 	// reconcile to take past it.
 	g.release()
 	<-a
 	r, _ := waiter(g, t.Context(), classReconcile)
-	queued(t, g, 1)
+	queued(g, 1)
 	select {
 	case <-r:
 		t.Fatal("a reconcile took a slot the admission held")
@@ -89,13 +88,10 @@ func TestGateNewCallQueuesBehindWaiters(t *testing.T) {
 }
 
 func TestGateWaiterGivesUp(t *testing.T) {
-	g := newGate(1)
-	if err := g.acquire(t.Context(), classReconcile); err != nil {
-		t.Fatal(err)
-	}
+	g := heldGate(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	_, failed := waiter(g, ctx, classReconcile)
-	queued(t, g, 1)
+	queued(g, 1)
 	cancel()
 	if err := <-failed; !errors.Is(err, context.Canceled) {
 		t.Fatalf("acquire after cancel: %v, want context.Canceled", err)

@@ -39,6 +39,9 @@ type formSpec struct {
 	// 1.3), and the scratch to give back once it is sent; nil for a form
 	// whose requests are sent whole.
 	narrow func(p *projection.Projection, req abi.HookRequest) (abi.HookRequest, *projection.Scratch)
+	// class is the queue a call of the form waits in for a guest call
+	// slot (gate.go).
+	class callClass
 }
 
 // forms holds the runtime's part of each hook form, by form.
@@ -56,6 +59,7 @@ var forms = map[abi.HookForm]formSpec{
 		narrow: func(p *projection.Projection, r abi.HookRequest) (abi.HookRequest, *projection.Scratch) {
 			return p.Narrow(r.(*abi.ReconcileRequest))
 		},
+		class: classReconcile,
 	},
 	abi.FormAdmit: {
 		check: checkAdmit,
@@ -67,6 +71,9 @@ var forms = map[abi.HookForm]formSpec{
 			},
 			answer: jsonAnswer((*jsonAdmitAnswer).response),
 		},
+		// The API server waits on an admission review under its webhook
+		// timeout.
+		class: classAdmit,
 	},
 }
 

@@ -152,19 +152,27 @@ func TestReconcileCallerCancelInterruptsGuest(t *testing.T) {
 	require.Len(t, res.Actions, 1)
 }
 
+// startLoop starts a call of m's guest that loops until stop is called,
+// and returns once the guest has logged that it loops; done receives the
+// call's error.
+func startLoop(m *runtime.Module, sink *logSink) (stop func(), done <-chan error) {
+	ctx, stop := context.WithCancel(context.Background())
+	looping := sink.when("looping default/loop")
+	errs := make(chan error)
+	go func() {
+		_, err := m.Reconcile(ctx, request("default/loop"))
+		errs <- err
+	}()
+	<-looping
+	return stop, errs
+}
+
 func TestReconcileWaitsForAFreeInstance(t *testing.T) {
 	sink := &logSink{}
 	m := load(t, "good", runtime.Limits{Instances: 1, Deadline: time.Minute}, runtime.Options{Logger: sink.logger()})
 
 	// The only instance loops until its caller gives up.
-	loopCtx, stopLoop := context.WithCancel(context.Background())
-	looping := sink.when("looping default/loop")
-	loopDone := make(chan error)
-	go func() {
-		_, err := m.Reconcile(loopCtx, request("default/loop"))
-		loopDone <- err
-	}()
-	<-looping
+	stopLoop, loopDone := startLoop(m, sink)
 
 	// A caller that stops waiting gets its own context's error, not a call
 	// error.
@@ -264,14 +272,7 @@ func TestGuestCallsWaitForASlotAcrossModules(t *testing.T) {
 	other.SetName("other")
 
 	// busy's call holds the engine's only slot until its caller gives up.
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	looping := sink.when("looping default/loop")
-	loopDone := make(chan error)
-	go func() {
-		_, err := busy.Reconcile(loopCtx, request("default/loop"))
-		loopDone <- err
-	}()
-	<-looping
+	stopLoop, loopDone := startLoop(busy, sink)
 	require.Equal(t, runtime.GateStats{Slots: 1, Running: 1}, eng.GuestCalls())
 
 	// Another module's call waits for it, with its own instance idle.

@@ -35,25 +35,36 @@ var (
 )
 
 // Addr returns 127.0.0.1:port, a port nothing listened on when the kernel
-// picked it and that no other caller of Addr on this machine holds.
+// picked it and that no other caller of Addr or Port on this machine holds.
 func Addr() (string, error) {
+	addr, _, err := pick()
+	return addr, err
+}
+
+// Port is Addr's port.
+func Port() (int, error) {
+	_, port, err := pick()
+	return port, err
+}
+
+func pick() (string, int, error) {
 	if err := os.MkdirAll(portLeaseDir, 0o777); err != nil {
-		return "", fmt.Errorf("port leases: %w", err)
+		return "", 0, fmt.Errorf("port leases: %w", err)
 	}
 	for range maxPortPicks {
 		addr, port, err := kernelPick()
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		ok, err := lease(port)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		if ok {
-			return addr, nil
+			return addr, port, nil
 		}
 	}
-	return "", fmt.Errorf("port leases: %d ports in a row picked by the kernel were leased already; look for stale holders in %s", maxPortPicks, portLeaseDir)
+	return "", 0, fmt.Errorf("port leases: %d ports in a row picked by the kernel were leased already; look for stale holders in %s", maxPortPicks, portLeaseDir)
 }
 
 func kernelPick() (string, int, error) {
@@ -83,17 +94,4 @@ func lease(port int) (bool, error) {
 	leases = append(leases, f)
 	leaseMu.Unlock()
 	return true, nil
-}
-
-// Port is Addr's port.
-func Port() (int, error) {
-	addr, err := Addr()
-	if err != nil {
-		return 0, err
-	}
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(p)
 }
