@@ -84,7 +84,9 @@ type AdmitObject struct {
 	PersistentVolume      *PersistentVolume      `json:"persistentVolume,omitempty"`
 	StorageClass          *StorageClass          `json:"storageClass,omitempty"`
 	VolumeClaimUpdate     *VolumeClaimUpdate     `json:"volumeClaimUpdate,omitempty"`
-	// JSON is the whole object, exactly as the API server sent it.
+	// JSON is the whole object as the API server sent it, without
+	// metadata.managedFields (the API server's record of field ownership,
+	// which the host leaves out: it is often most of an object's bytes).
 	JSON []byte `json:"json,omitempty"`
 }
 

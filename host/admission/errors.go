@@ -17,6 +17,10 @@ var (
 	// module's input (an object that does not decode as its kind, a cache
 	// read that failed).
 	ErrRequest = errors.New("bad admission request")
+	// ErrBudget: the webhook server holds its limit of memory for reviews
+	// in flight (ServerLimits.MaxInFlightBytes), and the review's next step
+	// would take more.
+	ErrBudget = errors.New("over budget")
 )
 
 // ErrReview wraps the server's refusals of an HTTP request that is not one

@@ -48,7 +48,7 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 	}
 	resource := req.Resource.Resource
 	out := make([]jsonOp, len(ops))
-	copies := false
+	copies := 0
 	for i, op := range ops {
 		if err := m.mayTouch(resource, op); err != nil {
 			return nil, nil, fmt.Errorf("patch[%d]: %w", i, err)
@@ -60,7 +60,9 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 			}
 			out[i].Value = op.Value
 		}
-		copies = copies || op.Op == abi.PatchCopy
+		if op.Op == abi.PatchCopy {
+			copies++
+		}
 	}
 	patch, err = json.Marshal(out)
 	if err != nil {
@@ -69,18 +71,11 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 	if len(patch) > MaxPatchBytes {
 		return nil, nil, fmt.Errorf("%s's patch encodes to %d bytes, more than the limit of %d", m, len(patch), MaxPatchBytes)
 	}
-	// No operation makes the document larger than the patch's own values
-	// (add, replace) and the bytes copies copy (bounded while applying):
-	// this bounds the document at every step, and so the work of each
-	// operation (a path walk, an array shifted, a value compared).
-	doc := int64(len(req.Object.Raw)) + int64(len(patch))
-	if copies {
-		doc += MaxPatchCopyBytes
-	}
+	doc := largestDocument(int64(len(req.Object.Raw)), int64(len(patch)), copies)
 	if work := int64(len(ops)) * doc; work > MaxPatchWork {
 		hint := "send fewer operations"
-		if copies {
-			hint += ", or no copy operation (a copy counts as the limit of bytes copied)"
+		if copies > 0 {
+			hint += ", or fewer copy operations (each may double the document, up to the limit of bytes copied)"
 		}
 		return nil, nil, fmt.Errorf("%s's patch of %d operations on a document of up to %d bytes exceeds the work limit of %d (operations × document bytes): %s",
 			m, len(ops), doc, int64(MaxPatchWork), hint)
@@ -101,6 +96,25 @@ func (m *Module) applyPatch(req *admissionv1.AdmissionRequest, ops []abi.PatchOp
 		return nil, nil, fmt.Errorf("%s's patch makes the %s %s/%s %d bytes, more than the limit of %d for a patched object", m, req.Kind.Kind, req.Namespace, req.Name, len(patched), MaxPatchedObjectBytes)
 	}
 	return patch, patched, nil
+}
+
+// largestDocument bounds the document a patch can build at any step from an
+// object of obj bytes with a patch of patch bytes and copies copy
+// operations: no operation makes it larger than the patch's own values do
+// (add, replace), except a copy, which at most doubles it and, all copies
+// together, adds at most MaxPatchCopyBytes (bounded while applying). This
+// bounds each operation's work (a path walked, an array shifted, a value
+// compared) and what applying the patch holds (patchCost).
+func largestDocument(obj, patch int64, copies int) int64 {
+	doc := obj + patch
+	if copies == 0 {
+		return doc
+	}
+	grown := int64(MaxPatchCopyBytes)
+	if copies < 32 {
+		grown = min(grown, doc*(int64(1)<<copies-1))
+	}
+	return doc + grown
 }
 
 var boundCopiesOnce sync.Once

@@ -12,7 +12,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
@@ -45,10 +44,11 @@ func (r *Reviewer) request(ctx context.Context, m *Module, req *admissionv1.Admi
 	}
 	var err error
 	var obj, old any
-	if in.Object, obj, err = project(req.Kind.Kind, req.Object); err != nil {
+	// Without their managedFields: see scan.go.
+	if in.Object, obj, err = project(req.Kind.Kind, stripObject(req.Object.Raw)); err != nil {
 		return nil, fmt.Errorf("object: %w", err)
 	}
-	if in.OldObject, old, err = project(req.Kind.Kind, req.OldObject); err != nil {
+	if in.OldObject, old, err = project(req.Kind.Kind, stripObject(req.OldObject.Raw)); err != nil {
 		return nil, fmt.Errorf("oldObject: %w", err)
 	}
 	if req.Namespace != "" && r.NamespaceLabels != nil {
@@ -112,42 +112,42 @@ func statefulSet(l snapshot.Lister, ns, name string, obj any, config []byte) (*a
 // project decodes raw as kind and projects it into the wire type of its
 // kind; for a kind the ABI does not project, only JSON is set. It also
 // returns the decoded object, nil for an absent one.
-func project(kind string, raw runtime.RawExtension) (*abi.AdmitObject, any, error) {
-	if len(raw.Raw) == 0 {
+func project(kind string, raw []byte) (*abi.AdmitObject, any, error) {
+	if len(raw) == 0 {
 		return nil, nil, nil
 	}
-	out := &abi.AdmitObject{Kind: kind, JSON: raw.Raw}
+	out := &abi.AdmitObject{Kind: kind, JSON: raw}
 	var err error
 	var obj any
 	switch kind {
 	case abi.KindPersistentVolumeClaim:
 		var c corev1.PersistentVolumeClaim
-		if err = json.Unmarshal(raw.Raw, &c); err == nil {
+		if err = json.Unmarshal(raw, &c); err == nil {
 			out.PersistentVolumeClaim, obj = snapshot.ProjectClaim(&c), &c
 		}
 	case abi.KindStatefulSet:
 		var s appsv1.StatefulSet
-		if err = json.Unmarshal(raw.Raw, &s); err == nil {
+		if err = json.Unmarshal(raw, &s); err == nil {
 			out.StatefulSet, obj = snapshot.ProjectStatefulSet(&s), &s
 		}
 	case abi.KindPod:
 		var p corev1.Pod
-		if err = json.Unmarshal(raw.Raw, &p); err == nil {
+		if err = json.Unmarshal(raw, &p); err == nil {
 			out.Pod, obj = snapshot.ProjectPod(&p), &p
 		}
 	case abi.KindPersistentVolume:
 		var v corev1.PersistentVolume
-		if err = json.Unmarshal(raw.Raw, &v); err == nil {
+		if err = json.Unmarshal(raw, &v); err == nil {
 			out.PersistentVolume, obj = snapshot.ProjectVolume(&v), &v
 		}
 	case abi.KindStorageClass:
 		var c storagev1.StorageClass
-		if err = json.Unmarshal(raw.Raw, &c); err == nil {
+		if err = json.Unmarshal(raw, &c); err == nil {
 			out.StorageClass, obj = snapshot.ProjectStorageClass(&c), &c
 		}
 	case abi.KindVolumeClaimUpdate:
 		u := &unstructured.Unstructured{}
-		if err = u.UnmarshalJSON(raw.Raw); err == nil {
+		if err = u.UnmarshalJSON(raw); err == nil {
 			out.VolumeClaimUpdate, err = snapshot.ProjectClaimUpdate(u)
 			obj = u
 		}

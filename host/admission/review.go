@@ -134,7 +134,12 @@ func (r *Reviewer) reviewBy(ctx context.Context, m *Module, req *admissionv1.Adm
 		}
 	}
 	done := make(chan *Outcome, 1) // the goroutine never blocks on it
+	// The goroutine may outlive the answer (below); what it holds stays
+	// charged until it returns.
+	c := chargeOf(ctx)
+	c.retain()
 	go func() {
+		defer c.release()
 		defer func() {
 			if p := recover(); p != nil {
 				done <- m.failed(fmt.Errorf("%w: the review panicked: %v", ErrCall, p))
@@ -164,6 +169,11 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}
+	// The encoded input, and the state of the StatefulSet read from the
+	// caches, which a review of a few bytes can name.
+	if err := chargeOf(ctx).grow(inputCost(in), "the module's input"); err != nil {
+		return m.failed(fmt.Errorf("%w: %w", ErrBudget, err))
+	}
 	ans, err := m.Admitter.Admit(ctx, in)
 	if err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrCall, err))
@@ -181,6 +191,9 @@ func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.Admis
 	}
 	object := req.Object.Raw
 	if len(ans.Patch) > 0 {
+		if err := chargeOf(ctx).grow(patchCost(req, ans.Patch), "applying the module's patch"); err != nil {
+			return m.failed(fmt.Errorf("%w: %w", ErrBudget, err))
+		}
 		patch, patched, err := m.applyPatch(req, ans.Patch)
 		if err == nil {
 			err = checkOwners(in.StatefulSet, req, patched)
@@ -262,7 +275,7 @@ func (r *Reviewer) now() string {
 }
 
 // FailureReason names why the failure policy answered, for metrics:
-// request, call or patch; "" when the module answered.
+// request, call, patch or budget; "" when the module answered.
 func (o *Outcome) FailureReason() string {
 	switch {
 	case o.Failure == nil:
@@ -271,6 +284,8 @@ func (o *Outcome) FailureReason() string {
 		return "patch"
 	case errors.Is(o.Failure, ErrRequest):
 		return "request"
+	case errors.Is(o.Failure, ErrBudget):
+		return "budget"
 	}
 	return "call"
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
-	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
@@ -75,14 +74,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(arrival.Add(timeout))
 	ctx, cancel := context.WithDeadline(r.Context(), arrival.Add(callBudget(timeout)))
 	defer cancel()
-	review, err := decodeReview(w, r)
+	review, err := decodeReview(w, r, chargeOf(ctx))
 	if err != nil {
 		h.reviewer.logger().Warn("admission request refused", "module", name, "err", err)
-		code := http.StatusBadRequest
-		if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-			code = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, err.Error(), code)
+		http.Error(w, err.Error(), refusalCode(err))
 		return
 	}
 	o := h.reviewer.Review(ctx, mod, review.Request, timeout)
@@ -96,9 +91,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+// refusalCode is the HTTP status of a request decodeReview refused.
+func refusalCode(err error) int {
+	var maxErr *http.MaxBytesError
+	var budgetErr *errBudget
+	switch {
+	case errors.As(err, &maxErr):
+		return http.StatusRequestEntityTooLarge
+	case errors.As(err, &budgetErr) && budgetErr.neverFits:
+		return http.StatusRequestEntityTooLarge
+	case errors.As(err, &budgetErr):
+		return http.StatusTooManyRequests
+	}
+	return http.StatusBadRequest
+}
+
 // decodeReview reads one AdmissionReview v1 with a request, of at most
-// MaxReviewBytes.
-func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, error) {
+// MaxReviewBytes, charging c what it decodes to before it is decoded
+// (scanReview, decodeCost).
+func decodeReview(w http.ResponseWriter, r *http.Request, c *charge) (*admissionv1.AdmissionReview, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("%w: method %s, want POST", ErrReview, r.Method)
 	}
@@ -115,6 +126,15 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: read body: %v", ErrReview, err)
+	}
+	if !json.Valid(body) {
+		// What json.Unmarshal says of it, which names the offset.
+		var v struct{}
+		return nil, fmt.Errorf("%w: %v", ErrReview, json.Unmarshal(body, &v))
+	}
+	sh := scanReview(body)
+	if err := c.grow(sh.decodeCost(len(body)), "decoding the review"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReview, err)
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
@@ -188,7 +208,7 @@ func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger, 
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}}
 	srv := &http.Server{
-		Handler: &bounded{next: h, lim: lim, held: semaphore.NewWeighted(lim.MaxInFlightBytes), log: log},
+		Handler: &bounded{next: h, lim: lim, mem: newMemory(lim.MaxInFlightBytes), log: log},
 		// Serve below is given a TLS listener, so the handshake runs in
 		// the server's connection goroutine, under the smallest of the
 		// read and write timeouts: ReadHeaderTimeout.
@@ -204,12 +224,14 @@ func ListenTLS(addr string, certs CertSource, h http.Handler, log *slog.Logger, 
 	return &Server{srv: srv, ln: tls.NewListener(netutil.LimitListener(ln, lim.MaxConnections), cfg), certs: certs}, nil
 }
 
-// bounded charges each request its body's bytes against the bytes the
-// server may hold at once before the body is read, and bounds the body.
+// bounded charges each request its body's bytes against the memory the
+// server may hold for requests at once before the body is read (budget.go),
+// bounds the body, and gives the request's charge to the handler in its
+// context, for what the review then holds.
 type bounded struct {
 	next http.Handler
 	lim  ServerLimits
-	held *semaphore.Weighted
+	mem  *memory
 	log  *slog.Logger
 }
 
@@ -218,19 +240,20 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%v: body of %d bytes, more than the limit of %d", ErrReview, r.ContentLength, b.lim.MaxBodyBytes), http.StatusRequestEntityTooLarge)
 		return
 	}
-	charge := r.ContentLength
-	if charge < 0 {
-		charge = b.lim.MaxBodyBytes // unknown (chunked): the most it may be
+	body := r.ContentLength
+	if body < 0 {
+		body = b.lim.MaxBodyBytes // unknown (chunked): the most it may be
 	}
-	if !b.held.TryAcquire(charge) {
-		b.log.Warn("admission request refused: the server holds its limit of request bytes", "limit", b.lim.MaxInFlightBytes, "charge", charge, "remote", r.RemoteAddr)
+	c := &charge{mem: b.mem, refs: 1}
+	defer c.release()
+	if err := c.grow(body, "the request's body"); err != nil {
+		b.log.Warn("admission request refused: the server holds its limit of memory for requests", "limit", b.lim.MaxInFlightBytes, "charge", body, "remote", r.RemoteAddr)
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("the webhook server holds its limit of %d bytes of requests in flight; the API server answers this one by the webhook's failure policy", b.lim.MaxInFlightBytes), http.StatusTooManyRequests)
+		http.Error(w, fmt.Sprintf("%v; the API server answers this request by the webhook's failure policy", err), http.StatusTooManyRequests)
 		return
 	}
-	defer b.held.Release(charge)
-	r.Body = http.MaxBytesReader(w, r.Body, min(charge, b.lim.MaxBodyBytes))
-	b.next.ServeHTTP(w, r)
+	r.Body = http.MaxBytesReader(w, r.Body, min(body, b.lim.MaxBodyBytes))
+	b.next.ServeHTTP(w, r.WithContext(withCharge(r.Context(), c)))
 }
 
 // Addr is where the server listens.

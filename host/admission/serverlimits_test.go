@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -147,10 +148,10 @@ func TestWebhookServerBoundsAChunkedBody(t *testing.T) {
 func TestWebhookServerBoundsTheBytesInFlight(t *testing.T) {
 	lim := testLimits()
 	lim.ReadTimeout = time.Minute // the stalled body stays until the test closes it
-	lim.MaxInFlightBytes = 1 << 20
+	lim.MaxInFlightBytes = 4 << 20
 	s := serveWithin(t, claimsHandler(), lim)
 	stalled := dialTLS(t, s)
-	_, err := fmt.Fprintf(stalled, "POST /admit/m HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", 800<<10)
+	_, err := fmt.Fprintf(stalled, "POST /admit/m HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", 3<<20)
 	require.NoError(t, err)
 
 	body := reviewBody(t, claimCreate())
@@ -159,7 +160,7 @@ func TestWebhookServerBoundsTheBytesInFlight(t *testing.T) {
 	for {
 		code, _, msg := s.post(t, "/admit/m", padded)
 		if code == http.StatusTooManyRequests {
-			require.Contains(t, msg, "limit of 1048576 bytes of requests in flight")
+			require.Contains(t, msg, "holds its limit of 4194304 bytes for reviews in flight")
 			break
 		}
 		// The stalled request may not have been charged yet.
@@ -208,4 +209,46 @@ func TestWebhookServerCapsConnections(t *testing.T) {
 	again, err := tls.DialWithDialer(&net.Dialer{Timeout: hung}, "tcp", s.srv.Addr(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a test client of loopback
 	require.NoError(t, err, "a connection is served once one of the cap's goes")
 	again.Close()
+}
+
+// What a review decodes to is bounded, not only its bytes: 7 MiB of "{},"
+// is two million values. In an object's metadata.managedFields, which no
+// module needs, they are dropped before decoding, and the module answers;
+// anywhere else the review is refused before it is decoded, with 413, and
+// the server holds little more than the body.
+func TestWebhookServerBoundsWhatAReviewDecodesTo(t *testing.T) {
+	const n = 2_300_000 // about 6.6 MiB of "{},"
+	fake := &fakeAdmitter{rules: []abi.AdmissionRule{{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims", "pods"}}},
+		answer: &abi.AdmitResponse{Allowed: true}}
+	s := serve(t, admission.NewHandler(&admission.Reviewer{}, []*admission.Module{{Name: "m", Admitter: fake}}))
+	review := func(kind, resource, object string) []byte {
+		return []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"` + kind +
+			`"},"resource":{"version":"v1","resource":"` + resource + `"},"operation":"CREATE","namespace":"default","name":"x","object":` + object + `}}`)
+	}
+	empties := strings.TrimSuffix(strings.Repeat("{},", n), ",")
+
+	t.Run("managed fields dropped", func(t *testing.T) {
+		body := review("PersistentVolumeClaim", "persistentvolumeclaims", `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"x","managedFields":[`+empties+`]}}`)
+		require.Greater(t, len(body), 6<<20)
+		code, out, msg := s.post(t, "/admit/m", body)
+		require.Equal(t, http.StatusOK, code, msg)
+		require.True(t, out.Response.Allowed)
+		require.Empty(t, out.Response.Warnings, "the module answered, not the failure policy")
+		require.Len(t, fake.seen, 1)
+		require.NotContains(t, string(fake.seen[0].Object.JSON), "managedFields")
+		require.Equal(t, "x", fake.seen[0].Object.PersistentVolumeClaim.Metadata.Name)
+	})
+	t.Run("values elsewhere refused", func(t *testing.T) {
+		body := review("Pod", "pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[`+empties+`]}}`)
+		goruntime.GC()
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		code, _, msg := s.post(t, "/admit/m", body)
+		goruntime.ReadMemStats(&after)
+		require.Equal(t, http.StatusRequestEntityTooLarge, code, msg)
+		require.Contains(t, msg, "decoding the review needs")
+		require.Contains(t, msg, "more than its whole limit of 67108864 bytes for reviews in flight")
+		// The body, read and sent (twice each: the client's copy too).
+		require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "the review was decoded")
+	})
 }
