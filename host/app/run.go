@@ -141,7 +141,13 @@ func Run(ctx context.Context, opts Options) error {
 	events := kube.NewEventSink(context.WithoutCancel(ctx), client, 0)
 	defer events.Shutdown()
 	m.WatchEventsPending(events.Pending)
-	m.WatchGuestCalls(func() (int, int) { s := engine.GuestCalls(); return s.Running, s.Waiting })
+	m.WatchGuestCalls(func() []metrics.GuestCallClass {
+		var out []metrics.GuestCallClass
+		for _, c := range engine.GuestCalls().Classes {
+			out = append(out, metrics.GuestCallClass{Class: c.Class, Running: c.Running, Waiting: c.Waiting, WaitedSeconds: c.Waited.Seconds(), GaveUp: c.GaveUp})
+		}
+		return out
+	})
 	deps := controller.Deps{
 		Lister:  cache,
 		Cluster: &kube.Cluster{Dynamic: writes, Events: events},

@@ -177,21 +177,52 @@ func (m *Metrics) WatchEventsPending(pending func() int) {
 	}, func() float64 { return float64(pending()) }))
 }
 
-// WatchGuestCalls registers kubeplug_guest_calls_running and
-// kubeplug_guest_calls_waiting, read from calls at each scrape: the calls
-// into guests holding one of the host's slots, and those waiting for one
-// (runtime.Engine.GuestCalls). Call it once.
-func (m *Metrics) WatchGuestCalls(calls func() (running, waiting int)) {
-	m.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "guest_calls_running",
-			Help: "Calls into modules running now, of all modules together; at most --guest-calls.",
-		}, func() float64 { r, _ := calls(); return float64(r) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "guest_calls_waiting",
-			Help: "Calls into modules waiting for one of the --guest-calls slots: a host whose modules need more CPU than it has.",
-		}, func() float64 { _, w := calls(); return float64(w) }),
-	)
+// GuestCallClass is one class of calls into modules (admit, reconcile) at
+// the host's guest call seats (runtime.Engine.GuestCalls).
+type GuestCallClass struct {
+	Class            string
+	Running, Waiting int
+	// WaitedSeconds is the time calls waited for the seat they got, in
+	// all; GaveUp counts calls that waited until their caller gave up.
+	WaitedSeconds float64
+	GaveUp        int64
+}
+
+// WatchGuestCalls registers kubeplug_guest_calls_running,
+// kubeplug_guest_calls_waiting, kubeplug_guest_call_wait_seconds_total and
+// kubeplug_guest_calls_gave_up_total, each by class, read from classes at
+// each scrape. Call it once.
+func (m *Metrics) WatchGuestCalls(classes func() []GuestCallClass) {
+	m.Registry.MustRegister(guestCalls(classes))
+}
+
+// guestCalls collects the guest call series at each scrape.
+type guestCalls func() []GuestCallClass
+
+var (
+	guestCallsRunning = prometheus.NewDesc(Namespace+"_guest_calls_running",
+		"Calls into modules running now, by class (admit, reconcile); each class at most --guest-calls.", []string{"class"}, nil)
+	guestCallsWaiting = prometheus.NewDesc(Namespace+"_guest_calls_waiting",
+		"Calls into modules waiting for a seat, by class: a host whose modules need more CPU than it has.", []string{"class"}, nil)
+	guestCallWait = prometheus.NewDesc(Namespace+"_guest_call_wait_seconds_total",
+		"Time calls into modules waited for the seat they got, by class.", []string{"class"}, nil)
+	guestCallsGaveUp = prometheus.NewDesc(Namespace+"_guest_calls_gave_up_total",
+		"Calls into modules that waited for a seat until their caller gave up (an admission's deadline, a reconcile's timeout), by class: a starved class.", []string{"class"}, nil)
+)
+
+func (g guestCalls) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{guestCallsRunning, guestCallsWaiting, guestCallWait, guestCallsGaveUp} {
+		ch <- d
+	}
+}
+
+func (g guestCalls) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range g() {
+		ch <- prometheus.MustNewConstMetric(guestCallsRunning, prometheus.GaugeValue, float64(c.Running), c.Class)
+		ch <- prometheus.MustNewConstMetric(guestCallsWaiting, prometheus.GaugeValue, float64(c.Waiting), c.Class)
+		ch <- prometheus.MustNewConstMetric(guestCallWait, prometheus.CounterValue, c.WaitedSeconds, c.Class)
+		ch <- prometheus.MustNewConstMetric(guestCallsGaveUp, prometheus.CounterValue, float64(c.GaveUp), c.Class)
+	}
 }
 
 // maxLabel bounds the length of a label value that comes from a module.

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 )
 
 // A guest runs on its goroutine until it returns, its deadline passes or a
@@ -13,15 +14,31 @@ import (
 // run beside it, so well-behaved modules time out beside busy ones, and the
 // host's own goroutines (the webhook's handlers, the probes, /metrics,
 // informers, the Lease renewal) queue behind every runnable guest. So the
-// Engine runs at most Options.GuestCalls calls into guests at once, and a
-// call waits for a slot before its instance is made or called; its deadline
+// Engine runs a bounded number of calls into guests at once, and a call
+// waits for a seat before its instance is made or called; its deadline
 // starts once it has one (instance.call).
 //
-// Two classes wait apart, each hook form's in its own (formSpec.class): a
-// call of an admission hook, which the API server is waiting for under its
-// webhook timeout, is given the next free slot before any waiting
-// reconcile, which is queued and retried anyway. Within a class, calls are
-// served in the order they came.
+// Calls come in two classes, each hook form's in its own (formSpec.class):
+// admission calls, which the API server waits for under its webhook
+// timeout, and reconciles, which are queued and retried anyway. A call
+// cannot be stopped before its deadline to make room, so a class that took
+// every seat would hold the other off for a whole deadline: reconciles with
+// a 10 s timeout would fail every admission behind them, and a flood of
+// admissions would stop every reconcile. So, as kube-apiserver's API
+// Priority and Fairness gives each priority level seats of its own, each
+// class may hold at most Options.GuestCalls seats (one per core by
+// default) and the gate has reserved more seats than that, one for every
+// four (at least one): whatever one class holds, the other always has its
+// reserved seats. A class alone runs as many calls as before; both at once
+// may run GuestCalls plus the reserve, a quarter more calls than cores,
+// which the guests' deadlines and checkpoints make short.
+//
+// A freed seat goes to the first waiting admission call its class may
+// still take, else to the first waiting reconcile: within a class, calls
+// are served in the order they came. A waiting call gives up when its
+// caller's context ends (the review's deadline, the reconcile's timeout),
+// which is as long as its caller can afford to wait; each class's calls
+// that gave up are counted (GateStats), the sign of a starved class.
 
 // callClass orders waiting calls: lower first.
 type callClass int
@@ -32,81 +49,128 @@ const (
 	numClasses
 )
 
-// gate holds the Engine's guest call slots.
-type gate struct {
-	mu      sync.Mutex
-	free    int
-	size    int
-	waiting [numClasses]list.List // of chan struct{}, closed when granted
+// String names the class in metrics: admit or reconcile.
+func (c callClass) String() string {
+	if c == classAdmit {
+		return "admit"
+	}
+	return "reconcile"
 }
 
-func newGate(size int) *gate { return &gate{free: size, size: size} }
+// gate holds the Engine's guest call seats.
+type gate struct {
+	mu       sync.Mutex
+	perClass int // the most seats one class may hold
+	size     int // perClass and the reserve
+	running  [numClasses]int
+	waiting  [numClasses]list.List // of chan struct{}, closed when granted
+	// What has happened so far, for metrics.
+	waited [numClasses]time.Duration // by calls that got a seat after waiting
+	gaveUp [numClasses]int64         // calls that gave up waiting
+}
 
-// acquire waits for a slot, or for ctx to be done (its error then).
+// newGate returns a gate where each class may hold perClass seats, with
+// reserveFor(perClass) more so that neither can hold them all.
+func newGate(perClass int) *gate {
+	return &gate{perClass: perClass, size: perClass + reserveFor(perClass)}
+}
+
+// reserveFor is how many seats more than one class may hold the gate has:
+// one for every four, at least one.
+func reserveFor(perClass int) int { return max(1, perClass/4) }
+
+// acquire waits for a seat for a call of class c, or for ctx to be done
+// (its error then).
 func (g *gate) acquire(ctx context.Context, c callClass) error {
 	g.mu.Lock()
-	if g.free > 0 && g.queuedAhead(c) == 0 {
-		g.free--
+	if g.waiting[c].Len() == 0 && g.mayRun(c) {
+		g.running[c]++
 		g.mu.Unlock()
 		return nil
 	}
 	ready := make(chan struct{})
 	elem := g.waiting[c].PushBack(ready)
 	g.mu.Unlock()
+	start := time.Now()
 
 	select {
 	case <-ready:
+		g.mu.Lock()
+		g.waited[c] += time.Since(start)
+		g.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		g.mu.Lock()
 		select {
 		case <-ready:
-			// Granted as ctx ended: hand the slot on.
+			// Granted as ctx ended: hand the seat on.
 			g.mu.Unlock()
-			g.release()
+			g.release(c)
 		default:
 			g.waiting[c].Remove(elem)
+			g.gaveUp[c]++
 			g.mu.Unlock()
 		}
 		return ctx.Err()
 	}
 }
 
-// queuedAhead counts the calls that wait and would be served before one of
-// class c. Call with mu held.
-func (g *gate) queuedAhead(c callClass) int {
-	n := 0
-	for k := range c + 1 {
-		n += g.waiting[k].Len()
+// mayRun reports whether a call of class c may take a seat now. Call with
+// mu held.
+func (g *gate) mayRun(c callClass) bool {
+	held := 0
+	for _, n := range g.running {
+		held += n
 	}
-	return n
+	return held < g.size && g.running[c] < g.perClass
 }
 
-// release gives the slot to the first waiting call of the lowest class, or
-// frees it.
-func (g *gate) release() {
+// release gives back a seat of class c, and hands seats to the first
+// waiting calls that may take them, admission calls first.
+func (g *gate) release(c callClass) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.running[c]--
 	for k := range numClasses {
-		if front := g.waiting[k].Front(); front != nil {
+		for g.waiting[k].Len() > 0 && g.mayRun(k) {
+			front := g.waiting[k].Front()
 			g.waiting[k].Remove(front)
+			g.running[k]++
 			close(front.Value.(chan struct{}))
-			return
 		}
 	}
-	g.free++
 }
 
-// GateStats says how the Engine's guest call slots are used.
+// GateStats says how the Engine's guest call seats are used.
 type GateStats struct {
-	// Slots is Options.GuestCalls; Running, how many are held.
-	Slots, Running int
-	// Waiting counts the calls waiting for a slot.
-	Waiting int
+	// PerClass is Options.GuestCalls, the most seats one class may hold;
+	// Slots, every seat, the reserve included.
+	PerClass, Slots int
+	// Running and Waiting count calls, in all; Classes, by class.
+	Running, Waiting int
+	Classes          []ClassStats
+}
+
+// ClassStats is one class of calls at the gate.
+type ClassStats struct {
+	// Class is admit or reconcile.
+	Class            string
+	Running, Waiting int
+	// Waited is the time calls waited for the seat they got, in all;
+	// GaveUp counts the calls that waited until their caller gave up.
+	Waited time.Duration
+	GaveUp int64
 }
 
 func (g *gate) stats() GateStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return GateStats{Slots: g.size, Running: g.size - g.free, Waiting: g.queuedAhead(numClasses - 1)}
+	s := GateStats{PerClass: g.perClass, Slots: g.size}
+	for c := range numClasses {
+		cs := ClassStats{Class: c.String(), Running: g.running[c], Waiting: g.waiting[c].Len(), Waited: g.waited[c], GaveUp: g.gaveUp[c]}
+		s.Running += cs.Running
+		s.Waiting += cs.Waiting
+		s.Classes = append(s.Classes, cs)
+	}
+	return s
 }

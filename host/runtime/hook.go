@@ -126,7 +126,7 @@ func checkAdmit(r *abi.Response, l Limits) error {
 
 // invokeOn is the call path of every kind of module (base.invoke): it
 // takes an idle instance of p (nil when the module lacks the hook), waits
-// for one of the Engine's guest call slots (g, in class), makes an
+// for one of the Engine's guest call seats (g, in class), makes an
 // instance with newInstance when none was idle, runs call on it, and puts
 // it back unless call says it may not serve another call. interrupted is
 // the module's flag that Close gave up waiting for calls in flight.
@@ -149,7 +149,7 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], g *gate, class callCl
 	}
 	// A panic below, which the caller recovers, must not cost the module its
 	// pool slot (the instance, in a state nobody knows, is discarded), nor
-	// the host a guest call slot, which is every module's.
+	// the host a guest call seat, which is every module's.
 	var none T
 	released := false
 	defer func() {
@@ -160,9 +160,9 @@ func invokeOn[T poolable](ctx context.Context, p *pool[T], g *gate, class callCl
 	if err := g.acquire(ctx, class); err != nil {
 		released = true
 		p.release(inst, inst != none)
-		return fmt.Errorf("module %q %s %q: waiting for a guest call slot: %w", module, hook, key, err)
+		return fmt.Errorf("module %q %s %q: waiting for a guest call seat: %w", module, hook, key, err)
 	}
-	defer g.release()
+	defer g.release(class)
 	if inst == none {
 		var kind ErrorKind
 		inst, kind, err = newInstance(ctx)

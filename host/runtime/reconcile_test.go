@@ -273,7 +273,8 @@ func TestGuestCallsWaitForASlotAcrossModules(t *testing.T) {
 
 	// busy's call holds the engine's only slot until its caller gives up.
 	stopLoop, loopDone := startLoop(busy, sink)
-	require.Equal(t, runtime.GateStats{Slots: 1, Running: 1}, eng.GuestCalls())
+	s := eng.GuestCalls()
+	require.Equal(t, []int{1, 2, 1}, []int{s.PerClass, s.Slots, s.Running}, "%+v", s)
 
 	// Another module's call waits for it, with its own instance idle.
 	okDone := make(chan error)
@@ -303,7 +304,7 @@ func TestGuestCallsWaitForASlotAcrossModules(t *testing.T) {
 	cancel()
 	err = <-impatientDone
 	require.ErrorIs(t, err, context.Canceled)
-	require.Contains(t, err.Error(), `module "other" reconcile "default/ok": waiting for a guest call slot`)
+	require.Contains(t, err.Error(), `module "other" reconcile "default/ok": waiting for a guest call seat`)
 	require.False(t, errors.As(err, new(*runtime.CallError)))
 
 	// The slot passes on when busy's call ends. other's deadline starts
@@ -312,5 +313,48 @@ func TestGuestCallsWaitForASlotAcrossModules(t *testing.T) {
 	stopLoop()
 	require.ErrorIs(t, <-loopDone, runtime.KindDeadline)
 	require.NoError(t, <-okDone)
-	require.Equal(t, runtime.GateStats{Slots: 1}, eng.GuestCalls())
+	s = eng.GuestCalls()
+	require.Equal(t, 0, s.Running)
+	require.Equal(t, int64(1), s.Classes[1].GaveUp, "the impatient call is counted: %+v", s)
+}
+
+// Whatever calls of one class hold every seat they may, a call of the
+// other class runs at once: reconciles with long deadlines do not fail
+// admissions, and admissions that run to their deadline do not stop every
+// reconcile.
+func TestEachClassKeepsAGuestCallSeat(t *testing.T) {
+	ctx := context.Background()
+	sink := &logSink{}
+	eng := newEngine(t, runtime.Options{Logger: sink.logger(), GuestCalls: 1})
+	reconciler, err := eng.Load(ctx, "good.wasm", guest(t, "good"), runtime.Limits{Deadline: time.Minute})
+	require.NoError(t, err)
+	admitter, err := eng.Load(ctx, "admitter.wasm", guest(t, "admitter"), runtime.Limits{Deadline: time.Minute})
+	require.NoError(t, err)
+	within := func() context.Context { // what a test waits before calling it a hang
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+
+	t.Run("reconciles hold their seats", func(t *testing.T) {
+		stop, done := startLoop(reconciler, sink)
+		defer func() { stop(); <-done }()
+		got, err := admitter.Admit(within(), admitRequest("allow"))
+		require.NoError(t, err, "an admission waited behind a reconcile: %+v", eng.GuestCalls())
+		require.True(t, got.Allowed)
+	})
+	t.Run("admissions hold their seats", func(t *testing.T) {
+		loopCtx, stop := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() {
+			_, err := admitter.Admit(loopCtx, admitRequest("loop"))
+			done <- err
+		}()
+		defer func() { stop(); <-done }()
+		for eng.GuestCalls().Classes[0].Running != 1 {
+			time.Sleep(time.Millisecond)
+		}
+		_, err := reconciler.Reconcile(within(), request("default/ok"))
+		require.NoError(t, err, "a reconcile waited behind an admission: %+v", eng.GuestCalls())
+	})
 }
