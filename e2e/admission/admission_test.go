@@ -79,18 +79,18 @@ func TestAdmission(t *testing.T) {
 - name: storagepolicy
   path: %s
   namespaces: [%s, %s]
-  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}]
+  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}, {action: admit, resources: [statefulsets]}]
   admission: {failurePolicy: Fail, timeout: 5s}
 - name: loop-fail
   path: %s
   namespaces: [%s]
-  allow: []
+  allow: [{action: admit, resources: [configmaps]}]
   limits: {timeout: 10s}
   admission: {failurePolicy: Fail, timeout: 2s}
 - name: loop-ignore
   path: %s
   namespaces: [%s]
-  allow: []
+  allow: [{action: admit, resources: [configmaps]}]
   limits: {timeout: 10s}
   admission: {failurePolicy: Ignore, timeout: 2s}
 `, policyWasm, strict, open, loopWasm, loopFail, loopWasm, loopIgnore)

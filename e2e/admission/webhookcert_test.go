@@ -58,7 +58,7 @@ func TestSelfManagedCertificate(t *testing.T) {
 - name: storagepolicy
   path: %s
   namespaces: [%s]
-  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}]
+  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}, {action: admit, resources: [statefulsets]}]
   admission: {failurePolicy: Fail, timeout: 5s}
 `, wasm, strict)
 	// The CA renews at 40s, the serving certificate at 2/3 of 30s; each

@@ -244,7 +244,7 @@ var allow = map[string]string{
 		"{action: deleteObject, resources: [persistentvolumes]}, {action: deleteVolume}, {action: event, resources: [persistentvolumes]}",
 	"warnretain": "{action: event, resources: [statefulsets]}",
 	// An admit hook: it may patch a claim's labels, and nothing else.
-	"storagepolicy": "{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}",
+	"storagepolicy": "{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}, {action: admit, resources: [statefulsets]}",
 	"templateupdate": "{action: applyClaim, resources: [persistentvolumeclaims]}, {action: setPartition, resources: [statefulsets]}, " +
 		"{action: updateClaimUpdateStatus, resources: [volumeclaimupdates]}, " +
 		"{action: event, resources: [persistentvolumeclaims, volumeclaimupdates, statefulsets]}, " +

@@ -30,8 +30,11 @@ const webhookLabel = "install.e2e.kubeplug.dev/webhook"
 // their claims forever in namespaces labelled storage-policy=strict, and
 // labels the claims of a StatefulSet with the set's name.
 var storagePolicy = map[string]any{
-	"path":      "/modules/storagepolicy.wasm",
-	"allow":     []any{map[string]any{"action": "mutate", "resources": []any{"persistentvolumeclaims"}, "paths": []any{"/metadata/labels"}}},
+	"path": "/modules/storagepolicy.wasm",
+	"allow": []any{
+		map[string]any{"action": "mutate", "resources": []any{"persistentvolumeclaims"}, "paths": []any{"/metadata/labels"}},
+		map[string]any{"action": "admit", "resources": []any{"statefulsets"}},
+	},
 	"admission": map[string]any{"failurePolicy": "Fail"},
 }
 

@@ -77,7 +77,7 @@ func TestReviewChargeCoversWhatItAllocates(t *testing.T) {
 		{"containers", reviewOf("Pod", "", "pods", `{"metadata":{"name":"x"},"spec":{"containers":[`+repeat(`{}`, n)+`]}}`), allow},
 		{"claim templates", reviewOf("StatefulSet", "apps", "statefulsets", `{"metadata":{"name":"x"},"spec":{"volumeClaimTemplates":[`+repeat(`{}`, n)+`]}}`), allow},
 		{"a custom resource", reviewOf("VolumeClaimUpdate", "kubeplug.dev", "volumeclaimupdates", `{"apiVersion":"kubeplug.dev/v1alpha1","kind":"VolumeClaimUpdate","metadata":{"name":"x"},"spec":{"x":[`+repeat(`{"a":[{}]}`, n)+`]}}`), allow},
-		{"user extra", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Secret"},"resource":{"version":"v1","resource":"configmaps"},"operation":"CREATE","userInfo":{"extra":{` +
+		{"user extra", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"ConfigMap"},"resource":{"version":"v1","resource":"configmaps"},"operation":"CREATE","userInfo":{"extra":{` +
 			strings.ReplaceAll(labels, `"v"`, `["v"]`) + `}}}}`, allow},
 		{"a value copied twice", claim("", ""), func(*abi.AdmitRequest) *abi.AdmitResponse {
 			return &abi.AdmitResponse{Allowed: true, Patch: []abi.PatchOperation{

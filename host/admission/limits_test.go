@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -133,23 +134,34 @@ func TestReviewRefusesWhatTheModuleDidNotRegister(t *testing.T) {
 	status := claimCreate()
 	status.SubResource = "status"
 	wildcard := []abi.AdmissionRule{{Operations: []string{"*"}, APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}
+	lease := claimCreate()
+	lease.Kind = metav1.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}
+	lease.Resource = metav1.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	lease.Object = runtime.RawExtension{Raw: []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"kubeplug"}}`)}
+	disguised := claimCreate() // a Secret, sent as a claim's review
+	disguised.Kind.Kind = "Secret"
+	disguised.Object = secret.Object
 	tests := []struct {
 		name  string
 		rules []abi.AdmissionRule
 		req   func() *admissionv1.AdmissionRequest
 		seen  bool
+		why   string // of a request not seen
 	}{
-		{"a secret to a claims-only module", claimRules, func() *admissionv1.AdmissionRequest { return secret }, false},
-		{"an update to a create-only module", claimRules, func() *admissionv1.AdmissionRequest { return update }, false},
-		{"another version", claimRules, func() *admissionv1.AdmissionRequest { return v2 }, false},
-		{"a subresource", claimRules, func() *admissionv1.AdmissionRequest { return status }, false},
-		{"a subresource to * (no subresources)", wildcard, func() *admissionv1.AdmissionRequest { return status }, false},
+		{"a secret to a claims-only module", claimRules, func() *admissionv1.AdmissionRequest { return secret }, false, "a request for secrets"},
+		{"an update to a create-only module", claimRules, func() *admissionv1.AdmissionRequest { return update }, false, ""},
+		{"another version", claimRules, func() *admissionv1.AdmissionRequest { return v2 }, false, ""},
+		{"a subresource", claimRules, func() *admissionv1.AdmissionRequest { return status }, false, ""},
+		{"a subresource to * (no subresources)", wildcard, func() *admissionv1.AdmissionRequest { return status }, false, ""},
 		{"a cluster-scoped rule", []abi.AdmissionRule{{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}, Scope: "Cluster"}},
-			claimCreate, false},
-		{"registered", claimRules, claimCreate, true},
-		{"*", wildcard, func() *admissionv1.AdmissionRequest { return secret }, true},
+			claimCreate, false, ""},
+		{"registered", claimRules, claimCreate, true, ""},
+		{"*", wildcard, claimCreate, true, ""},
+		{"a secret to *", wildcard, func() *admissionv1.AdmissionRequest { return secret }, false, "a request for secrets, which the host never sends to a module"},
+		{"a lease to *", wildcard, func() *admissionv1.AdmissionRequest { return lease }, false, "a request for leases, which the host never sends to a module"},
+		{"a secret as a claim", claimRules, func() *admissionv1.AdmissionRequest { return disguised }, false, "a request for secrets"},
 		{"*/status", []abi.AdmissionRule{{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"*/status"}}},
-			func() *admissionv1.AdmissionRequest { return status }, true},
+			func() *admissionv1.AdmissionRequest { return status }, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +175,12 @@ func TestReviewRefusesWhatTheModuleDidNotRegister(t *testing.T) {
 			}
 			require.Empty(t, fake.seen, "the module saw a request it did not register")
 			require.ErrorIs(t, o.Failure, admission.ErrRequest)
-			require.ErrorContains(t, o.Failure, "matches none of the module's admission rules")
+			why := tt.why
+			if why == "" {
+				why = "matches none of the module's admission rules"
+			}
+			require.ErrorContains(t, o.Failure, why)
+			require.NotContains(t, o.Response.Result.Message, "c2VjcmV0", "the object's data is not in the answer")
 			require.False(t, o.Response.Allowed)
 		})
 	}

@@ -162,6 +162,9 @@ func (r *Reviewer) reviewBy(ctx context.Context, m *Module, req *admissionv1.Adm
 }
 
 func (r *Reviewer) review(ctx context.Context, m *Module, req *admissionv1.AdmissionRequest) *Outcome {
+	if err := withheld(req); err != nil {
+		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
+	}
 	if err := m.registered(req); err != nil {
 		return m.failed(fmt.Errorf("%w: %w", ErrRequest, err))
 	}

@@ -40,6 +40,32 @@ func (m *Module) registered(req *admissionv1.AdmissionRequest) error {
 		req.Operation, resource, req.Resource.Group, req.Resource.Version)
 }
 
+// withheld refuses a request for a resource the host never sends to a
+// module (abi.Withheld: Secrets, Leases), whatever the module's rules and
+// grants: by the resource the request names, the one it was made for, or
+// its object's kind.
+func withheld(req *admissionv1.AdmissionRequest) error {
+	kinds := map[string]string{"Secret": "secrets", "Lease": "leases"}
+	for _, gr := range []abi.GroupResource{
+		{Group: req.Resource.Group, Resource: req.Resource.Resource},
+		{Group: req.Kind.Group, Resource: kinds[req.Kind.Kind]},
+		requestResource(req),
+	} {
+		if abi.IsWithheld(gr.Group, gr.Resource) {
+			return fmt.Errorf("a request for %s, which the host never sends to a module (Secrets and Leases are withheld whatever its rules and allow: say); "+
+				"the request is refused before the module sees it: remove the resource from the webhook's rules", gr.Resource)
+		}
+	}
+	return nil
+}
+
+func requestResource(req *admissionv1.AdmissionRequest) abi.GroupResource {
+	if req.RequestResource == nil {
+		return abi.GroupResource{}
+	}
+	return abi.GroupResource{Group: req.RequestResource.Group, Resource: req.RequestResource.Resource}
+}
+
 func ruleMatches(r abi.AdmissionRule, req *admissionv1.AdmissionRequest) bool {
 	return matchesAny(r.Operations, string(req.Operation)) &&
 		matchesAny(r.APIGroups, req.Resource.Group) &&

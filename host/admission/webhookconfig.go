@@ -3,10 +3,13 @@ package admission
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeplug/kubeplug/abi"
 )
 
 // Endpoint is where the API server reaches the host's webhook server:
@@ -35,9 +38,16 @@ type WebhookModule struct {
 // from each module's manifest, failurePolicy and timeoutSeconds from its
 // entry; sideEffects is None (modules are pure functions of their input) and
 // a module limited to namespaces gets a namespaceSelector on their names.
-func WebhookConfigurations(name string, mods []WebhookModule, ep Endpoint) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+//
+// A rule that registers every resource of a group ("*") is refused with
+// failurePolicy Fail, which would refuse every write of the group in the
+// cluster while the host is down or busy, and returned as a warning with
+// Ignore; a rule that reaches what the host withholds (abi.Withheld) is
+// refused (the host's load refuses it first).
+func WebhookConfigurations(name string, mods []WebhookModule, ep Endpoint) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, []string, error) {
 	var mutating []admissionregistrationv1.MutatingWebhook
 	var validating []admissionregistrationv1.ValidatingWebhook
+	var warnings []string
 	for _, m := range mods {
 		man := m.Admitter.Manifest()
 		if man.Admission == nil {
@@ -45,7 +55,16 @@ func WebhookConfigurations(name string, mods []WebhookModule, ep Endpoint) (*adm
 		}
 		client, err := ep.clientConfig(m.Name)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		for i, r := range man.Admission.Rules {
+			warning, err := m.registers(i, r)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if warning != "" {
+				warnings = append(warnings, warning)
+			}
 		}
 		rules := make([]admissionregistrationv1.RuleWithOperations, len(man.Admission.Rules))
 		for i, r := range man.Admission.Rules {
@@ -105,7 +124,26 @@ func WebhookConfigurations(name string, mods []WebhookModule, ep Endpoint) (*adm
 			ObjectMeta: meta, Webhooks: validating,
 		}
 	}
-	return mc, vc, nil
+	return mc, vc, warnings, nil
+}
+
+// registers checks rule i of m's manifest as a registration: an error for
+// one never to print, a warning for one to think twice about.
+func (m WebhookModule) registers(i int, r abi.AdmissionRule) (warning string, err error) {
+	if w, ok := r.Withholds(); ok {
+		return "", fmt.Errorf("module %q: admission.rules[%d] registers %s, which the host never sends to a module: it cannot be registered", m.Name, i, w.Resource)
+	}
+	if !slices.ContainsFunc(r.Resources, func(res string) bool { return strings.HasPrefix(res, "*") }) {
+		return "", nil
+	}
+	groups := strings.Join(r.APIGroups, ", ")
+	if m.failurePolicy() == Fail {
+		return "", fmt.Errorf("module %q: admission.rules[%d] registers every resource of the API groups [%s] with failurePolicy Fail: "+
+			"while the host is down or busy, the API server would refuse every such write in the cluster; "+
+			"have the module name its resources, or set admission: {failurePolicy: Ignore} in its entry", m.Name, i, groups)
+	}
+	return fmt.Sprintf("module %q: admission.rules[%d] registers every resource of the API groups [%s]: the API server calls the host for each such write in the cluster",
+		m.Name, i, groups), nil
 }
 
 // clientConfig is how the API server reaches module name's webhook.

@@ -20,7 +20,7 @@ func TestWebhookConfigurations(t *testing.T) {
 		{Module: &admission.Module{Name: "val", Admitter: withRules(validating, rule), FailurePolicy: admission.Ignore, Timeout: 3 * time.Second}},
 		{Module: &admission.Module{Name: "reconciler", Admitter: &fakeAdmitter{}}}, // no admission: not registered
 	}
-	mc, vc, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "sys", ServiceName: "hook", CABundle: []byte("pem")})
+	mc, vc, _, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "sys", ServiceName: "hook", CABundle: []byte("pem")})
 	require.NoError(t, err)
 	require.Len(t, mc.Webhooks, 1)
 	require.Len(t, vc.Webhooks, 1)
@@ -46,9 +46,9 @@ func TestWebhookConfigurations(t *testing.T) {
 	require.Equal(t, int32(3), *v.TimeoutSeconds)
 	require.Nil(t, v.NamespaceSelector)
 
-	_, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "http://127.0.0.1:1"})
+	_, _, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "http://127.0.0.1:1"})
 	require.ErrorContains(t, err, "want https://HOST[:PORT]")
-	mc, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "https://127.0.0.1:9443/"})
+	mc, _, _, err = admission.WebhookConfigurations("kubeplug", mods[:1], admission.Endpoint{URL: "https://127.0.0.1:9443/"})
 	require.NoError(t, err)
 	require.Equal(t, "https://127.0.0.1:9443/admit/mut", *mc.Webhooks[0].ClientConfig.URL)
 }
@@ -66,7 +66,7 @@ func TestWebhookConfigurationForTemplateUpdate(t *testing.T) {
 	rule := abi.AdmissionRule{Operations: []string{"CREATE"}, APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}}
 	tu := &fakeAdmitter{mutates: true, rules: []abi.AdmissionRule{rule}}
 	mods := []admission.WebhookModule{{Module: &admission.Module{Name: "templateupdate", Admitter: tu, Granted: claimUpdateGrant, FailurePolicy: admission.Ignore}}}
-	mc, vc, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "kubeplug-system", ServiceName: "kubeplug-webhook", CABundle: []byte("pem")})
+	mc, vc, _, err := admission.WebhookConfigurations("kubeplug", mods, admission.Endpoint{ServiceNamespace: "kubeplug-system", ServiceName: "kubeplug-webhook", CABundle: []byte("pem")})
 	require.NoError(t, err)
 	require.Nil(t, vc, "no validating configuration")
 	require.Len(t, mc.Webhooks, 1)
@@ -79,4 +79,45 @@ func TestWebhookConfigurationForTemplateUpdate(t *testing.T) {
 	require.Equal(t, []string{""}, w.Rules[0].APIGroups)
 	require.Equal(t, []string{"v1"}, w.Rules[0].APIVersions)
 	require.Equal(t, []string{"persistentvolumeclaims"}, w.Rules[0].Resources)
+}
+
+// A registration of every resource of a group is refused under Fail and
+// warned of under Ignore; one that reaches what the host withholds is
+// refused whatever the policy.
+func TestWebhookConfigurationsRefuseWideRegistrations(t *testing.T) {
+	rule := func(groups []string, resources ...string) abi.AdmissionRule {
+		return abi.AdmissionRule{Operations: []string{"CREATE"}, APIGroups: groups, APIVersions: []string{"*"}, Resources: resources}
+	}
+	ep := admission.Endpoint{URL: "https://127.0.0.1:9443"}
+	for _, tc := range []struct {
+		name    string
+		rule    abi.AdmissionRule
+		policy  string
+		err     string
+		warning string
+	}{
+		{"named resources", rule([]string{"*"}, "statefulsets"), "", "", ""},
+		{"every resource, Fail", rule([]string{"apps"}, "*"), "", `admission.rules[0] registers every resource of the API groups [apps] with failurePolicy Fail`, ""},
+		{"every subresource, Fail", rule([]string{"apps"}, "*/status"), "", "with failurePolicy Fail", ""},
+		{"every resource, Ignore", rule([]string{"apps"}, "*"), admission.Ignore, "", `admission.rules[0] registers every resource of the API groups [apps]`},
+		{"secrets, Ignore", rule([]string{""}, "secrets"), admission.Ignore, "registers secrets, which the host never sends to a module", ""},
+		{"everything, Ignore", rule([]string{"*"}, "*/*"), admission.Ignore, "which the host never sends to a module", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mods := []admission.WebhookModule{{Module: &admission.Module{Name: "m", Admitter: withRules(&fakeAdmitter{}, tc.rule), FailurePolicy: tc.policy}}}
+			_, vc, warnings, err := admission.WebhookConfigurations("kubeplug", mods, ep)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.NotNil(t, vc)
+			if tc.warning == "" {
+				require.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			require.Contains(t, warnings[0], tc.warning)
+		})
+	}
 }

@@ -34,7 +34,7 @@ func TestReloadAdmitOnly(t *testing.T) {
 	dir := t.TempDir()
 	mod := filepath.Join(dir, "policy.wasm")
 	require.NoError(t, os.WriteFile(mod, wasm, 0o644))
-	entry := fmt.Sprintf("modules:\n- path: %s\n  name: policy\n  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}]\n", mod)
+	entry := fmt.Sprintf("modules:\n- path: %s\n  name: policy\n  allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [/metadata/labels]}, {action: admit, resources: [statefulsets]}]\n", mod)
 	h := newTestHost(t, entry, set("default", "web"))
 	require.Nil(t, h.r.fleet.get("policy"), "an admit-only module has no controller")
 

@@ -24,17 +24,33 @@ import (
 // as refused. The error, wrapping ErrNotAllowed, names each capability the
 // manifest asks for beyond m.Allow and prints the allow: block that would
 // grant it.
+//
+// The admission rules of a module's admit hook are asked for too (Asked):
+// the operator grants them with admit (or mutate) capabilities, since they
+// decide which objects the API server sends the module. Rules that would
+// send it a resource the host withholds from every module (abi.Withheld:
+// Secrets, Leases) are refused whatever allow: says.
 func (m *Module) Grant(man abi.Manifest) ([]abi.Capability, error) {
+	if man.Admission != nil {
+		for i, r := range man.Admission.Rules {
+			if w, ok := r.Withholds(); ok {
+				return nil, fmt.Errorf("module %q: %w: admission.rules[%d] of its manifest registers %s, which the host never sends to a module "+
+					"(Secrets and Leases are withheld whatever allow: says); a module that needs its rules to name every resource (\"*\") of the group cannot be run: "+
+					"ask its author to name the resources it admits", m.Name, ErrNotAllowed, i, groupResource(w))
+			}
+		}
+	}
 	granted := append([]abi.Capability{}, man.Capabilities...)
+	asked := Asked(man)
 	if m.Allow == nil {
 		if m.Mode == ModeShadow {
 			return granted, nil
 		}
 		return nil, fmt.Errorf("module %q: %w: %s has no allow: list, and a module runs in enforce mode only with one; "+
 			"add to the entry the capabilities the module may use:\n%sor set mode: shadow to only record what it would do",
-			m.Name, ErrNotAllowed, m.where(), AllowBlock(man.Capabilities))
+			m.Name, ErrNotAllowed, m.where(), AllowBlock(asked))
 	}
-	extra := Beyond(man.Capabilities, m.Allow)
+	extra := Beyond(asked, m.Allow)
 	if len(extra) == 0 {
 		return granted, nil
 	}
@@ -44,7 +60,53 @@ func (m *Module) Grant(man abi.Manifest) ([]abi.Capability, error) {
 	}
 	return nil, fmt.Errorf("module %q: %w: its manifest asks for %s, which the allow: list of %s does not grant; "+
 		"if the module may do this, replace that list with:\n%sotherwise do not run this module",
-		m.Name, ErrNotAllowed, strings.Join(names, ", "), m.where(), AllowBlock(man.Capabilities))
+		m.Name, ErrNotAllowed, strings.Join(names, ", "), m.where(), AllowBlock(asked))
+}
+
+func groupResource(g abi.GroupResource) string {
+	if g.Group == "" {
+		return g.Resource
+	}
+	return g.Resource + "." + g.Group
+}
+
+// Asked returns what a module with manifest man asks the operator for: its
+// capabilities, and, for its admit hook, admit on every resource its
+// admission rules register that a mutate capability it asks for does not
+// already name (a module sees what it patches). The rules' groups are not
+// part of it, as no capability's are.
+func Asked(man abi.Manifest) []abi.Capability {
+	asked := append([]abi.Capability{}, man.Capabilities...)
+	if man.Admission == nil {
+		return asked
+	}
+	var admit []string
+	for _, r := range man.Admission.Rules {
+		for _, res := range r.Resources {
+			if !slices.Contains(admit, res) && !admitGranted(res, man.Capabilities) {
+				admit = append(admit, res)
+			}
+		}
+	}
+	if len(admit) > 0 {
+		asked = append(asked, abi.Capability{Action: abi.CapabilityAdmit, Resources: admit})
+	}
+	return asked
+}
+
+// admitGranted reports whether allow lets a module be sent requests for
+// resource as a rule names it (resource, resource/subresource, or with "*"
+// for either): an admit or mutate capability whose resources hold it, its
+// resource (for a subresource), or "*". A rule's "*" is granted only by
+// "*".
+func admitGranted(resource string, allow []abi.Capability) bool {
+	base, _, _ := strings.Cut(resource, "/")
+	return slices.ContainsFunc(allow, func(c abi.Capability) bool {
+		if c.Action != abi.CapabilityAdmit && c.Action != abi.CapabilityMutate {
+			return false
+		}
+		return slices.Contains(c.Resources, "*") || slices.Contains(c.Resources, resource) || base != "*" && slices.Contains(c.Resources, base)
+	})
 }
 
 // where says where the module's entry is, for messages.
@@ -74,6 +136,18 @@ func Beyond(asked, allow []abi.Capability) []abi.Capability {
 		if c.Action == abi.CapabilityMutate {
 			if m := beyondPaths(c, allow); m != nil {
 				out = append(out, *m)
+			}
+			continue
+		}
+		if c.Action == abi.CapabilityAdmit {
+			var missing []string
+			for _, r := range c.Resources {
+				if !admitGranted(r, allow) {
+					missing = append(missing, r)
+				}
+			}
+			if len(missing) > 0 {
+				out = append(out, abi.Capability{Action: c.Action, Resources: missing})
 			}
 			continue
 		}
@@ -191,17 +265,18 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 	if !ok {
 		return c, false
 	}
+	names := allowNames()
 	v, ok := vals["action"]
 	if !ok {
-		p.addf(n, field, "action is missing; use one of %s", strings.Join(abi.CapabilityNames(), ", "))
+		p.addf(n, field, "action is missing; use one of %s", strings.Join(names, ", "))
 		return c, false
 	}
 	s, ok := p.scalar(v, join(field, "action"), abi.ActionAddFinalizer)
 	if !ok {
 		return c, false
 	}
-	if !slices.Contains(abi.CapabilityNames(), s) {
-		p.addf(v, join(field, "action"), "%s is not an action%s; use one of %s", input.Quote(s), didYouMean(s, abi.CapabilityNames()), strings.Join(abi.CapabilityNames(), ", "))
+	if !slices.Contains(names, s) {
+		p.addf(v, join(field, "action"), "%s is not an action%s; use one of %s", input.Quote(s), didYouMean(s, names), strings.Join(names, ", "))
 		return c, false
 	}
 	c.Action = s
@@ -230,7 +305,13 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 		if !ok {
 			continue
 		}
-		if r != "*" && !slices.Contains(known, r) {
+		if c.Action == abi.CapabilityAdmit {
+			// Any resource a rule may name, built-in or not.
+			if !admitResource.MatchString(r) {
+				p.addf(e, f, "%s is not a resource as an admission rule names it; use e.g. persistentvolumeclaims, pods/status, or \"*\" for all", input.Quote(r))
+				continue
+			}
+		} else if r != "*" && !slices.Contains(known, r) {
 			p.addf(e, f, "%s is not a resource%s; use one of %s, or \"*\" for all", input.Quote(r), didYouMean(r, known), strings.Join(known, ", "))
 			continue
 		}
@@ -275,6 +356,14 @@ func didYouMean(s string, known []string) string {
 	}
 	return ""
 }
+
+// allowNames are the actions an allow: entry may name: the manifest's
+// capabilities and admit.
+func allowNames() []string { return append(abi.CapabilityNames(), abi.CapabilityAdmit) }
+
+// admitResource matches a resource as an admission rule names it: a
+// resource or "*", optionally with a subresource or "*".
+var admitResource = regexp.MustCompile(`^(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?)(/(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?))?$`)
 
 // resourceNames lists the resources actions can target, sorted.
 func resourceNames() []string {

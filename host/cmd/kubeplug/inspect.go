@@ -110,7 +110,7 @@ type imageDescription struct {
 func writeImage(w io.Writer, output string, a *oci.Artifact) error {
 	d := imageDescription{
 		Image: a.Ref, Pinned: a.Pinned, Layout: a.Layout.Name, Manifest: a.Config.Manifest, ABIVersion: a.Config.ABIVersion,
-		Size: a.Size, SHA256: a.SHA256, Allow: config.AllowBlock(a.Config.Manifest.Capabilities),
+		Size: a.Size, SHA256: a.SHA256, Allow: config.AllowBlock(config.Asked(a.Config.Manifest)),
 	}
 	if output == "json" {
 		enc := json.NewEncoder(w)
@@ -195,7 +195,7 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 		SHA256:     info.SHA256,
 		Exports:    functions(info.Exports),
 		Imports:    functions(info.Imports),
-		Allow:      config.AllowBlock(m.Capabilities),
+		Allow:      config.AllowBlock(config.Asked(m)),
 		Limits: limits{
 			MemoryBytes: l.MemoryBytes, Deadline: l.Deadline.String(), Instances: l.Instances,
 			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,

@@ -90,9 +90,12 @@ webhook with no caBundle and, for a Service, fail every call.`,
 					Namespaces: c.Namespaces,
 				})
 			}
-			mc, vc, err := admission.WebhookConfigurations(name, mods, ep)
+			mc, vc, warnings, err := admission.WebhookConfigurations(name, mods, ep)
 			if err != nil {
-				return inputError(err)
+				return inputError(fmt.Errorf("%s: %w", file.Path, err))
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(s.err, "warning: "+w)
 			}
 			if mc == nil && vc == nil {
 				return inputErrorf("%s: no module has an admit hook: there is nothing to register", file.Path)
