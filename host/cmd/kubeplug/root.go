@@ -90,7 +90,6 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SuggestionsMinimumDistance = 2
 	root.SetIn(s.in)
 	root.SetOut(s.out)
@@ -126,7 +125,35 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newVersionCommand(s),
 		newNewCommand(s),
 	)
+	completionCommand(root)
 	return root
+}
+
+// completionCommand adds cobra's completion command (bash, zsh, fish,
+// powershell) to root now rather than when it runs, so that a missing or
+// unknown shell is a usage error like an unknown command, not its help and
+// exit status 0.
+func completionCommand(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	cmd, _, err := root.Find([]string{"completion"})
+	if err != nil || cmd == root {
+		return
+	}
+	var shells []string
+	for _, c := range cmd.Commands() {
+		shells = append(shells, c.Name())
+	}
+	want := strings.Join(shells, ", ")
+	cmd.Example = "  source <(kubeplug completion bash)    # this shell; see kubeplug completion bash --help to keep it"
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return inputErrorf("unknown shell %q: want one of %s", args[0], want)
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return inputErrorf("want a shell, one of %s: run '%s --help' for usage", want, cmd.CommandPath())
+	}
 }
 
 // execute runs the kubeplug command line args and returns the exit code.
