@@ -97,15 +97,20 @@ func TestNewRefuses(t *testing.T) {
 // TestNewQuotesPaths: the paths kubeplug new writes into files, the
 // checkout's in go.mod and its own in the Makefile, cannot add a line of
 // their own there: go.mod quotes the checkout's path, and the Makefile runs
-// kubeplug from PATH when this binary's path is not plain.
+// kubeplug from PATH when this binary's path is not plain. The directory's
+// is only printed, escaped.
 func TestNewQuotesPaths(t *testing.T) {
 	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	source := filepath.Join(t.TempDir(), "kubeplug\nrequire evil.example v1.0.0")
 	require.NoError(t, os.Symlink(repo, source))
-	dir := filepath.Join(t.TempDir(), "p")
-	_, errOut, code := kubeplug(t, "", "new", "p", "--dir", dir, "--kubeplug-source", source)
+	// A directory's name is printed, not written into a file: escaped for
+	// the terminal.
+	dir := filepath.Join(t.TempDir(), "p\x1b]0;pwned\a")
+	out, errOut, code := kubeplug(t, "", "new", "p", "--dir", dir, "--kubeplug-source", source)
 	require.Equal(t, exitOK, code, errOut)
+	require.NotContains(t, out, "\x1b")
+	require.Contains(t, out, `p\x1b]0;pwned\x07`)
 	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	require.NoError(t, err)
 	f, err := modfile.Parse("go.mod", data, nil)
