@@ -157,6 +157,7 @@ bench: build guests
 	cd host && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./runtime ./snapshot ./bench/...
 	cd host && $(GO) test -run '^$$' -bench AdmitRoundTrip -benchtime 10000x ./admission
 	cd host && $(GO) test -run '^$$' -bench BenchmarkSwap -benchtime 5x ./app
+	cd host && $(GO) test -run '^$$' -bench ParseWideMapping -benchtime 5x ./casetest
 
 # Profile-guided optimisation of the guests (RATIONALE.md, "Why are the
 # reference guests built with a committed default.pgo?"): a CPU profile of

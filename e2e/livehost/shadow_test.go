@@ -14,13 +14,14 @@ import (
 // TestShadowModeWritesNothing: a module in shadow mode, over claims that
 // all need its finalizer, sends no write to the API server and leaves every
 // claim as it was, and records each action it would have taken: the shadow
-// metric counts them and a log line names each.
+// metric counts them and a debug log line names each.
 func TestShadowModeWritesNothing(t *testing.T) {
 	const sets, claims = 3, 2
 	ns := namespace(t)
 	h := testenv.StartHost(t, testenv.HostOptions{
 		Kubeconfig: cp.Kubeconfig,
 		Config:     "modules:\n" + moduleYAML(guest(t, "e2e/guests/protect"), "protect", ns, "") + "  mode: shadow\n",
+		Args:       []string{"--log-level", "debug"},
 	})
 	h.WaitReady(t)
 	var names []string

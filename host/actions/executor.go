@@ -122,7 +122,10 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 		case Executed:
 			log.Info("executed action", append(attrs, "write", r.Write)...)
 		case Shadow:
-			log.Info("shadow mode: action not executed", append(attrs, "write", r.Write)...)
+			// Debug: a shadow module's state never moves, so it asks
+			// for the same actions on every resync (kubeplug_actions_total
+			// counts them at any level).
+			log.Debug("shadow mode: action not executed", append(attrs, "write", r.Write)...)
 		case Unchanged:
 			log.Debug("action needs no write", attrs...)
 		}

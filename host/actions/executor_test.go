@@ -365,6 +365,16 @@ func TestExecuteShadowExecutesNothing(t *testing.T) {
 		"both removals planned as one write")
 	require.Equal(t, "coalesced into the write of action 1", rep.Actions[2].Write)
 	require.Equal(t, "delete with preconditions uid=pv-uid resourceVersion=5", rep.Actions[3].Write)
+
+	// A shadow module asks again on every resync what it asked before: its
+	// actions are debug lines, not a line a reconcile at the host's info.
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var logs bytes.Buffer
+		e.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
+		_, err := e.Execute(context.Background(), everything(), volumeRequest(), res)
+		require.NoError(t, err)
+		require.Equal(t, level == slog.LevelDebug, strings.Contains(logs.String(), `level=DEBUG msg="shadow mode: action not executed" module=policy key=pv-1 action=0 type=deleteVolume`), logs.String())
+	}
 }
 
 func TestExecuteNilResult(t *testing.T) {

@@ -85,13 +85,18 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 	select {
 	case <-ctx.Done():
 		// Shutdown: drain if leading, then release the Lease.
+		leading := false
 		select {
 		case <-started:
 			<-drained
+			leading = true
 		default:
 		}
 		stopElector()
 		<-electorDone
+		if leading {
+			log.Info("stopped leading: reconciles in flight finished, the Lease released", "lease", le.Namespace+"/"+le.Name)
+		}
 		return nil
 	case <-electorDone:
 		// The elector only stops on its own when the Lease was lost.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -52,7 +53,11 @@ func TestLostLeaseCancelsWrites(t *testing.T) {
 			<-stop.Done()
 			writesLiveAtStop <- writes.Err() == nil
 		}
-		require.NoError(t, lead(ctx, fake.NewClientset(), le, run, log))
+		var logs bytes.Buffer
+		require.NoError(t, lead(ctx, fake.NewClientset(), le, run, slog.New(slog.NewTextHandler(&logs, nil))))
 		require.True(t, <-writesLiveAtStop, "a drain lets the reconciles in flight write")
+		require.Contains(t, logs.String(), `level=INFO msg="leading: controllers start" lease=kube-system/kubeplug identity=a`)
+		require.Contains(t, logs.String(), `level=INFO msg="stopped leading: reconciles in flight finished, the Lease released" lease=kube-system/kubeplug`,
+			"a leadership change in the log at info, as its start is")
 	})
 }

@@ -14,8 +14,9 @@ import (
 
 // TestHostileCaseFiles: a case file is operator-supplied YAML like
 // host.yaml, held to the same discipline: merge-key bombs, files that are
-// not regular or too large, and huge values are refused at once, and the
-// error quotes at most a short excerpt.
+// not regular or too large, huge values and a mapping of as many entries as
+// the bound allows are dealt with at once, and the error quotes at most a
+// short excerpt.
 func TestHostileCaseFiles(t *testing.T) {
 	var bomb strings.Builder
 	bomb.WriteString("name: bomb\nconfig:\n  chain:\n")
@@ -32,6 +33,8 @@ func TestHostileCaseFiles(t *testing.T) {
 		{"merge keys", []byte(bomb.String()), "c.yaml:4: config.chain expands to more than 1000000 values through aliases and merge keys"},
 		{"alias in itself", []byte("name: loop\nconfig: &l [*l]\n"), "c.yaml:2: config[0] is nested more than 128 levels deep"},
 		{"a 2 MB value", []byte("name: big\nconfig: {x: " + strings.Repeat("y", 2<<20) + "}\n"), `c.yaml:2: config.x: a value of 2MiB, more than the 1MiB one may have: "yyy`},
+		{"a mapping at the bound, a key twice", wideMapping("config", 99_999, true), `c.yaml:100001: key "` + strings.Repeat("k", 64) + `00000000" is written twice in one mapping (first at line 3)`},
+		{"an object's labels at the bound, a key twice", wideMapping("labels", 99_999, true), `c.yaml:100006: key "` + strings.Repeat("k", 64) + `00000000" is written twice in one mapping (first at line 8)`},
 		{"200 MB", append([]byte("name: "), bytes.Repeat([]byte("x"), 200<<20)...), "c.yaml: has 200.0MiB, more than the 8MiB a case file may have"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

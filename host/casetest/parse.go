@@ -526,12 +526,7 @@ func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]*
 	if len(problems) == 0 {
 		return out, nil
 	}
-	pr := problems[0]
-	for _, q := range problems[1:] { // the first in the file
-		if q.Node.Line < pr.Node.Line || q.Node.Line == pr.Node.Line && q.Node.Column < pr.Node.Column {
-			pr = q
-		}
-	}
+	pr := input.FirstProblem(problems)
 	switch pr.Kind {
 	case input.KeyUnknown:
 		msg := fmt.Sprintf("unknown field %s in %s: known fields are %s", input.Quote(pr.Key), what, strings.Join(known, ", "))
@@ -584,9 +579,13 @@ func (p *parser) str(n *yaml.Node, what string) (string, error) {
 // value decodes n into the value its JSON form decodes to, with integers as
 // int64, so that YAML and the cluster's objects compare like JSON values.
 func (p *parser) value(n *yaml.Node) (any, error) {
-	var v any
-	if err := n.Decode(&v); err != nil {
-		return nil, p.errorf(n, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	v, err := input.Value(n)
+	if err != nil {
+		at := n
+		if ve := (*input.ValueError)(nil); errors.As(err, &ve) {
+			at = ve.Node
+		}
+		return nil, p.errorf(at, "%s", err)
 	}
 	out, err := memcluster.JSONValue(jsonable(v))
 	if err != nil {

@@ -109,6 +109,24 @@ func TestHostileConfigParse(t *testing.T) {
 	}
 }
 
+// TestHostileDockerConfig: a pull secret with as many keys as the bound
+// allows is read in time linear in them (yaml's Decode compared every pair),
+// and a key written twice is reported by line, without quoting the file.
+func TestHostileDockerConfig(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("kind: Secret\n")
+	key := strings.Repeat("k", 88)
+	for i := range 9_998 {
+		fmt.Fprintf(&b, "%s%08d: x\n", key, i)
+	}
+	fmt.Fprintf(&b, "%s%08d: x\n", key, 0)
+	path := filepath.Join(t.TempDir(), "secret.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	var err error
+	inputtest.Within(t, "ReadDockerConfig", func() { _, err = config.ReadDockerConfig(path) })
+	require.EqualError(t, err, path+" is neither a docker config file nor an image pull secret: line 10000: a key is written twice (first at line 2)")
+}
+
 // TestHostileConfigFiles: a host.yaml or module path that is a FIFO, a
 // symlink to /dev/zero or a file over its bound is refused before it is
 // read, with what it is.

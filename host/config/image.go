@@ -210,13 +210,27 @@ func ReadDockerConfig(path string) ([]byte, error) {
 	if doc == nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: it is not a map; give {\"auths\": {...}} or a Secret", path)
 	}
-	var secret struct {
-		Kind       yaml.Node `yaml:"kind"`
-		Data       yaml.Node `yaml:"data"`
-		StringData yaml.Node `yaml:"stringData"`
+	// Read through Pairs, not yaml's Decode into a struct: Decode compares
+	// every pair of the mapping's keys, and there may be maxEntries.
+	top, problems := input.Pairs(doc.Content[0])
+	if len(problems) > 0 {
+		pr := input.FirstProblem(problems)
+		what := "a key is a list or a mapping, or << merges something other than mappings"
+		if pr.Kind == input.KeyRepeated {
+			what = fmt.Sprintf("a key is written twice (first at line %d)", pr.First)
+		}
+		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: line %d: %s", path, pr.Node.Line, what)
 	}
-	if err := doc.Content[0].Decode(&secret); err != nil {
-		return nil, fmt.Errorf("%s is neither a docker config file nor an image pull secret: its kind:, data: or stringData: cannot be read", path)
+	var secret struct{ Kind, Data, StringData yaml.Node }
+	for _, kv := range top {
+		switch kv.Key.Value {
+		case "kind":
+			secret.Kind = *input.Deref(kv.Value)
+		case "data":
+			secret.Data = *input.Deref(kv.Value)
+		case "stringData":
+			secret.StringData = *input.Deref(kv.Value)
+		}
 	}
 	kind := secret.Kind.Value
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,7 +74,7 @@ func TestCacheDirGiven(t *testing.T) {
 func TestLogFormat(t *testing.T) {
 	var buf bytes.Buffer
 	opts := &globalOptions{logLevel: "info", logFormat: "json"}
-	log, err := opts.clientLogger(&buf)
+	log, err := opts.clientLogger(&buf, slog.LevelWarn)
 	require.NoError(t, err)
 	t.Cleanup(func() { klog.ClearLogger() })
 	log.Info("host line", "module", "m")

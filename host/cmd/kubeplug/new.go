@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"text/template"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
@@ -47,8 +49,11 @@ type scaffoldData struct {
 	Source, Kubeplug string
 }
 
+// newOptions are kubeplug new's name and flags.
+type newOptions struct{ name, dir, modulePath, source string }
+
 func newNewCommand(s streams) *cobra.Command {
-	var dir, modulePath, source string
+	var o newOptions
 	cmd := &cobra.Command{
 		Use:   "new NAME [--dir DIR] [--module-path PATH] [--kubeplug-source DIR]",
 		Short: "Make a new module outside this repository, ready to build and test",
@@ -68,42 +73,71 @@ above the current directory). Then:
   kubeplug new mypolicy --dir ~/src/mypolicy --module-path example.com/policies/mypolicy --kubeplug-source ~/src/kubeplug`,
 		Args: exactArgs(1, "the new module's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if !moduleName.MatchString(name) {
-				return inputErrorf("module name %q: want lower-case letters, digits and '-', starting with a letter, at most 63 (it names the module in metrics, events and files)", name)
-			}
-			if dir == "" {
-				dir = name
-			}
-			if modulePath == "" {
-				modulePath = "example.com/" + name
-			}
-			src, err := findSource(source)
-			if err != nil {
-				return err
-			}
-			d := scaffoldData{Name: name, ModulePath: modulePath, Source: modfile.AutoQuote(src.dir), GoVersion: src.goVersion, Kubeplug: "kubeplug"}
-			if exe, err := os.Executable(); err == nil {
-				d.Kubeplug = exe
-			}
-			files, err := renderScaffold(d)
-			if err != nil {
-				return failure(err)
-			}
-			if err := writeScaffold(dir, files); err != nil {
-				return err
-			}
-			fmt.Fprintf(s.out, "wrote module %s in %s (go.mod replaces %s with %s)\nnext: cd %s && go mod tidy && make test\n",
-				name, dir, kubeplugModule, src.dir, dir)
-			return nil
+			o.name = args[0]
+			return newModule(s, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", "", "directory to write the module into (default ./NAME)")
-	f.StringVar(&modulePath, "module-path", "", "the new module's Go module path (default example.com/NAME)")
-	f.StringVar(&source, "kubeplug-source", "", "the kubeplug checkout go.mod's replace points at (default: the one this binary was built from)")
+	f.StringVar(&o.dir, "dir", "", "directory to write the module into (default ./NAME)")
+	f.StringVar(&o.modulePath, "module-path", "", "the new module's Go module path (default example.com/NAME)")
+	f.StringVar(&o.source, "kubeplug-source", "", "the kubeplug checkout go.mod's replace points at (default: the one this binary was built from)")
 	return cmd
 }
+
+// newModule writes the module o asks for. Each input that reaches a file is
+// checked for what that file's syntax would read in it: the name (in Go
+// source, the Makefile and file names) is a DNS label, the module path (in
+// go.mod) is a module path as the go command checks it, so a newline cannot
+// add a directive, and the checkout's path and this binary's are quoted or
+// left out where they are not plain.
+func newModule(s streams, o newOptions) error {
+	if !moduleName.MatchString(o.name) {
+		return inputErrorf("module name %q: want lower-case letters, digits and '-', starting with a letter, at most 63 (it names the module in metrics, events and files)", o.name)
+	}
+	if o.dir == "" {
+		o.dir = o.name
+	}
+	if o.modulePath == "" {
+		o.modulePath = "example.com/" + o.name
+	}
+	if err := module.CheckPath(o.modulePath); err != nil {
+		return inputErrorf("--module-path: %w; give a Go module path such as example.com/%s", err, o.name)
+	}
+	src, err := findSource(o.source)
+	if err != nil {
+		return err
+	}
+	d := scaffoldData{Name: o.name, ModulePath: o.modulePath, Source: modfile.AutoQuote(src.dir), GoVersion: src.goVersion, Kubeplug: "kubeplug"}
+	var note string
+	if exe, err := os.Executable(); err == nil {
+		d.Kubeplug, note = makefileBinary(exe)
+	}
+	files, err := renderScaffold(d)
+	if err != nil {
+		return failure(err)
+	}
+	if err := writeScaffold(o.dir, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "wrote module %s in %s (go.mod replaces %s with %s)%s\nnext: cd %s && go mod tidy && make test\n",
+		o.name, termSafe(o.dir), kubeplugModule, termSafe(src.dir), termSafe(note), termSafe(o.dir))
+	return nil
+}
+
+// makefileBinary returns what the Makefile's KUBEPLUG names: exe, this
+// binary, when its path is plain (see plainPath), else kubeplug from PATH,
+// with a note that says why.
+func makefileBinary(exe string) (bin, note string) {
+	if plainPath.MatchString(exe) {
+		return exe, ""
+	}
+	return "kubeplug", fmt.Sprintf("; its Makefile runs kubeplug from PATH, as this binary's path %s cannot be written in a Makefile as it is (make KUBEPLUG=... names another)", strconv.Quote(exe))
+}
+
+// plainPath is a path that a Makefile variable and the shell running its
+// recipes both read as written: no '$' for make to expand, no '#' to start a
+// comment, no space, quote, ';', '~' or newline for the shell.
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9_@+=:,./-]+$`)
 
 // kubeplugSource is a kubeplug checkout: its absolute path and its go.mod's
 // go version.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"strings"
@@ -43,7 +44,7 @@ $KUBECONFIG, in-cluster, ~/.kube/config; --context).`,
 				return err
 			}
 			// client-go's log goes where the host's does.
-			if _, err := opts.clientLogger(s.err); err != nil {
+			if _, err := opts.clientLogger(s.err, slog.LevelWarn); err != nil {
 				return err
 			}
 			doc, err := record(cmd.Context(), kubeconfig, kubecontext, kind, key, name)

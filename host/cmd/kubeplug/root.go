@@ -35,11 +35,20 @@ func (o *globalOptions) fetchOptions() oci.FetchOptions {
 }
 
 // logger returns the logger commands hand to the host packages: text or
-// JSON on the error stream, at the chosen level.
+// JSON on the error stream, at --log-level, warn by default: what an offline
+// command prints is its answer, and the host's records of its work would
+// bury it.
 func (o *globalOptions) logger(w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, inputErrorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	return o.loggerAt(w, slog.LevelWarn)
+}
+
+// loggerAt is logger with level def where --log-level is not given.
+func (o *globalOptions) loggerAt(w io.Writer, def slog.Level) (*slog.Logger, error) {
+	level := def
+	if o.logLevel != "" {
+		if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+			return nil, inputErrorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+		}
 	}
 	ho := &slog.HandlerOptions{Level: level}
 	switch o.logFormat {
@@ -51,13 +60,13 @@ func (o *globalOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, inputErrorf("--log-format %q: want text or json", o.logFormat)
 }
 
-// clientLogger is logger for the commands that talk to a cluster: it also
+// clientLogger is loggerAt for the commands that talk to a cluster: it also
 // routes client-go's log (klog) into the same handler, so that its lines are
 // as structured as the host's own and obey --log-level. klog is global to
 // the process: the last command to call this wins, which in the kubeplug
 // binary is the one command it runs.
-func (o *globalOptions) clientLogger(w io.Writer) (*slog.Logger, error) {
-	log, err := o.logger(w)
+func (o *globalOptions) clientLogger(w io.Writer, def slog.Level) (*slog.Logger, error) {
+	log, err := o.loggerAt(w, def)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,6 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SuggestionsMinimumDistance = 2
 	root.SetIn(s.in)
 	root.SetOut(s.out)
@@ -108,7 +116,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 			"(default: as --cache-dir, under kubeplug/oci)")
 	root.PersistentFlags().DurationVar(&opts.imageTimeout, "image-timeout", oci.DefaultTimeout,
 		"bound of each pull from (or push to) a registry, all its requests and transfers together")
-	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "warn", "log level on standard error: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "", "log level on standard error: debug, info, warn or error (default: info for run, whose info lines are its start, modules, leadership and swaps; warn for the other commands)")
 	root.PersistentFlags().StringVar(&opts.logFormat, "log-format", "text", "log format on standard error: text or json (log/slog's handlers; client-go's log goes through the same)")
 
 	root.AddCommand(
@@ -126,7 +134,35 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newVersionCommand(s),
 		newNewCommand(s),
 	)
+	completionCommand(root)
 	return root
+}
+
+// completionCommand adds cobra's completion command (bash, zsh, fish,
+// powershell) to root now rather than when it runs, so that a missing or
+// unknown shell is a usage error like an unknown command, not its help and
+// exit status 0.
+func completionCommand(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	cmd, _, err := root.Find([]string{"completion"})
+	if err != nil || cmd == root {
+		return
+	}
+	var shells []string
+	for _, c := range cmd.Commands() {
+		shells = append(shells, c.Name())
+	}
+	want := strings.Join(shells, ", ")
+	cmd.Example = "  source <(kubeplug completion bash)    # this shell; see kubeplug completion bash --help to keep it"
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return inputErrorf("unknown shell %q: want one of %s", args[0], want)
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return inputErrorf("want a shell, one of %s: run '%s --help' for usage", want, cmd.CommandPath())
+	}
 }
 
 // execute runs the kubeplug command line args and returns the exit code.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -71,7 +72,9 @@ its allow: list grants included).`,
 			if o.ConfigPath == "" {
 				return inputErrorf("--config is required: name the host configuration file (see host/config/README.md)")
 			}
-			log, err := opts.clientLogger(s.err)
+			// Info, as controllers log: a healthy host says that it
+			// started, what it loaded, when it leads and when it swaps.
+			log, err := opts.clientLogger(s.err, slog.LevelInfo)
 			if err != nil {
 				return err
 			}

@@ -48,3 +48,39 @@ func TestRunNeedsConfig(t *testing.T) {
 	require.Equal(t, exitInput, code)
 	require.Contains(t, stderr, "--config is required")
 }
+
+// TestRunLogsAtInfo: kubeplug run logs at info unless told otherwise, as
+// controllers do, so that a healthy host says what it serves and loads;
+// --log-level still chooses. (The offline commands stay at warn:
+// TestTestCommand's failing case leaves standard error empty.)
+func TestRunLogsAtInfo(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "host.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("modules:\n- path: "+warnretain(t)+"\n  allow: [{action: event, resources: [statefulsets]}]\n"), 0o644))
+	// A cluster that refuses connections: run fails once it reaches for it,
+	// after it has started serving metrics.
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+users: [{name: u, user: {token: x}}]
+`), 0o600))
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		info  bool
+	}{
+		{"by default", nil, true},
+		{"at warn", []string{"--log-level", "warn"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(tc.flags, "run", "--config", cfg, "--kubeconfig", kubeconfig, "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0")
+			_, stderr, code := kubeplug(t, "", args...)
+			require.Equal(t, exitFailure, code, stderr)
+			require.Contains(t, stderr, "127.0.0.1:1", "it reached for the cluster")
+			require.Equal(t, tc.info, strings.Contains(stderr, `level=INFO msg="serving metrics and health"`), stderr)
+		})
+	}
+}

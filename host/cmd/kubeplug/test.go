@@ -77,7 +77,7 @@ host configuration or a module it does not allow).`,
 
 			// The host's own records (refused actions, an ignored secret, a
 			// clamped requeue) go where the live host's would: the log on
-			// standard error, at --log-level (warn by default).
+			// standard error, at --log-level (warn by default here).
 			hostLog, err := opts.logger(s.err)
 			if err != nil {
 				return err

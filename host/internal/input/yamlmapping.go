@@ -146,15 +146,30 @@ func IsNull(n *yaml.Node) bool {
 // of, or "" when none is close.
 func Suggest(name string, known []string) string {
 	best, bestDist := "", 3 // more than two edits away is not a typo
+	lower := strings.ToLower(name)
 	for _, k := range known {
 		if strings.EqualFold(k, name) {
 			return k
 		}
-		if d := distance(strings.ToLower(name), strings.ToLower(k)); d < bestDist {
+		// Names that differ in length by bestDist are at least that many
+		// edits apart: skipping them keeps a mapping of long unknown keys
+		// from costing a distance table per key and known name.
+		lk := strings.ToLower(k)
+		if abs(len(lower)-len(lk)) >= bestDist {
+			continue
+		}
+		if d := distance(lower, lk); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
 	return best
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // distance is the Levenshtein distance between a and b, in bytes.
