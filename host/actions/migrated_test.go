@@ -5,8 +5,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	csitranslation "k8s.io/csi-translation-lib"
+	"k8s.io/csi-translation-lib/plugins"
 
 	"github.com/kubeplug/kubeplug/abi"
+	reclaim "github.com/kubeplug/kubeplug/guests/reclaim/policy"
 	"github.com/kubeplug/kubeplug/host/actions"
 )
 
@@ -151,4 +154,27 @@ func TestExecuteDeleteVolumeOfAMigratedVolume(t *testing.T) {
 			require.Equal(t, ebsDriver+"/"+ebsHandle, v.calls[0].Name, "the handle the host translated")
 		})
 	}
+}
+
+// The reclaim module knows the migrated plugins from a table of its own (a
+// guest cannot import csi-translation-lib); it must say what the library
+// says, and name every plugin kube-controller-manager 1.37 migrates
+// (IsMigrationEnabledForPlugin lists these seven).
+func TestMigratedPluginsMatchTranslationLib(t *testing.T) {
+	tr := csitranslation.New()
+	var names []string
+	for _, m := range reclaim.MigratedPlugins() {
+		names = append(names, m.Plugin)
+		driver, err := tr.GetCSINameFromInTreeName(m.Plugin)
+		require.NoError(t, err, m.Plugin)
+		require.Equal(t, driver, m.Driver, m.Plugin)
+		// The source's JSON name: the module's view names the source so.
+		v := actions.VolumeFromObject(inTreeObject(m.Source, map[string]any{}, nil))
+		require.Equal(t, m.Plugin, v.InTreePlugin, "source %s", m.Source)
+	}
+	require.ElementsMatch(t, []string{
+		plugins.AWSEBSInTreePluginName, plugins.GCEPDInTreePluginName, plugins.AzureFileInTreePluginName,
+		plugins.AzureDiskInTreePluginName, plugins.CinderInTreePluginName, plugins.VSphereInTreePluginName,
+		plugins.PortworxVolumePluginName,
+	}, names)
 }
