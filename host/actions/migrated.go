@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	csitranslation "k8s.io/csi-translation-lib"
 
@@ -39,6 +40,23 @@ func translateInTree(obj map[string]any) (csi *abi.CSIVolumeSource, plugin strin
 		return nil, plugin, err
 	}
 	return &abi.CSIVolumeSource{Driver: translated.Spec.CSI.Driver, VolumeHandle: translated.Spec.CSI.VolumeHandle}, plugin, nil
+}
+
+// migratedClassParameters returns the parameters of a StorageClass of the
+// in-tree plugin as csi-translation-lib translates them for the driver the
+// plugin migrates to: external-provisioner reads a migrated volume's class
+// so before it resolves the deletion secret (getSecretsFromSC), and the
+// translation may name a secret (portworx's openstorage.io/auth-secret-*
+// become the provisioner secret) or drop one (vSphere keeps only the
+// parameters it knows). The class is taken to be the plugin's own, which it
+// is for every volume the plugin or a migrated provisioner made; the host
+// reads only its parameters.
+func migratedClassParameters(plugin string, params map[string]string) (map[string]string, error) {
+	sc, err := translator.TranslateInTreeStorageClassToCSI(logr.Discard(), plugin, &storagev1.StorageClass{Provisioner: plugin, Parameters: params})
+	if err != nil {
+		return nil, err
+	}
+	return sc.Parameters, nil
 }
 
 // inputCSI returns the CSI volume a module's view of pv names: spec.csi, or

@@ -178,3 +178,36 @@ func TestMigratedPluginsMatchTranslationLib(t *testing.T) {
 		plugins.PortworxVolumePluginName,
 	}, names)
 }
+
+// The deletion secret of a migrated volume comes from its class as
+// csi-translation-lib translates it, as external-provisioner reads it:
+// portworx's auth secret is the provisioner secret.
+func TestExecuteDeletionSecretOfAMigratedVolume(t *testing.T) {
+	tests := []struct {
+		name   string
+		plugin string
+		params map[string]string
+		secret string
+	}{
+		{"portworx auth secret", plugins.PortworxVolumePluginName,
+			map[string]string{"openstorage.io/auth-secret-name": "px-admin", "openstorage.io/auth-secret-namespace": "portworx", "repl": "2"}, "portworx/px-admin"},
+		{"aws-ebs keeps the class's provisioner secret", ebsPlugin,
+			map[string]string{actions.ParamProvisionerSecretName: "ebs-key", actions.ParamProvisionerSecretNamespace: "kube-system", "type": "gp2"}, "kube-system/ebs-key"},
+		{"vSphere drops parameters it does not know", plugins.VSphereInTreePluginName,
+			map[string]string{actions.ParamProvisionerSecretName: "vc-key", actions.ParamProvisionerSecretNamespace: "kube-system", "diskformat": "thin"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The secret depends on the plugin only: the volume stays
+			// migratedVolume's in every other way.
+			pv := migratedVolume()
+			pv.InTreePlugin = tt.plugin
+			c := &fakeCluster{volume: &pv, classes: map[string]map[string]string{"fast": tt.params}}
+			v := &fakeVolumes{drivers: []string{ebsDriver}}
+			res := &abi.Result{Actions: []abi.Action{{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: ebsDriver}}}}
+			_, err := executor(c, v).Execute(context.Background(), everything(), migratedRequest(), res)
+			require.NoError(t, err)
+			require.Equal(t, tt.secret, v.onlySecret(t))
+		})
+	}
+}

@@ -221,12 +221,7 @@ func TestExecuteDeletionSecret(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Len(t, v.calls, 1)
-			got := ""
-			if s := v.calls[0].Secrets; s != nil {
-				got = s.Namespace + "/" + s.Name
-			}
-			require.Equal(t, tt.secret, got)
+			require.Equal(t, tt.secret, v.onlySecret(t))
 		})
 	}
 }
