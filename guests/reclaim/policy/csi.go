@@ -36,7 +36,7 @@ func reconcileCSI(v *volume, p *plan) {
 	case hasInTree && v.kind == kindMigrated && v.migrated():
 		// I1 on a migrated volume: the PV controller drops its finalizer
 		// whatever the policy (modifyDeletionFinalizers).
-		i1(v, p)
+		dropInTreeForMigration(v, p)
 	case hasInTree && (v.keepsVolume() || !v.associated()):
 		// C4. No controller removes the in-tree finalizer from a CSI
 		// volume; on a PV that is not to be reclaimed it could only block

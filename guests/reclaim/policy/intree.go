@@ -28,7 +28,7 @@ func reconcileInTree(v *volume, p *plan) {
 		// (IsMigrationEnabledForPlugin), whether or not it has annotated
 		// migrated-to yet: the CSI driver's provisioner protects and
 		// deletes the volume.
-		i1(v, p)
+		dropInTreeForMigration(v, p)
 		return
 	}
 	switch hasInTree := v.has(FinalizerInTree); {
@@ -47,10 +47,10 @@ func reconcileInTree(v *volume, p *plan) {
 	}
 }
 
-// i1 removes the in-tree finalizer from a volume whose plugin CSI migration
-// covers, as modifyDeletionFinalizers does before anything else for such a
-// volume.
-func i1(v *volume, p *plan) {
+// dropInTreeForMigration removes the in-tree finalizer (I1) from a volume
+// whose plugin CSI migration covers, as modifyDeletionFinalizers does before
+// anything else for such a volume.
+func dropInTreeForMigration(v *volume, p *plan) {
 	if v.has(FinalizerInTree) {
 		p.removeFinalizer(FinalizerInTree, "I1: plugin "+v.pv.Metadata.Annotations[AnnProvisionedBy]+" is migrated to CSI (modifyDeletionFinalizers)")
 	}
