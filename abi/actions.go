@@ -85,7 +85,11 @@ const AnnotationAppliedStorage = "kubeplug.dev/applied-storage"
 
 // VolumeDelete is the payload of ActionDeleteVolume.
 type VolumeDelete struct {
-	Driver       string `json:"driver"`
+	Driver string `json:"driver"`
+	// VolumeHandle is the PersistentVolume's spec.csi.volumeHandle; empty
+	// for an in-tree volume that CSI migration covers, whose handle the host
+	// translates from the in-tree source (Driver is then the driver the
+	// source migrates to).
 	VolumeHandle string `json:"volumeHandle"`
 	// Secrets is ignored by the host, which logs a Warning when it is set.
 	//

@@ -40,8 +40,14 @@ type csiDriver struct {
 // stops first when t ends.
 func serveDriver(t *testing.T, configure func(*csitest.Driver)) *csiDriver {
 	t.Helper()
+	return serveDriverNamed(t, driverName, configure)
+}
+
+// serveDriverNamed is serveDriver for a driver named name.
+func serveDriverNamed(t *testing.T, name string, configure func(*csitest.Driver)) *csiDriver {
+	t.Helper()
 	ctrl := gomock.NewController(t)
-	mem := csitest.New(driverName)
+	mem := csitest.New(name)
 	if configure != nil {
 		configure(mem)
 	}
@@ -70,7 +76,7 @@ func serveDriver(t *testing.T, configure func(*csitest.Driver)) *csiDriver {
 		SnapshotMetadata: driver.NewMockSnapshotMetadataServer(ctrl),
 	})
 	if err := srv.StartOnAddress("unix", socket); err != nil {
-		t.Fatalf("serve CSI driver %s on %s: %v", driverName, socket, err)
+		t.Fatalf("serve CSI driver %s on %s: %v", name, socket, err)
 	}
 	t.Cleanup(srv.Stop)
 	return &csiDriver{Driver: mem, socket: socket, controller: controller}

@@ -39,7 +39,7 @@ func startHost(t *testing.T, name string, d *csiDriver) *testenv.Host {
 		Name:       name,
 		Kubeconfig: cp.Kubeconfig,
 		Config: fmt.Sprintf("modules:\n- path: %s\n  name: reclaim\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
-			wasm, testenv.Allow["guests/reclaim"], driverName, d.socket),
+			wasm, testenv.Allow["guests/reclaim"], d.Name, d.socket),
 	})
 	h.WaitReady(t)
 	return h
@@ -78,6 +78,15 @@ type pair struct {
 // until both are Bound.
 func provision(t *testing.T, d *csiDriver, sc class) pair {
 	t.Helper()
+	return provisionAs(t, d, sc, func(pv *corev1.PersistentVolume, handle string) {
+		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: sc.provisioner, VolumeHandle: handle}
+	})
+}
+
+// provisionAs is provision with the PersistentVolume's source set by
+// source, from the handle of the backing volume made in d.
+func provisionAs(t *testing.T, d *csiDriver, sc class, source func(pv *corev1.PersistentVolume, handle string)) pair {
+	t.Helper()
 	ctx := context.Background()
 	c := cp.Client()
 	ns := namespace(t)
@@ -100,11 +109,9 @@ func provision(t *testing.T, d *csiDriver, sc class) pair {
 			PersistentVolumeReclaimPolicy: sc.policy,
 			StorageClassName:              sc.name,
 			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: p.claim},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: sc.provisioner, VolumeHandle: p.handle,
-			}},
 		},
 	}
+	source(pv, p.handle)
 	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +242,15 @@ func TestVolumeDeletedBeforeClaim(t *testing.T) {
 	startHost(t, "host", d)
 	p := provision(t, d, deleteClass)
 	p.awaitFinalizer(t)
+	p.deleteBeforeClaim(t, d)
+}
 
+// deleteBeforeClaim deletes the volume object, checks that the finalizers
+// hold it and that its backing volume is untouched while the claim exists,
+// then deletes the claim and waits until nothing is left, the backing
+// volume deleted by exactly one DeleteVolume.
+func (p pair) deleteBeforeClaim(t *testing.T, d *csiDriver) {
+	t.Helper()
 	// No DeleteVolume is expected yet: one before the claim is deleted
 	// fails the test.
 	p.deleteVolumeObject(t)

@@ -67,7 +67,17 @@ type PersistentVolume struct {
 	// ClaimRef is spec.claimRef; nil when unset.
 	ClaimRef *abi.ObjectReference
 	// CSI is spec.csi's driver and handle; nil for a volume that is not CSI.
+	// For a volume with an in-tree source that CSI migration covers, it is
+	// the CSI volume csi-translation-lib translates the source to, as
+	// external-provisioner deletes such a volume; the module's view of the
+	// volume gives its driver only (see inputCSI).
 	CSI *abi.CSIVolumeSource
+	// InTreePlugin names the in-tree plugin of a volume whose source CSI
+	// migration covers, "kubernetes.io/aws-ebs" say; "" for any other.
+	InTreePlugin string
+	// Untranslatable says why such a source did not translate; CSI is nil
+	// then.
+	Untranslatable string
 	// StorageClassName is spec.storageClassName.
 	StorageClassName string
 }
@@ -86,7 +96,8 @@ type VolumeDeleter interface {
 
 // VolumeFromObject reads a PersistentVolume's fields from obj, the object as
 // the API server serves it in JSON (an unstructured object), for the
-// implementations of CurrentVolume.
+// implementations of CurrentVolume. An in-tree source that CSI migration
+// covers is read as the CSI volume it translates to.
 func VolumeFromObject(obj map[string]any) PersistentVolume {
 	u := unstructured.Unstructured{Object: obj}
 	v := PersistentVolume{
@@ -113,6 +124,12 @@ func VolumeFromObject(obj map[string]any) PersistentVolume {
 		v.CSI = &abi.CSIVolumeSource{}
 		v.CSI.Driver, _, _ = unstructured.NestedString(csi, "driver")
 		v.CSI.VolumeHandle, _, _ = unstructured.NestedString(csi, "volumeHandle")
+		return v
+	}
+	csi, plugin, err := translateInTree(obj)
+	v.CSI, v.InTreePlugin = csi, plugin
+	if err != nil {
+		v.Untranslatable = err.Error()
 	}
 	return v
 }

@@ -18,7 +18,9 @@
 // The package reaches the cluster only through the Cluster and VolumeDeleter
 // interfaces: the live host backs them with client-go and a CSI client,
 // memcluster with memory. It may import abi, apimachinery (API errors, patch
-// types, validation) and the owner-reference rule it shares with admission
-// (host/internal/ownerref); it must not import client-go, wazero, the runtime,
-// snapshot or controller packages.
+// types, validation), the owner-reference rule it shares with admission
+// (host/internal/ownerref), and csi-translation-lib with the core API types
+// it translates, to delete an in-tree volume migrated to CSI as
+// external-provisioner does; it must not import client-go, wazero, the
+// runtime, snapshot or controller packages.
 package actions

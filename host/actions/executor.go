@@ -333,7 +333,9 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 		if err != nil {
 			return err
 		}
-		if err := e.Volumes.DeleteVolume(ctx, a.Volume.Driver, a.Volume.VolumeHandle, secrets); err != nil {
+		// The volume as read: the action's for a CSI volume, the
+		// translation of the in-tree source for a migrated one.
+		if err := e.Volumes.DeleteVolume(ctx, cur.CSI.Driver, cur.CSI.VolumeHandle, secrets); err != nil {
 			return err
 		}
 		st.volumeDeleted = true

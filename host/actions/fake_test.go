@@ -3,7 +3,9 @@ package actions_test
 import (
 	"context"
 	"strconv"
+	"testing"
 
+	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,4 +160,15 @@ func (f *fakeVolumes) Configured(driver string) bool {
 func (f *fakeVolumes) DeleteVolume(_ context.Context, driver, handle string, secrets *abi.SecretReference) error {
 	f.calls = append(f.calls, call{Op: "deleteVolume", Name: driver + "/" + handle, Secrets: secrets})
 	return f.err
+}
+
+// onlySecret requires exactly one DeleteVolume call and returns the secret
+// it was given, "namespace/name", or "" for none.
+func (f *fakeVolumes) onlySecret(t *testing.T) string {
+	t.Helper()
+	require.Len(t, f.calls, 1)
+	if s := f.calls[0].Secrets; s != nil {
+		return s.Namespace + "/" + s.Name
+	}
+	return ""
 }

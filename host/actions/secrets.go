@@ -49,7 +49,8 @@ var (
 //   - otherwise the provisioner secret of the PV's StorageClass (else its
 //     default secret), with ${pv.name}, ${pvc.namespace} and ${pvc.name}
 //     resolved from the PV and its claimRef; none when the class is gone or
-//     names none.
+//     names none. The class of an in-tree volume migrated to CSI is read as
+//     csi-translation-lib translates it (migratedClassParameters).
 //
 // It fails when the class names the secret in a way that cannot be resolved
 // at deletion; external-provisioner then fails the deletion and retries.
@@ -77,6 +78,12 @@ func (e *Executor) deletionSecret(ctx context.Context, v PersistentVolume, name 
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read StorageClass %q for the deletion secret: %w", class, err)
+	}
+	if v.InTreePlugin != "" {
+		if params, err = migratedClassParameters(v.InTreePlugin, params); err != nil {
+			return nil, fmt.Errorf("%w: StorageClass %q of in-tree plugin %s: %w; fix the class's parameters and the deletion is retried",
+				ErrSecretParams, class, v.InTreePlugin, err)
+		}
 	}
 	ref, err := classSecret(params, name, v.ClaimRef.Namespace, v.ClaimRef.Name)
 	if err != nil {

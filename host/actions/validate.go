@@ -323,12 +323,9 @@ func checkVolumeDelete(v *abi.VolumeDelete, t Target) string {
 		return "volume is missing"
 	}
 	pv := t.Object.(*abi.PersistentVolume)
-	csi := pv.Spec.CSI
+	csi, plugin := inputCSI(pv)
 	if csi == nil {
-		return fmt.Sprintf("the PersistentVolume is not a CSI volume (its source is %q)", pv.Spec.Source)
+		return fmt.Sprintf("the PersistentVolume is neither a CSI volume nor an in-tree volume that CSI migration covers (its source is %q)", pv.Spec.Source)
 	}
-	if v.Driver != csi.Driver || v.VolumeHandle != csi.VolumeHandle {
-		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", v.Driver, v.VolumeHandle, csi.Driver, csi.VolumeHandle)
-	}
-	return ""
+	return volumeMismatch(v, csi, plugin != "")
 }

@@ -100,7 +100,7 @@ func TestValidateRefuses(t *testing.T) {
 
 		{"volume delete on a claim", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: claimRef(0), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}, "only to a PersistentVolume"},
 		{"volume delete without volume", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef()}, "volume is missing"},
-		{"volume delete of a hostPath volume", everything(), hostPath, abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}, `not a CSI volume (its source is "hostPath")`},
+		{"volume delete of a hostPath volume", everything(), hostPath, abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: handle}}, `neither a CSI volume nor an in-tree volume that CSI migration covers (its source is "hostPath")`},
 		{"volume delete of another driver's volume", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: "other.csi", VolumeHandle: handle}}, "is not the PersistentVolume's"},
 		{"volume delete of another handle", everything(), volumeRequest(), abi.Action{Type: abi.ActionDeleteVolume, Target: volumeRef(), Volume: &abi.VolumeDelete{Driver: driver, VolumeHandle: "vol-2"}}, "is not the PersistentVolume's"},
 

@@ -42,13 +42,15 @@ const (
 // executor's own reads have, so that both are checked by the same rules.
 func inputVolume(t Target) PersistentVolume {
 	pv := t.Object.(*abi.PersistentVolume)
+	csi, plugin := inputCSI(pv)
 	return PersistentVolume{
 		Meta:             Meta{UID: t.UID, ResourceVersion: t.ResourceVersion, Finalizers: t.Finalizers, Deleting: t.Deleting},
 		Annotations:      pv.Metadata.Annotations,
 		Phase:            pv.Status.Phase,
 		ReclaimPolicy:    pv.Spec.PersistentVolumeReclaimPolicy,
 		ClaimRef:         pv.Spec.ClaimRef,
-		CSI:              pv.Spec.CSI,
+		CSI:              csi,
+		InTreePlugin:     plugin,
 		StorageClassName: pv.Spec.StorageClassName,
 	}
 }
@@ -60,23 +62,34 @@ func inputVolume(t Target) PersistentVolume {
 // shouldDelete), with the host's configured drivers as the known
 // provisioners, plus two of the host's own: the volume's claim must be gone
 // (checked separately, it needs a read), and the action must name the PV's
-// own driver and handle.
+// own driver and handle. An in-tree volume that CSI migration covers is
+// deleted as external-provisioner deletes it: through the driver its source
+// translates to.
 func deletionRefusal(v PersistentVolume, want *abi.VolumeDelete, configured func(string) bool) string {
 	csi := v.CSI
-	if csi == nil {
-		return "the PersistentVolume is not a CSI volume"
+	switch {
+	case v.Untranslatable != "":
+		return fmt.Sprintf("its in-tree source (plugin %s) does not translate to CSI: %s", v.InTreePlugin, v.Untranslatable)
+	case csi == nil:
+		return "the PersistentVolume is neither a CSI volume nor an in-tree volume that CSI migration covers"
 	}
-	if want.Driver != csi.Driver || want.VolumeHandle != csi.VolumeHandle {
-		return fmt.Sprintf("volume %s/%s is not the PersistentVolume's, %s/%s", want.Driver, want.VolumeHandle, csi.Driver, csi.VolumeHandle)
+	if why := volumeMismatch(want, csi, v.InTreePlugin != ""); why != "" {
+		return why
 	}
 	if !configured(csi.Driver) {
 		return fmt.Sprintf("CSI driver %q is not configured on this host; add it to the host's CSI drivers or leave the volume to its external provisioner", csi.Driver)
 	}
 	// isProvisionerForVolume: a dynamically provisioned volume belongs to
 	// the provisioner its annotation names (or the driver it migrated to),
-	// whatever driver its source names.
-	if p, ok := v.Annotations[AnnProvisionedBy]; ok && !configured(p) && !configured(v.Annotations[AnnMigratedTo]) {
-		return fmt.Sprintf("annotation %s names provisioner %q, which is not a CSI driver configured on this host: the volume is its provisioner's to delete", AnnProvisionedBy, p)
+	// whatever driver its source names; a static one to its CSI driver, or
+	// for an in-tree source to the driver it migrated to.
+	known := func(name string) bool { return knownProvisioner(name, configured) }
+	migratedTo := v.Annotations[AnnMigratedTo]
+	switch p, dynamic := v.Annotations[AnnProvisionedBy]; {
+	case dynamic && !known(p) && !known(migratedTo):
+		return fmt.Sprintf("annotation %s names provisioner %q, which is not a CSI driver configured on this host nor an in-tree plugin migrated to one: the volume is its provisioner's to delete", AnnProvisionedBy, p)
+	case !dynamic && v.InTreePlugin != "" && !known(migratedTo):
+		return fmt.Sprintf("a statically provisioned in-tree volume is deleted through CSI only when annotation %s names a CSI driver configured on this host", AnnMigratedTo)
 	}
 	switch {
 	case v.Deleting && !slices.Contains(v.Finalizers, FinalizerExternalProvisioner):

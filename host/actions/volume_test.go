@@ -46,7 +46,7 @@ func TestExecuteDeleteVolumeRulesOnTheAPIServersView(t *testing.T) {
 		{"another driver", pv(func(v *actions.PersistentVolume) {
 			v.CSI = &abi.CSIVolumeSource{Driver: "other.csi", VolumeHandle: handle}
 		}), nil, "is not the PersistentVolume's"},
-		{"not CSI", pv(func(v *actions.PersistentVolume) { v.CSI = nil }), nil, "not a CSI volume"},
+		{"not CSI", pv(func(v *actions.PersistentVolume) { v.CSI = nil }), nil, "neither a CSI volume nor an in-tree volume that CSI migration covers"},
 		{"being deleted without the provisioner's finalizer", pv(func(v *actions.PersistentVolume) {
 			v.Deleting, v.Finalizers = true, []string{"kubernetes.io/pv-protection"}
 		}), nil, "being deleted without finalizer " + actions.FinalizerExternalProvisioner},
@@ -221,12 +221,7 @@ func TestExecuteDeletionSecret(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Len(t, v.calls, 1)
-			got := ""
-			if s := v.calls[0].Secrets; s != nil {
-				got = s.Namespace + "/" + s.Name
-			}
-			require.Equal(t, tt.secret, got)
+			require.Equal(t, tt.secret, v.onlySecret(t))
 		})
 	}
 }

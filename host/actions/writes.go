@@ -64,7 +64,11 @@ func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 		return planClaimUpdateStatus(a.ClaimUpdateStatus, t, st)
 	case abi.ActionDeleteVolume:
 		v := a.Volume
-		return &write{kind: writeDeleteVolume, desc: fmt.Sprintf("CSI DeleteVolume driver=%s volumeHandle=%s", v.Driver, v.VolumeHandle)}, nil
+		desc := fmt.Sprintf("CSI DeleteVolume driver=%s volumeHandle=%s", v.Driver, v.VolumeHandle)
+		if v.VolumeHandle == "" {
+			desc = fmt.Sprintf("CSI DeleteVolume driver=%s of the PersistentVolume's in-tree source, translated", v.Driver)
+		}
+		return &write{kind: writeDeleteVolume, desc: desc}, nil
 	case abi.ActionEvent:
 		return &write{kind: writeEvent, desc: fmt.Sprintf("event %s %s: %s", a.Event.Type, a.Event.Reason, truncate(a.Event.Message, MaxEventMessage))}, nil
 	}

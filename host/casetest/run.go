@@ -168,8 +168,9 @@ func refString(r abi.ObjectRef) string {
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// csiDrivers returns the CSI drivers the case's PersistentVolumes name,
-// sorted: the cluster acts as the deleter for all of them.
+// csiDrivers returns the CSI drivers the case's PersistentVolumes name in
+// spec.csi.driver or in the pv.kubernetes.io/migrated-to annotation, sorted:
+// the cluster acts as the deleter for all of them.
 func csiDrivers(objs []map[string]any) []string {
 	var out []string
 	for _, obj := range objs {
@@ -178,8 +179,12 @@ func csiDrivers(objs []map[string]any) []string {
 		}
 		spec, _ := obj["spec"].(map[string]any)
 		csi, _ := spec["csi"].(map[string]any)
-		if d, _ := csi["driver"].(string); d != "" && !slices.Contains(out, d) {
-			out = append(out, d)
+		meta, _ := obj["metadata"].(map[string]any)
+		annotations, _ := meta["annotations"].(map[string]any)
+		for _, v := range []any{csi["driver"], annotations[actions.AnnMigratedTo]} {
+			if d, _ := v.(string); d != "" && !slices.Contains(out, d) {
+				out = append(out, d)
+			}
 		}
 	}
 	slices.Sort(out)

@@ -225,6 +225,10 @@ objects:
   kind: PersistentVolume
   metadata: {name: pv-2}
   spec: {csi: {driver: other.example.com, volumeHandle: vol-2}}
+- apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: pv-3, annotations: {pv.kubernetes.io/migrated-to: ebs.csi.aws.com}}
+  spec: {awsElasticBlockStore: {volumeID: vol-3}}
 expect:
   absent:
   - {kind: PersistentVolume, name: pv-1}
@@ -237,8 +241,8 @@ expect:
 `)
 	o := casetest.Run(context.Background(), controller.Module{Runtime: m}, c, nil)
 	require.True(t, o.Passed, o.Failure)
-	require.Equal(t, []string{"csi.example.com", "other.example.com"}, m.requests[0].PersistentVolume.Drivers,
-		"the cluster acts for every driver the case's volumes name")
+	require.Equal(t, []string{"csi.example.com", "ebs.csi.aws.com", "other.example.com"}, m.requests[0].PersistentVolume.Drivers,
+		"the cluster acts for every driver the case's volumes name, in spec.csi or as the driver they migrated to")
 }
 
 func TestRunRefusedActionLeavesAnEvent(t *testing.T) {

@@ -8,10 +8,11 @@ import (
 )
 
 // reconcileCSI plays external-provisioner's part for a CSI volume of a
-// configured driver, in its order (syncVolume): first the protection
-// finalizer (handleProtectionFinalizer), then whether the backing volume
-// must go (shouldDelete), then the deletion (deleteVolumeOperation). Rule
-// names (C1, D1, ...) are those of README.md's decision table.
+// configured driver, or an in-tree volume migrated to one, in its order
+// (syncVolume): first the protection finalizer (handleProtectionFinalizer),
+// then whether the backing volume must go (shouldDelete), then the deletion
+// (deleteVolumeOperation). Rule names (C1, D1, ...) are those of README.md's
+// decision table.
 func reconcileCSI(v *volume, p *plan) {
 	hasExternal := v.has(FinalizerExternal)
 	switch {
@@ -31,7 +32,12 @@ func reconcileCSI(v *volume, p *plan) {
 		p.removeFinalizer(FinalizerExternal, "C3: not bound to a claim, nothing to reclaim (KEP-2644)")
 		hasExternal = false
 	}
-	if (v.keepsVolume() || !v.associated()) && v.has(FinalizerInTree) {
+	switch hasInTree := v.has(FinalizerInTree); {
+	case hasInTree && v.kind == kindMigrated && v.migrated():
+		// I1 on a migrated volume: the PV controller drops its finalizer
+		// whatever the policy (modifyDeletionFinalizers).
+		dropInTreeForMigration(v, p)
+	case hasInTree && (v.keepsVolume() || !v.associated()):
 		// C4. No controller removes the in-tree finalizer from a CSI
 		// volume; on a PV that is not to be reclaimed it could only block
 		// the PV's deletion.
@@ -83,19 +89,19 @@ func shouldDelete(v *volume, hasExternal bool) bool {
 // a volume that no longer exists succeeds, as CSI requires.
 func reclaimVolume(v *volume, p *plan, hasExternal bool) {
 	p.requeue = RetryAfter
-	csi := v.pv.Spec.CSI
 	// The host resolves the secret itself and ignores one a module names;
 	// the module only checks that the class names it resolvably, so that a
 	// misconfigured class is reported here, as external-provisioner
 	// reports it, instead of asking for a deletion the host must fail.
 	if err := checkDeletionSecret(v); err != nil {
 		p.add(sdk.Warning(p.target, ReasonVolumeFailedDelete,
-			fmt.Sprintf("cannot delete volume %s of CSI driver %s: %v; the PersistentVolume keeps its finalizer and the deletion is retried",
-				csi.VolumeHandle, csi.Driver, err)),
+			fmt.Sprintf("cannot delete %s: %v; the PersistentVolume keeps its finalizer and the deletion is retried", v.backing(), err)),
 			"D5: deletion secret unresolvable")
 		return
 	}
-	p.add(sdk.DeleteVolume(p.target, abi.VolumeDelete{Driver: csi.Driver, VolumeHandle: csi.VolumeHandle}),
+	// A migrated volume's handle is left to the host, which translates the
+	// in-tree source as external-provisioner does (csi-translation-lib).
+	p.add(sdk.DeleteVolume(p.target, abi.VolumeDelete{Driver: v.driver, VolumeHandle: v.handle}),
 		"D6: released, reclaim policy Delete, claim gone: delete the backing volume (shouldDelete, deleteVolumeOperation)")
 	if hasExternal {
 		p.removeFinalizer(FinalizerExternal, "D6: the driver deleted the volume")
@@ -105,7 +111,14 @@ func reclaimVolume(v *volume, p *plan, hasExternal bool) {
 	}
 	ref := v.pv.Spec.ClaimRef
 	p.add(sdk.Normal(p.target, ReasonVolumeDeleted,
-		fmt.Sprintf("deleted volume %s through CSI driver %s: reclaim policy Delete, claim %s/%s is gone",
-			csi.VolumeHandle, csi.Driver, ref.Namespace, ref.Name)),
+		fmt.Sprintf("deleted %s: reclaim policy Delete, claim %s/%s is gone", v.backing(), ref.Namespace, ref.Name)),
 		"D6: report the deletion")
+}
+
+// backing names the volume's backing volume for events.
+func (v *volume) backing() string {
+	if v.kind == kindMigrated {
+		return "the " + v.pv.Spec.Source + " volume through CSI driver " + v.driver + " (CSI migration)"
+	}
+	return "volume " + v.handle + " through CSI driver " + v.driver
 }

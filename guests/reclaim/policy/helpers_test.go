@@ -58,10 +58,26 @@ func static(pv *abi.PersistentVolume) *abi.PersistentVolume {
 	return pv
 }
 
-// inTreePV is an in-tree (awsElasticBlockStore) volume bound to claim(),
-// provisioned by kubernetes.io/aws-ebs unless static is applied.
+// inTreePV is an in-tree (rbd) volume bound to claim(), provisioned by
+// kubernetes.io/rbd, a plugin CSI migration does not cover, unless static is
+// applied.
 func inTreePV(opts ...sdktest.Option) *abi.PersistentVolume {
-	base := []sdktest.Option{sdktest.BoundTo(claim()), sdktest.Annotations(AnnProvisionedBy, "kubernetes.io/aws-ebs")}
+	base := []sdktest.Option{sdktest.BoundTo(claim()), sdktest.Annotations(AnnProvisionedBy, "kubernetes.io/rbd")}
+	pv := sdktest.PersistentVolume(pvName, append(base, opts...)...)
+	pv.Spec.Source = "rbd"
+	return pv
+}
+
+// ebsDriver is the CSI driver kubernetes.io/aws-ebs migrates to.
+const ebsDriver = "ebs.csi.aws.com"
+
+// migratedPV is an in-tree (awsElasticBlockStore) volume bound to claim(),
+// provisioned by kubernetes.io/aws-ebs, which CSI migration covers, with
+// class "gp2", reclaim policy Delete and no migrated-to annotation yet.
+func migratedPV(opts ...sdktest.Option) *abi.PersistentVolume {
+	base := []sdktest.Option{
+		sdktest.BoundTo(claim()), sdktest.Annotations(AnnProvisionedBy, "kubernetes.io/aws-ebs"), sdktest.StorageClassName("gp2"),
+	}
 	pv := sdktest.PersistentVolume(pvName, append(base, opts...)...)
 	pv.Spec.Source = "awsElasticBlockStore"
 	return pv

@@ -23,13 +23,12 @@ func reconcileInTree(v *volume, p *plan) {
 		}
 		return
 	}
-	if v.pv.Metadata.Annotations[AnnMigratedTo] != "" {
-		// I1. The PV controller sets migrated-to exactly when CSI migration
-		// is on for the volume's plugin; the CSI driver's provisioner then
-		// protects and deletes the volume.
-		if v.has(FinalizerInTree) {
-			p.removeFinalizer(FinalizerInTree, "I1: migrated to CSI driver "+v.pv.Metadata.Annotations[AnnMigratedTo]+" (modifyDeletionFinalizers)")
-		}
+	if v.migrated() {
+		// I1. The PV controller decides migration by the plugin
+		// (IsMigrationEnabledForPlugin), whether or not it has annotated
+		// migrated-to yet: the CSI driver's provisioner protects and
+		// deletes the volume.
+		dropInTreeForMigration(v, p)
 		return
 	}
 	switch hasInTree := v.has(FinalizerInTree); {
@@ -45,5 +44,14 @@ func reconcileInTree(v *volume, p *plan) {
 		// I4. Left by external-provisioner while CSI migration was on; the
 		// in-tree plugin deletes the volume now.
 		p.removeFinalizer(FinalizerExternal, "I4: an in-tree volume not migrated to CSI (modifyDeletionFinalizers)")
+	}
+}
+
+// dropInTreeForMigration removes the in-tree finalizer (I1) from a volume
+// whose plugin CSI migration covers, as modifyDeletionFinalizers does before
+// anything else for such a volume.
+func dropInTreeForMigration(v *volume, p *plan) {
+	if v.has(FinalizerInTree) {
+		p.removeFinalizer(FinalizerInTree, "I1: plugin "+v.pv.Metadata.Annotations[AnnProvisionedBy]+" is migrated to CSI (modifyDeletionFinalizers)")
 	}
 }

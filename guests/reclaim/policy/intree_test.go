@@ -8,10 +8,12 @@ import (
 )
 
 // TestInTree covers modifyDeletionFinalizers (I1-I4) and the static rules
-// (S1, S2). The module never deletes an in-tree volume.
+// (S1, S2) for volumes of plugins the module does not act for: an rbd
+// volume (CSI migration does not cover rbd), and an aws-ebs one with no
+// ebs.csi.aws.com configured. The module never deletes an in-tree volume.
 func TestInTree(t *testing.T) {
 	h := sdktest.New(t)
-	migrated := sdktest.Annotations(AnnMigratedTo, "ebs.csi.aws.com")
+	annotated := sdktest.Annotations(AnnMigratedTo, ebsDriver)
 	inTree := sdktest.Finalizers(FinalizerInTree)
 	tests := []struct {
 		name string
@@ -27,9 +29,15 @@ func TestInTree(t *testing.T) {
 		{"I4 the CSI finalizer goes from an unmigrated in-tree volume", inTreePV(sdktest.Finalizers(FinalizerExternal, FinalizerInTree)), []string{"remove external"}},
 		{"I2+I4 both at once", inTreePV(withExternal), []string{"add in-tree", "remove external"}},
 		{"I3+I4 Retain carries neither", inTreePV(sdktest.ReclaimPolicy("Retain"), withBoth), []string{"remove in-tree", "remove external"}},
-		{"I1 migrated: the in-tree finalizer goes", inTreePV(migrated, inTree), []string{"remove in-tree"}},
-		{"I1 migrated: the CSI finalizer stays", inTreePV(migrated, withBoth), []string{"remove in-tree"}},
-		{"I1 migrated, no finalizer: nothing added", inTreePV(migrated), nil},
+		{"I1 migrated: the in-tree finalizer goes", migratedPV(annotated, inTree), []string{"remove in-tree"}},
+		{"I1 migrated: the CSI finalizer stays", migratedPV(annotated, withBoth), []string{"remove in-tree"}},
+		{"I1 migrated, no finalizer: nothing added", migratedPV(annotated), nil},
+		{"I1 by plugin: not yet annotated migrated-to", migratedPV(inTree), []string{"remove in-tree"}},
+		{"I1 by plugin: nothing added before migrated-to", migratedPV(), nil},
+		{"I1 by plugin: whatever the policy", migratedPV(sdktest.ReclaimPolicy("Retain"), withBoth), []string{"remove in-tree"}},
+		{"I1 by plugin, gce-pd", gcePD(migratedPV(inTree)), []string{"remove in-tree"}},
+		{"not migrated in 1.37: migrated-to does not stop I2", inTreePV(sdktest.Annotations(AnnMigratedTo, "rbd.csi.ceph.com")), []string{"add in-tree"}},
+		{"not migrated in 1.37: migrated-to does not stop I4", inTreePV(sdktest.Annotations(AnnMigratedTo, "rbd.csi.ceph.com"), withBoth), []string{"remove external"}},
 		{"released, Delete: the PV controller deletes it", inTreePV(released, deleting, inTree), nil},
 		{"released, Delete, not deleted: nothing", inTreePV(released, inTree), nil},
 		{"S2 static bound Delete: not protected upstream", static(inTreePV()), nil},
@@ -45,4 +53,11 @@ func TestInTree(t *testing.T) {
 			reconcileCase(t, h, tt.pv, tt.want, drivers)
 		})
 	}
+}
+
+// gcePD makes pv a gce-pd volume.
+func gcePD(pv *abi.PersistentVolume) *abi.PersistentVolume {
+	pv.Metadata.Annotations[AnnProvisionedBy] = "kubernetes.io/gce-pd"
+	pv.Spec.Source = "gcePersistentDisk"
+	return pv
 }

@@ -68,22 +68,26 @@ func TestVolumeGone(t *testing.T) {
 // for nothing more, so a converged cluster costs no writes.
 func TestSteadyState(t *testing.T) {
 	h := sdktest.New(t)
+	withEBS := sdktest.Drivers{driver, ebsDriver}
 	tests := []struct {
-		name string
-		pv   *abi.PersistentVolume
+		name    string
+		pv      *abi.PersistentVolume
+		drivers sdktest.Drivers
 	}{
-		{"CSI bound", csiPV()},
-		{"CSI Retain", csiPV(sdktest.ReclaimPolicy("Retain"), withBoth)},
-		{"CSI never bound", unbound(static(csiPV(withBoth)))},
-		{"in-tree bound", inTreePV()},
-		{"in-tree Retain", inTreePV(sdktest.ReclaimPolicy("Retain"), withBoth)},
-		{"in-tree migrated", inTreePV(withBoth, sdktest.Annotations(AnnMigratedTo, "ebs.csi.aws.com"))},
+		{"CSI bound", csiPV(), drivers},
+		{"CSI Retain", csiPV(sdktest.ReclaimPolicy("Retain"), withBoth), drivers},
+		{"CSI never bound", unbound(static(csiPV(withBoth))), drivers},
+		{"in-tree bound", inTreePV(), drivers},
+		{"in-tree Retain", inTreePV(sdktest.ReclaimPolicy("Retain"), withBoth), drivers},
+		{"in-tree migrated, driver not configured", migratedPV(withBoth, sdktest.Annotations(AnnMigratedTo, ebsDriver)), drivers},
+		{"in-tree migrated to a configured driver", migratedPV(withBoth, sdktest.Annotations(AnnMigratedTo, ebsDriver)), withEBS},
+		{"in-tree migrated, Retain", migratedPV(withBoth, sdktest.ReclaimPolicy("Retain")), withEBS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pv := tt.pv
 			for round := 0; round < 3; round++ {
-				res := h.MustReconcile(sdktest.Request(now, pv, claim(), drivers))
+				res := h.MustReconcile(sdktest.Request(now, pv, claim(), tt.drivers))
 				if len(res.Actions) == 0 {
 					return
 				}

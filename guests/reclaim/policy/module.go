@@ -90,7 +90,7 @@ func init() {
 			// decode (BENCHMARKS.md, "Issue 26: retention and reclaim").
 			{Kind: abi.KindPersistentVolume, Fields: []string{"metadata.annotations", "metadata.finalizers", "metadata.deletionTimestamp",
 				"spec.claimRef.namespace", "spec.claimRef.name", "spec.claimRef.uid", "spec.persistentVolumeReclaimPolicy",
-				"spec.storageClassName", "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"}},
+				"spec.storageClassName", "spec.source", "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"}},
 			{Kind: abi.KindPersistentVolumeClaim},
 			{Kind: abi.KindStorageClass, Fields: []string{"parameters"}},
 		},
@@ -118,6 +118,8 @@ func reconcile(req *sdk.Request) (sdk.Result, error) {
 		reconcileCSI(v, p)
 	case kindInTree:
 		reconcileInTree(v, p)
+	case kindMigrated:
+		reconcileCSI(v, p)
 	case kindForeign:
 		// Another provisioner's volume: its finalizers and its deletion
 		// are that provisioner's business.

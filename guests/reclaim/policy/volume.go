@@ -22,6 +22,13 @@ const (
 	// or by a kubernetes.io/* plugin; the module keeps the in-tree PV
 	// controller's finalizer as that controller does, and deletes nothing.
 	kindInTree
+	// kindMigrated: a volume with an in-tree source that CSI migration
+	// covers, which external-provisioner for a driver the host is
+	// configured for takes as its own; the module plays
+	// external-provisioner's part for it as for a CSI volume, deleting
+	// through the driver the source translates to, and the PV controller's
+	// part for the in-tree finalizer.
+	kindMigrated
 )
 
 // volume is the subject PersistentVolume with the facts the rules read.
@@ -33,6 +40,10 @@ type volume struct {
 	// class is the volume's StorageClass, nil when it does not exist.
 	class *abi.StorageClass
 	kind  kind
+	// driver and handle name the backing volume for DeleteVolume, for
+	// kindCSI and kindMigrated. A migrated volume's handle is "": only the
+	// host, which sees the in-tree source, can translate it.
+	driver, handle string
 }
 
 func newVolume(pv *abi.PersistentVolume, claim *abi.PersistentVolumeClaim, drivers []string) *volume {
@@ -42,7 +53,9 @@ func newVolume(pv *abi.PersistentVolume, claim *abi.PersistentVolumeClaim, drive
 	if r := pv.Spec.ClaimRef; claim != nil && (r == nil || r.UID != claim.Metadata.UID) {
 		claim = nil
 	}
-	return &volume{pv: pv, claim: claim, kind: classify(pv, drivers)}
+	v := &volume{pv: pv, claim: claim}
+	v.classify(drivers)
+	return v
 }
 
 // classify mirrors external-provisioner's isProvisionerForVolume, with the
@@ -52,20 +65,36 @@ func newVolume(pv *abi.PersistentVolume, claim *abi.PersistentVolumeClaim, drive
 // A CSI volume is the module's when its driver is configured and, if it was
 // provisioned dynamically, its provisioner is too; both are needed because
 // the host can only delete through a configured driver, and upstream asks
-// for the provisioner. A volume with an in-tree source is the module's
+// for the provisioner. A volume with an in-tree source that CSI migration
+// covers is the module's to protect and delete as external-provisioner's
+// when the driver its source translates to is configured and a provisioner
+// of a configured driver takes it (by provisioned-by or migrated-to, the
+// in-tree plugin's name counting for the driver it migrates to), unless the
+// PV controller deletes it itself: a kubernetes.io/* plugin that migration
+// does not cover. Any other volume with an in-tree source is the module's
 // unless a provisioner outside kubernetes.io/ made it.
-func classify(pv *abi.PersistentVolume, drivers []string) kind {
-	provisioner, dynamic := pv.Metadata.Annotations[AnnProvisionedBy]
-	if csi := pv.Spec.CSI; csi != nil {
+func (v *volume) classify(drivers []string) {
+	ann := v.pv.Metadata.Annotations
+	provisioner, dynamic := ann[AnnProvisionedBy]
+	if csi := v.pv.Spec.CSI; csi != nil {
 		if !slices.Contains(drivers, csi.Driver) || (dynamic && !slices.Contains(drivers, provisioner)) {
-			return kindForeign
+			v.kind = kindForeign
+			return
 		}
-		return kindCSI
+		v.kind, v.driver, v.handle = kindCSI, csi.Driver, csi.VolumeHandle
+		return
+	}
+	inTreeDeleter := strings.HasPrefix(provisioner, "kubernetes.io/") && migratedPlugin(provisioner) == nil
+	if m := migratedSource(v.pv.Spec.Source); m != nil && slices.Contains(drivers, m.Driver) && !inTreeDeleter &&
+		((dynamic && knownProvisioner(provisioner, drivers)) || knownProvisioner(ann[AnnMigratedTo], drivers)) {
+		v.kind, v.driver = kindMigrated, m.Driver
+		return
 	}
 	if dynamic && !strings.HasPrefix(provisioner, "kubernetes.io/") {
-		return kindForeign
+		v.kind = kindForeign
+		return
 	}
-	return kindInTree
+	v.kind = kindInTree
 }
 
 func (v *volume) has(finalizer string) bool {
@@ -88,6 +117,13 @@ func (v *volume) keepsVolume() bool {
 func (v *volume) static() bool {
 	_, dynamic := v.pv.Metadata.Annotations[AnnProvisionedBy]
 	return !dynamic
+}
+
+// migrated reports a dynamically provisioned volume whose plugin CSI
+// migration covers: kube-controller-manager's IsMigrationEnabledForPlugin on
+// its provisioned-by annotation, which is what modifyDeletionFinalizers asks.
+func (v *volume) migrated() bool {
+	return migratedPlugin(v.pv.Metadata.Annotations[AnnProvisionedBy]) != nil
 }
 
 // associated reports whether the PV is, or was, bound to a claim: claimRef

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
@@ -13,15 +14,19 @@ import (
 // replicas in range first, then, once upstream would get that far, the
 // condemned ones.
 //
+// requeue is how long until upstream's pass would get further with nothing
+// in the cluster changing (a pod becoming available after minReadySeconds);
+// 0 when only a change can move it.
+//
 // A set under deletion gets nothing: upstream's updateStatefulSet only
 // updates status then, and the garbage collector deletes or orphans the
 // claims through the references they carry at that moment. Writing a
 // reference during an orphaning deletion would leave the claim owned by a
 // set that is going away, and the collector would delete it.
-func decide(req *sdk.Request) []abi.Action {
+func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
 	set := req.StatefulSet()
 	if set == nil || set.Metadata.DeletionTimestamp != "" || len(set.Spec.VolumeClaimTemplates) == 0 {
-		return nil
+		return nil, 0
 	}
 	p := getPersistentVolumeClaimRetentionPolicy(set)
 	if !p.known() {
@@ -44,13 +49,17 @@ func decide(req *sdk.Request) []abi.Action {
 		}
 		w.fixReplica(set, &o, r, updatesUnconditionally(r))
 	}
-	if len(condemned) > 0 && !failed && condemnedReached(req, set) {
+	if len(condemned) > 0 && !failed {
+		reached, wait := condemnedReached(req, set)
+		if !reached {
+			return w.out, wait
+		}
 		for _, r := range condemned {
 			o := ownersOf(set, setRef, p, r, false)
 			w.fixReplica(set, &o, r, false)
 		}
 	}
-	return w.out
+	return w.out, 0
 }
 
 // ownersOf returns the owners a replica's claims are judged against, setRef

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk/sdktest"
@@ -241,6 +242,54 @@ func TestCondemnedWaitsLikeUpstream(t *testing.T) {
 				out.wantRefs(t, "data-web-2", ctrl(web2))
 			} else {
 				out.wantRefs(t, "data-web-2")
+			}
+		})
+	}
+}
+
+// TestCondemnedWaitsForMinReadySeconds: with OrderedReady, upstream's pass
+// over the in-range replicas also stops at a pod that is Ready but not yet
+// available (isRunningAndAvailable: Ready for minReadySeconds, at or before
+// now), before the claims of condemned pods are fixed. The module asks to be
+// reconciled again when the pod becomes available.
+func TestCondemnedWaitsForMinReadySeconds(t *testing.T) {
+	h := sdktest.New(t)
+	tests := []struct {
+		name       string
+		minReady   int32
+		parallel   bool
+		readySince string // web-0's Ready lastTransitionTime, "" for none
+		reached    bool
+		requeue    time.Duration
+	}{
+		{"no minReadySeconds: Ready is enough", 0, false, now.Add(-time.Second).Format(time.RFC3339), true, 0},
+		{"no minReadySeconds, no transition time", 0, false, "", true, 0},
+		{"Ready for less than minReadySeconds", 60, false, now.Add(-59 * time.Second).Format(time.RFC3339), false, time.Second},
+		{"Ready for exactly minReadySeconds", 60, false, now.Add(-60 * time.Second).Format(time.RFC3339), true, 0},
+		{"Ready for longer", 60, false, now.Add(-time.Hour).Format(time.RFC3339), true, 0},
+		{"Ready since a fraction of a second", 60, false, now.Add(-1500 * time.Millisecond).Format(time.RFC3339Nano), false, 58500 * time.Millisecond},
+		{"Ready in the future (a skewed clock)", 60, false, now.Add(time.Minute).Format(time.RFC3339), false, 2 * time.Minute},
+		{"Ready without a transition time: never available", 60, false, "", false, time.Minute},
+		{"Parallel does not wait", 60, true, now.Add(-time.Second).Format(time.RFC3339), true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := sdktest.StatefulSet("web", 1, sdktest.Retention("Retain", "Delete"))
+			set.Spec.MinReadySeconds = tt.minReady
+			if tt.parallel {
+				set.Spec.PodManagementPolicy = "Parallel"
+			}
+			web0, web1 := sdktest.Pod(set, 0), sdktest.Pod(set, 1)
+			web0.Status.Conditions[0].LastTransitionTime = tt.readySince
+			req := sdktest.Request(now, set, web0, web1, sdktest.Claim("data", set, 0), sdktest.Claim("data", set, 1))
+			if res := h.MustReconcile(req); res.RequeueAfterMillis != tt.requeue.Milliseconds() {
+				t.Errorf("requeue after %d ms, want %v", res.RequeueAfterMillis, tt.requeue)
+			}
+			out := run(t, h, req)
+			if tt.reached {
+				out.wantRefs(t, "data-web-1", ctrl(web1))
+			} else {
+				out.wantRefs(t, "data-web-1")
 			}
 		})
 	}

@@ -41,8 +41,10 @@ func init() {
 		// `kubeplug test` checks each answer against the whole request.
 		Projection: []abi.ObjectFields{
 			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.deletionTimestamp", "spec.replicas", "spec.ordinals",
-				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.persistentVolumeClaimRetentionPolicy"}},
-			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions.type", "status.conditions.status"}},
+				"spec.podManagementPolicy", "spec.minReadySeconds", "spec.volumeClaimTemplates.metadata.name",
+				"spec.persistentVolumeClaimRetentionPolicy"}},
+			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions.type", "status.conditions.status",
+				"status.conditions.lastTransitionTime"}},
 			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences", "metadata.deletionTimestamp"}},
 			// Neither is read: their objects are not sent at all.
 			{Kind: abi.KindStorageClass, Omit: true},
@@ -65,7 +67,8 @@ func reconcile(req *sdk.Request) (sdk.Result, error) {
 	if err := req.Config(&none); err != nil {
 		return sdk.Result{}, err
 	}
-	return sdk.Result{Actions: decide(req)}, nil
+	actions, requeue := decide(req)
+	return sdk.Result{Actions: actions, RequeueAfter: requeue}, nil
 }
 
 func admit(req *abi.AdmitRequest) (sdk.Admission, error) {

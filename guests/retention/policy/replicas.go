@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/sdk"
@@ -155,23 +156,31 @@ func podInOrdinalRange(ordinal, start, end int) bool { return start <= ordinal &
 //
 // With podManagementPolicy OrderedReady (monotonic), processReplica stops the
 // pass at the first replica whose pod is missing (it creates it and returns),
-// failed or succeeded, terminating, or not Running and Ready. With Parallel
-// it stops only on an error.
+// failed or succeeded, terminating, not Running and Ready, or not yet
+// available (isRunningAndAvailable: Ready for the set's minReadySeconds).
+// With Parallel it stops only on an error.
 //
-// Upstream also waits minReadySeconds after Ready; the reconcile input does
-// not carry it, so a set with minReadySeconds is reached that much earlier.
-func condemnedReached(req *sdk.Request, set *abi.StatefulSet) bool {
+// wait is how long until the pod the pass stops at becomes available, when
+// that is all it lacks; 0 otherwise. Nothing in the cluster changes when it
+// does, so the module asks to be reconciled again then, as upstream's
+// controller enqueues the set again after minReadySeconds.
+func condemnedReached(req *sdk.Request, set *abi.StatefulSet) (reached bool, wait time.Duration) {
 	if set.Spec.PodManagementPolicy == parallel {
-		return true
+		return true, 0
 	}
 	start, end := sdk.OrdinalRange(set)
+	minReady := time.Duration(set.Spec.MinReadySeconds) * time.Second
 	// Bounded by the pods: the loop ends at the first missing one.
 	for ord := start; ord < end; ord++ {
-		if !isRunningAndReady(req.Pod(ord)) {
-			return false
+		pod := req.Pod(ord)
+		if !isRunningAndReady(pod) {
+			return false, 0
+		}
+		if ok, left := isAvailable(pod, minReady, req.Now()); !ok {
+			return false, left
 		}
 	}
-	return true
+	return true, 0
 }
 
 // isRunningAndReady is upstream's gate for moving past a replica in
@@ -180,12 +189,40 @@ func isRunningAndReady(pod *abi.Pod) bool {
 	if pod == nil || pod.Metadata.DeletionTimestamp != "" || pod.Status.Phase != phaseRunning {
 		return false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == condReady {
-			return c.Status == condTrue
+	ready := readyCondition(pod)
+	return ready != nil && ready.Status == condTrue
+}
+
+// isAvailable mirrors upstream's isRunningAndAvailable (podutil.IsPodAvailable)
+// for a pod that is Running and Ready: with minReadySeconds 0 that is enough;
+// otherwise its Ready condition's lastTransitionTime plus minReadySeconds must
+// be at or before now, upstream comparing with <= 0, so a pod Ready for
+// exactly minReadySeconds is available. A Ready condition without a
+// transition time never is. left is how long until the pod is available: the
+// rest of the wait, or minReadySeconds when it cannot be known.
+func isAvailable(pod *abi.Pod, minReady time.Duration, now time.Time) (ok bool, left time.Duration) {
+	if minReady <= 0 {
+		return true, 0
+	}
+	since, err := time.Parse(time.RFC3339, readyCondition(pod).LastTransitionTime)
+	if err != nil {
+		return false, minReady
+	}
+	if left = since.Add(minReady).Sub(now); left <= 0 {
+		return true, 0
+	}
+	return false, left
+}
+
+// readyCondition is the pod's first Ready condition, as upstream's
+// GetPodCondition finds it, or nil.
+func readyCondition(pod *abi.Pod) *abi.Condition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == condReady {
+			return &pod.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // podClaimIsStale mirrors PodClaimIsStale for a replica whose pod is about to
