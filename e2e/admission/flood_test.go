@@ -64,10 +64,7 @@ func TestWebhookFloodAndCopyBomb(t *testing.T) {
 			bomb = filepath.Join(dir, m.Class+".wasm")
 		}
 	}
-	warn, err := testenv.Guest("examples/warnretain")
-	if err != nil {
-		t.Fatal(err)
-	}
+	warn := guest(t, "examples/warnretain")
 	certDir, caFile := testenv.ServingCert(t)
 	webhookAddr := testenv.FreeAddr(t)
 	config := fmt.Sprintf(`resync: 2s
@@ -100,26 +97,7 @@ modules:
 		return err != nil && strings.Contains(err.Error(), "kubeplug module bomb failed and its failurePolicy Fail denies the request") &&
 			strings.Contains(err.Error(), "work limit"), nil
 	}
-	// reconciling checks that /metrics answers and warnretain reconciles at
-	// least twice more. One scrape may wait past its 5 s on a machine the
-	// flood and the rest keep busy; /metrics must answer within wait.
-	reconciling := func(t *testing.T, what string) {
-		t.Helper()
-		var before float64
-		testenv.Eventually(t, wait, what+": /metrics to answer", func() (bool, error) {
-			m, err := h.Scrape()
-			if err != nil {
-				t.Logf("%s: /metrics: %v", what, err)
-				return false, nil
-			}
-			before = m.Sum("kubeplug_reconciles_total", "module", "warnretain", "result", "success")
-			return true, nil
-		})
-		testenv.Eventually(t, wait, what+": warnretain to keep reconciling", func() (bool, error) {
-			m, err := h.Scrape()
-			return err == nil && m.Sum("kubeplug_reconciles_total", "module", "warnretain", "result", "success") >= before+2, nil
-		})
-	}
+	reconciling := func(t *testing.T, what string) { keepsReconciling(t, h, "warnretain", what) }
 	class := func(name string, flood func(t *testing.T)) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()

@@ -36,6 +36,7 @@ type Host struct {
 	log  *SyncBuffer
 	done chan struct{}
 	err  error
+	cg   *memcg // nil: no memory cgroup
 }
 
 // HostOptions start a host.
@@ -57,6 +58,14 @@ type HostOptions struct {
 	InCluster *InCluster
 	// Env is added to the host's environment (e.g. GOMEMLIMIT=800MiB).
 	Env []string
+	// MemoryLimit, when set, runs the host as a container runtime runs it
+	// under resources.limits.memory: in a memory cgroup of its own with
+	// this limit in bytes, which the kernel enforces by killing it, and
+	// with GOMEMLIMIT at 90% of it, as deploy/ and the chart set it. Where
+	// the machine gives the test no cgroup to make, the host runs without
+	// the kernel's limit: Host.MemoryLimited says which, and a test then
+	// holds the host's peak RSS to the limit itself.
+	MemoryLimit int64
 }
 
 // InCluster is what a pod of a service account finds: the API server's
@@ -158,8 +167,19 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	if h.cmd, err = o.command(bin, dir, args); err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Env) > 0 {
-		h.cmd.Env = append(append(os.Environ(), h.cmd.Env...), o.Env...)
+	env := o.Env
+	if o.MemoryLimit > 0 {
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", o.MemoryLimit/10*9))
+		if h.cg, err = newMemcg(o.MemoryLimit); err != nil {
+			t.Logf("%s runs without the kernel's memory limit of %d MiB: %v", o.Name, o.MemoryLimit>>20, err)
+		} else {
+			argv := inMemcg(h.cg, h.cmd.Args)
+			h.cmd.Path, h.cmd.Args = "/bin/sh", argv
+			t.Cleanup(h.cg.remove) // after the stop below: cleanups run last first
+		}
+	}
+	if len(env) > 0 {
+		h.cmd.Env = append(append(os.Environ(), h.cmd.Env...), env...)
 	}
 	h.cmd.Stdout = h.log
 	h.cmd.Stderr = h.log
@@ -238,6 +258,31 @@ func (h *Host) Stop(sig syscall.Signal, grace time.Duration) error {
 		<-h.done
 	}
 	return h.err
+}
+
+// MemoryLimited reports whether the kernel holds the host to
+// HostOptions.MemoryLimit (a memory cgroup of its own).
+func (h *Host) MemoryLimited() bool { return h.cg != nil }
+
+// OOMKills counts the times the kernel killed the host for its memory
+// limit; 0 without one.
+func (h *Host) OOMKills() int {
+	if h.cg == nil {
+		return 0
+	}
+	return h.cg.oomKills()
+}
+
+// PeakMemory is the most memory the host has held: its cgroup's peak
+// charge (page cache and kernel memory included) when it has one, else its
+// peak RSS.
+func (h *Host) PeakMemory() (uint64, error) {
+	if h.cg != nil {
+		if p := h.cg.peak(); p > 0 {
+			return p, nil
+		}
+	}
+	return PeakRSS(h.PID())
 }
 
 // PID is the process's id.
