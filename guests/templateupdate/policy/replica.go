@@ -184,13 +184,13 @@ func (p *plan) podRolled(index int) bool {
 
 // podAvailable reports whether the replica's pod exists, is not terminating
 // and has been Ready for the set's minReadySeconds (KEP-4650 "When to update
-// PVCs" 2). It decides as kube-controller-manager does for availability:
-// with minReadySeconds 0 Ready is enough, otherwise the Ready condition's
-// lastTransitionTime plus minReadySeconds must be before now (the host's
-// clock in the request, so the decision is a function of the input); a
-// Ready condition without a time is not available yet. left is how long
-// until it is, 0 when that cannot be known (not Ready: a change of the pod
-// brings the next reconcile).
+// PVCs" 2). It decides as kube-controller-manager 1.37's IsPodAvailable
+// does: with minReadySeconds 0 Ready is enough, otherwise the Ready
+// condition's lastTransitionTime plus minReadySeconds must be at or before
+// now (the host's clock in the request, so the decision is a function of
+// the input); a Ready condition without a time is not available yet. left
+// is how long until it is, 0 when that cannot be known (not Ready: a change
+// of the pod brings the next reconcile).
 func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
 	pod := p.req.Pod(p.start + index)
 	if pod == nil || pod.Metadata.DeletionTimestamp != "" {
@@ -208,14 +208,14 @@ func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
 	if err != nil {
 		return false, 0
 	}
-	now := p.req.Now()
-	if since.Add(minReady).Before(now) {
+	now, at := p.req.Now(), since.Add(minReady)
+	if !at.After(now) {
 		return true, 0
 	}
 	// A transition time in the future (a skewed clock) waits no longer
-	// than minReadySeconds from now.
-	left = min(since.Add(minReady).Sub(now), minReady) + time.Millisecond
-	return false, left
+	// than minReadySeconds from now. At exactly `at` the pod is available,
+	// so the time left is enough: the SDK rounds it up to a millisecond.
+	return false, min(at.Sub(now), minReady)
 }
 
 // claimsUpdating reports whether a claim of the replica at index has an
