@@ -60,7 +60,7 @@ func TestTemplateUpdate(t *testing.T) {
 		{"inplace-volume-attributes-class", attributesClass},
 		{"retention-scale-down", retentionScaleDown},
 		{"recover-failed-expansion", recoverFailedExpansion},
-		{"async-waits-for-ready-replica", asyncWaitsForReadyReplica},
+		{"unavailable-replica-stops-walk", unavailableStopsTheWalk},
 		{"lockstep-ondelete-needs-user", lockStepOnDelete},
 	} {
 		t.Run(sc.name, func(t *testing.T) {

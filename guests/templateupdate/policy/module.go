@@ -70,7 +70,7 @@ func init() {
 		// `kubeplug test` checks each answer against the whole request.
 		// The admit hook is sent whole objects.
 		Projection: []abi.ObjectFields{
-			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.updateStrategy",
+			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.updateStrategy", "spec.podManagementPolicy",
 				"spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
 			// Of a condition, only what readyCondition, podAvailable and
 			// failed read: a reason or message is often the longest part.
