@@ -23,9 +23,11 @@ type rollout struct {
 	// must roll (LockStep) or the replica be ready (waitReady).
 	waitPod   int
 	waitReady bool
-	// recreating: a claim is being deleted while its pod is gone too, so
-	// the StatefulSet controller recreates both from the template.
-	recreating   bool
+	// recreating is the replica, -1 for none, whose claim the walk waits
+	// for while the StatefulSet controller makes it and its pod again from
+	// the template: the old claim is being deleted with its pod gone too,
+	// or is gone already (LockStep).
+	recreating   int
 	waitDeletion bool // pod OnDelete: a replica waits for its pod's deletion
 	// requeue is when the replica waited for has been ready for
 	// minReadySeconds; 0 for no such wait.
@@ -49,7 +51,7 @@ type assessment struct {
 // PVCs"); only InPlace updates in place at all, and LockStep under
 // volumeClaimUpdateStrategy OnDelete waits for the user at each replica.
 func (p *plan) walk() rollout {
-	r := rollout{waitPod: -1}
+	r := rollout{waitPod: -1, recreating: -1}
 	switch {
 	case p.rolling && (p.inPlace || p.lockStep):
 		p.walkRolling(&r)
@@ -73,6 +75,7 @@ func (p *plan) walk() rollout {
 func (p *plan) walkRolling(r *rollout) {
 	work, ok := p.work()
 	if !ok {
+		r.recreating = p.claimMissing()
 		return
 	}
 	av := p.availability()
@@ -113,6 +116,37 @@ func (p *plan) walkRolling(r *rollout) {
 	case av.first >= 0:
 		r.waitPod, r.waitReady = av.first, true
 	}
+	if i := r.waitPod; i >= 0 && p.lockStep && !p.claimsExist(i) {
+		// The claim the user deleted is gone: the replica waits for the
+		// StatefulSet controller to make it and its pod again.
+		r.waitPod, r.waitReady, r.recreating = -1, false, i
+	}
+}
+
+// claimMissing is the highest replica from the user's partition up, under
+// LockStep, whose claim of some template does not exist, -1 for none: the
+// StatefulSet controller is making it (again) with its pod, and until it
+// has, the update is not done.
+func (p *plan) claimMissing() int {
+	if !p.lockStep {
+		return -1
+	}
+	for i := p.replicas - 1; i >= int(p.user); i-- {
+		if !p.claimsExist(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// claimsExist reports whether the replica has its claim of every template.
+func (p *plan) claimsExist(index int) bool {
+	for j := range p.templates {
+		if p.state(index, j).c == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // work marks the replicas at or above the user's partition where the walk
@@ -159,7 +193,7 @@ func (p *plan) moves(index int) bool {
 func (p *plan) needsUser(r *rollout, index int, c, t *abi.PersistentVolumeClaim) {
 	if c.Metadata.DeletionTimestamp != "" {
 		if p.podGone(index) {
-			r.recreating = true
+			r.recreating = index
 			return
 		}
 		reason := ReasonImmutableFieldChanged

@@ -116,9 +116,9 @@ func (p *plan) conditions(r rollout) (progressing, blocked abi.Condition) {
 		progressing.Status, progressing.Reason, progressing.Message = "Unknown", ReasonBlocked, "blocked until the user acts: "+r.blocked.message
 	case r.inFlight:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsUpdating, "claims are being updated in place"+note
-	case r.recreating:
+	case r.recreating >= 0:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsRecreating,
-			"a claim and its pod are being deleted; the StatefulSet controller recreates them from the template"
+			"pod "+p.podName(r.recreating)+" and its claims are being made again from the template: the StatefulSet controller creates them once the old ones are gone"
 	case r.waitPod >= 0 && r.waitReady:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonWaitingForReplicaReady,
 			"waiting for replica "+p.podName(r.waitPod)+" to be ready (pod Ready for minReadySeconds "+itoa(p.set.Spec.MinReadySeconds)+
