@@ -24,12 +24,9 @@ type plan struct {
 	rolling  bool
 	inPlace  bool
 	lockStep bool
-	// user is the user's partition U and userPtr the value to record (nil
-	// when the user set none); holding says the set's partition is the one
-	// the module last held (see partition.go).
-	user    int32
-	userPtr *int32
-	holding bool
+	// hold is the LockStep hold as the set shows it, with the user's
+	// partition U (see partition.go).
+	hold
 	// claims is each replica's claim of each template and what the rules
 	// say of it, replicas × templates row by row (see state): worked out
 	// once, since the walk, the hold and the counts all ask again.
@@ -68,7 +65,7 @@ func newPlan(req *sdk.Request) *plan {
 	start, end := sdk.OrdinalRange(set)
 	p.start, p.replicas = start, end-start
 	p.templates, p.unknown = matchTemplates(set, vcu)
-	p.user, p.userPtr, p.holding = userPartition(set, vcu)
+	p.hold = holdOf(set, vcu)
 	p.requests = make([]sdk.Quantity, len(p.templates))
 	p.annotations = make([]map[string]string, len(p.templates))
 	for j, t := range p.templates {
