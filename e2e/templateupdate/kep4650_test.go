@@ -68,7 +68,7 @@ func recoverFailedExpansion(t *testing.T, w *world) {
 // Progressing names web-0; once it is Ready again the update runs to the
 // end, one replica at a time.
 func unavailableStopsTheWalk(t *testing.T, w *world) {
-	e := newEnv(t, w, setOptions{replicas: 3})
+	e := newEnv(t, w, setOptions{replicas: 3, orderedReady: true})
 	release := w.kl.HoldUnready(e.ns, setctl.PodName(setName, 0))
 	defer release()
 	await(t, "pod web-0 not Ready", func() (bool, error) { return !podReady(e.pod(0)), nil }, func() string { return fmt.Sprintf("%+v", e.pod(0).Status.Conditions) })
