@@ -17,12 +17,13 @@ func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
 	if set == nil {
 		return nil, 0
 	}
+	others := notInEffect(req, vcu)
 	if vcu == nil || vcu.Metadata.DeletionTimestamp != "" {
-		return orphaned(set), 0
+		return append(orphaned(set), others...), 0
 	}
 	p := newPlan(req)
 	if p == nil {
-		return nil, 0
+		return others, 0
 	}
 	r := p.walk()
 	var held *int32
@@ -35,7 +36,7 @@ func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
 	actions = p.partitionActions(status, writeStatus)
 	actions = append(actions, r.actions...)
 	actions = append(actions, p.warnings(r)...)
-	return actions, r.requeue
+	return append(actions, others...), r.requeue
 }
 
 // warnings are the Warning events on the VolumeClaimUpdate, each recorded

@@ -15,6 +15,7 @@ const (
 	ReasonClaimUpdateFailed                 = "ClaimUpdateFailed"
 	ReasonClaimNeedsRecreation              = "ClaimNeedsRecreation"
 	ReasonUnknownTemplate                   = "UnknownTemplate"
+	ReasonNotInEffect                       = "NotInEffect"
 
 	ReasonComplete                  = "Complete"
 	ReasonClaimsUpdating            = "ClaimsUpdating"

@@ -157,9 +157,16 @@ func (p *plan) remainingInPlaceable() bool {
 // transition keeps the old lastTransitionTime unless the status or reason
 // changed, so a steady state writes nothing.
 func (p *plan) transition(c abi.Condition, gen int64) abi.Condition {
+	return transition(p.req.Now(), p.vcu.Status.Conditions, c, gen)
+}
+
+// transition is condition c at generation gen, set at now unless conditions
+// (the old ones) have c's type with the same status and reason: then since
+// that one's lastTransitionTime.
+func transition(now time.Time, conditions []abi.Condition, c abi.Condition, gen int64) abi.Condition {
 	c.ObservedGeneration = gen
-	c.LastTransitionTime = p.req.Now().UTC().Format(time.RFC3339)
-	if old := findCondition(p.vcu.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
+	c.LastTransitionTime = now.UTC().Format(time.RFC3339)
+	if old := findCondition(conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
 		c.LastTransitionTime = old.LastTransitionTime
 	}
 	return c
