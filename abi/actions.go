@@ -20,7 +20,8 @@ const (
 	// ActionApplyClaim server-side applies ClaimApply's fields to a claim
 	// with kubeplug's field manager.
 	ActionApplyClaim = "applyClaim"
-	// ActionSetPartition sets a StatefulSet's rollingUpdate.partition.
+	// ActionSetPartition sets a StatefulSet's rollingUpdate.partition and,
+	// in the same write, the record of a hold (Action.Hold, ABI 1.4).
 	ActionSetPartition = "setPartition"
 	// ActionUpdateClaimUpdateStatus replaces a VolumeClaimUpdate's status.
 	ActionUpdateClaimUpdateStatus = "updateClaimUpdateStatus"
@@ -49,10 +50,13 @@ type Action struct {
 	Type   string    `json:"type"`
 	Target ObjectRef `json:"target"`
 
-	OwnerReferences   *OwnerReferencesChange   `json:"ownerReferences,omitempty"`
-	Finalizer         string                   `json:"finalizer,omitempty"`
-	Claim             *ClaimApply              `json:"claim,omitempty"`
-	Partition         *int32                   `json:"partition,omitempty"`
+	OwnerReferences *OwnerReferencesChange `json:"ownerReferences,omitempty"`
+	Finalizer       string                 `json:"finalizer,omitempty"`
+	Claim           *ClaimApply            `json:"claim,omitempty"`
+	Partition       *int32                 `json:"partition,omitempty"`
+	// Hold is setPartition's record on the StatefulSet (ABI 1.4): nil
+	// removes it.
+	Hold              *PartitionHold           `json:"hold,omitempty"`
 	ClaimUpdateStatus *VolumeClaimUpdateStatus `json:"claimUpdateStatus,omitempty"`
 	Volume            *VolumeDelete            `json:"volume,omitempty"`
 	Event             *Event                   `json:"event,omitempty"`
@@ -82,6 +86,32 @@ type ClaimApply struct {
 // has the request kubeplug set; any other request was set by someone else,
 // by hand or at creation, and an apply never lowers it (SPEC.md, applyClaim).
 const AnnotationAppliedStorage = "kubeplug.dev/applied-storage"
+
+// PartitionHold is what setPartition records on the StatefulSet with the
+// partition (ABI 1.4), when a module holds rollingUpdate.partition for a
+// reason of its own (templateupdate's LockStep): UserPartition is the value
+// the user had set (nil: none), to be given back when the hold ends.
+//
+// The host writes the record as the set's annotations
+// AnnotationHeldPartition (the partition this action sets) and
+// AnnotationUserPartition (absent for none), in the same patch as the
+// partition and under its preconditions: the record and the partition change
+// together or not at all, and the record lives and goes with the set, not
+// with whatever object asked for the hold. A setPartition without Hold
+// removes both annotations. A module reads the record back with
+// sdk.PartitionHoldOf; while the set's partition still equals
+// AnnotationHeldPartition the hold is in place, and once it differs, someone
+// else has set the partition since.
+type PartitionHold struct {
+	UserPartition *int32 `json:"userPartition,omitempty"`
+}
+
+// The annotations of a setPartition's hold (PartitionHold), written by the
+// host.
+const (
+	AnnotationHeldPartition = "kubeplug.dev/held-partition"
+	AnnotationUserPartition = "kubeplug.dev/user-partition"
+)
 
 // VolumeDelete is the payload of ActionDeleteVolume.
 type VolumeDelete struct {

@@ -46,8 +46,15 @@ type StatefulSetSubject struct {
 	Claims []PersistentVolumeClaim `json:"claims,omitempty"`
 	// StorageClasses are the classes the templates and claims name.
 	StorageClasses []StorageClass `json:"storageClasses,omitempty"`
-	// ClaimUpdate is the VolumeClaimUpdate naming the set, if any.
+	// ClaimUpdate is the VolumeClaimUpdate in effect for the set, if any:
+	// of those whose spec.statefulSetName names it, the oldest (by
+	// creationTimestamp, then name), so that a VolumeClaimUpdate created
+	// later never takes over from one already in effect.
 	ClaimUpdate *VolumeClaimUpdate `json:"claimUpdate,omitempty"`
+	// OtherClaimUpdates are the other VolumeClaimUpdates naming the set, in
+	// the same order, none of them in effect (ABI 1.4): a module can tell
+	// them so.
+	OtherClaimUpdates []VolumeClaimUpdate `json:"otherClaimUpdates,omitempty"`
 }
 
 // PersistentVolumeSubject is the state for SubjectPersistentVolume. Volume

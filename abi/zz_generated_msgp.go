@@ -10,8 +10,8 @@ import (
 func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(9)
-	var zb0001Mask uint16 /* 9 bits */
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
 	_ = zb0001Mask
 	if z.OwnerReferences == nil {
 		zb0001Len--
@@ -29,17 +29,21 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 		zb0001Len--
 		zb0001Mask |= 0x20
 	}
-	if z.ClaimUpdateStatus == nil {
+	if z.Hold == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40
 	}
-	if z.Volume == nil {
+	if z.ClaimUpdateStatus == nil {
 		zb0001Len--
 		zb0001Mask |= 0x80
 	}
-	if z.Event == nil {
+	if z.Volume == nil {
 		zb0001Len--
 		zb0001Mask |= 0x100
+	}
+	if z.Event == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -97,6 +101,33 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 			}
 		}
 		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "hold"
+			o = append(o, 0xa4, 0x68, 0x6f, 0x6c, 0x64)
+			if z.Hold == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(1)
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				if z.Hold.UserPartition == nil {
+					zb0002Len--
+					zb0002Mask |= 0x1
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+				if (zb0002Mask & 0x1) == 0 { // if not omitted
+					// string "userPartition"
+					o = append(o, 0xad, 0x75, 0x73, 0x65, 0x72, 0x50, 0x61, 0x72, 0x74, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+					if z.Hold.UserPartition == nil {
+						o = msgp.AppendNil(o)
+					} else {
+						o = msgp.AppendInt32(o, *z.Hold.UserPartition)
+					}
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
 			// string "claimUpdateStatus"
 			o = append(o, 0xb1, 0x63, 0x6c, 0x61, 0x69, 0x6d, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x53, 0x74, 0x61, 0x74, 0x75, 0x73)
 			if z.ClaimUpdateStatus == nil {
@@ -109,7 +140,7 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x80) == 0 { // if not omitted
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
 			// string "volume"
 			o = append(o, 0xa6, 0x76, 0x6f, 0x6c, 0x75, 0x6d, 0x65)
 			if z.Volume == nil {
@@ -122,7 +153,7 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
 			// string "event"
 			o = append(o, 0xa5, 0x65, 0x76, 0x65, 0x6e, 0x74)
 			if z.Event == nil {
@@ -156,7 +187,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 7 bits */
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -245,6 +276,70 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x8
+		case "hold":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Hold = nil
+			} else {
+				if z.Hold == nil {
+					z.Hold = new(PartitionHold)
+				}
+				var zb0002 uint32
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "Hold")
+					return
+				}
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				for zb0002 > 0 {
+					zb0002--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "Hold")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "userPartition":
+						if msgp.IsNil(bts) {
+							bts, err = msgp.ReadNilBytes(bts)
+							if err != nil {
+								return
+							}
+							z.Hold.UserPartition = nil
+						} else {
+							if z.Hold.UserPartition == nil {
+								z.Hold.UserPartition = new(int32)
+							}
+							*z.Hold.UserPartition, bts, err = msgp.ReadInt32Bytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Hold", "UserPartition")
+								return
+							}
+						}
+						zb0002Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Hold")
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0002Mask & 0x1) == 0 {
+					z.Hold.UserPartition = nil
+				}
+
+			}
+			zb0001Mask |= 0x10
 		case "claimUpdateStatus":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -262,7 +357,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
-			zb0001Mask |= 0x10
+			zb0001Mask |= 0x20
 		case "volume":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -280,7 +375,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
-			zb0001Mask |= 0x20
+			zb0001Mask |= 0x40
 		case "event":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -292,16 +387,16 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				if z.Event == nil {
 					z.Event = new(Event)
 				}
-				var zb0002 uint32
-				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
-					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				var zb0003 uint32
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
 				}
 				if err != nil {
 					err = msgp.WrapError(err, "Event")
 					return
 				}
-				for zb0002 > 0 {
-					zb0002--
+				for zb0003 > 0 {
+					zb0003--
 					if field, bts, err = readShortKey(bts); err != nil {
 						field, bts, err = msgp.ReadMapKeyZC(bts)
 					}
@@ -343,7 +438,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					}
 				}
 			}
-			zb0001Mask |= 0x40
+			zb0001Mask |= 0x80
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -353,7 +448,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7f {
+	if zb0001Mask != 0xff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.OwnerReferences = nil
 		}
@@ -367,12 +462,15 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			z.Partition = nil
 		}
 		if (zb0001Mask & 0x10) == 0 {
-			z.ClaimUpdateStatus = nil
+			z.Hold = nil
 		}
 		if (zb0001Mask & 0x20) == 0 {
-			z.Volume = nil
+			z.ClaimUpdateStatus = nil
 		}
 		if (zb0001Mask & 0x40) == 0 {
+			z.Volume = nil
+		}
+		if (zb0001Mask & 0x80) == 0 {
 			z.Event = nil
 		}
 	}
@@ -399,6 +497,17 @@ func (z *Action) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += msgp.Int32Size
+	}
+	s += 5
+	if z.Hold == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 14
+		if z.Hold.UserPartition == nil {
+			s += msgp.NilSize
+		} else {
+			s += msgp.Int32Size
+		}
 	}
 	s += 18
 	if z.ClaimUpdateStatus == nil {
@@ -4677,6 +4786,101 @@ func (z *OwnerReferencesChange) Msgsize() (s int) {
 	s += 4 + msgp.ArrayHeaderSize
 	for za0002 := range z.Add {
 		s += z.Add[za0002].Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *PartitionHold) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(1)
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	if z.UserPartition == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+	if (zb0001Mask & 0x1) == 0 { // if not omitted
+		// string "userPartition"
+		o = append(o, 0xad, 0x75, 0x73, 0x65, 0x72, 0x50, 0x61, 0x72, 0x74, 0x69, 0x74, 0x69, 0x6f, 0x6e)
+		if z.UserPartition == nil {
+			o = msgp.AppendNil(o)
+		} else {
+			o = msgp.AppendInt32(o, *z.UserPartition)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *PartitionHold) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "userPartition":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.UserPartition = nil
+			} else {
+				if z.UserPartition == nil {
+					z.UserPartition = new(int32)
+				}
+				*z.UserPartition, bts, err = msgp.ReadInt32Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "UserPartition")
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.UserPartition = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *PartitionHold) Msgsize() (s int) {
+	s = 1 + 14
+	if z.UserPartition == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int32Size
 	}
 	return
 }
@@ -9094,8 +9298,8 @@ func (z *StatefulSetStatus) Msgsize() (s int) {
 func (z *StatefulSetSubject) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(5)
-	var zb0001Mask uint8 /* 5 bits */
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	if z.Set == nil {
 		zb0001Len--
@@ -9116,6 +9320,10 @@ func (z *StatefulSetSubject) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ClaimUpdate == nil {
 		zb0001Len--
 		zb0001Mask |= 0x10
+	}
+	if z.OtherClaimUpdates == nil {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -9235,6 +9443,35 @@ func (z *StatefulSetSubject) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "otherClaimUpdates"
+			o = append(o, 0xb1, 0x6f, 0x74, 0x68, 0x65, 0x72, 0x43, 0x6c, 0x61, 0x69, 0x6d, 0x55, 0x70, 0x64, 0x61, 0x74, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.OtherClaimUpdates)))
+			for za0004 := range z.OtherClaimUpdates {
+				// map header, size 3
+				// string "metadata"
+				o = append(o, 0x83, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+				o, err = z.OtherClaimUpdates[za0004].Metadata.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Metadata")
+					return
+				}
+				// string "spec"
+				o = append(o, 0xa4, 0x73, 0x70, 0x65, 0x63)
+				o, err = z.OtherClaimUpdates[za0004].Spec.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Spec")
+					return
+				}
+				// string "status"
+				o = append(o, 0xa6, 0x73, 0x74, 0x61, 0x74, 0x75, 0x73)
+				o, err = z.OtherClaimUpdates[za0004].Status.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Status")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -9251,7 +9488,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 5 bits */
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -9482,6 +9719,67 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x10
+		case "otherClaimUpdates":
+			var zb0008 uint32
+			if zb0008, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0008, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "OtherClaimUpdates")
+				return
+			}
+			if cap(z.OtherClaimUpdates) >= int(zb0008) {
+				z.OtherClaimUpdates = (z.OtherClaimUpdates)[:zb0008]
+			} else {
+				z.OtherClaimUpdates = make([]VolumeClaimUpdate, zb0008)
+			}
+			for za0004 := range z.OtherClaimUpdates {
+				var zb0009 uint32
+				if zb0009, bts, err = readShortMapHeader(bts); err != nil {
+					zb0009, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "OtherClaimUpdates", za0004)
+					return
+				}
+				for zb0009 > 0 {
+					zb0009--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "OtherClaimUpdates", za0004)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "metadata":
+						bts, err = z.OtherClaimUpdates[za0004].Metadata.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Metadata")
+							return
+						}
+					case "spec":
+						bts, err = z.OtherClaimUpdates[za0004].Spec.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Spec")
+							return
+						}
+					case "status":
+						bts, err = z.OtherClaimUpdates[za0004].Status.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "OtherClaimUpdates", za0004, "Status")
+							return
+						}
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "OtherClaimUpdates", za0004)
+							return
+						}
+					}
+				}
+			}
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -9491,7 +9789,7 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x1f {
+	if zb0001Mask != 0x3f {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Set = nil
 		}
@@ -9506,6 +9804,9 @@ func (z *StatefulSetSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x10) == 0 {
 			z.ClaimUpdate = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
+			z.OtherClaimUpdates = nil
 		}
 	}
 	o = bts
@@ -9537,6 +9838,10 @@ func (z *StatefulSetSubject) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += 1 + 9 + z.ClaimUpdate.Metadata.Msgsize() + 5 + z.ClaimUpdate.Spec.Msgsize() + 7 + z.ClaimUpdate.Status.Msgsize()
+	}
+	s += 18 + msgp.ArrayHeaderSize
+	for za0004 := range z.OtherClaimUpdates {
+		s += 1 + 9 + z.OtherClaimUpdates[za0004].Metadata.Msgsize() + 5 + z.OtherClaimUpdates[za0004].Spec.Msgsize() + 7 + z.OtherClaimUpdates[za0004].Status.Msgsize()
 	}
 	return
 }

@@ -62,9 +62,23 @@ func ApplyClaim(target abi.ObjectRef, claim abi.ClaimApply) abi.Action {
 	return abi.Action{Type: abi.ActionApplyClaim, Target: target, Claim: &claim}
 }
 
-// SetPartition sets the target StatefulSet's rollingUpdate.partition.
+// SetPartition sets the target StatefulSet's rollingUpdate.partition, and
+// removes a hold's record (abi.PartitionHold) if the set has one.
 func SetPartition(target abi.ObjectRef, partition int32) abi.Action {
 	return abi.Action{Type: abi.ActionSetPartition, Target: target, Partition: &partition}
+}
+
+// HoldPartition sets the target StatefulSet's rollingUpdate.partition and
+// records on the set, in the same write, that the module holds it there and
+// that the user's own partition is user (nil: none): see abi.PartitionHold
+// and PartitionHoldOf.
+func HoldPartition(target abi.ObjectRef, partition int32, user *int32) abi.Action {
+	hold := &abi.PartitionHold{}
+	if user != nil {
+		u := *user
+		hold.UserPartition = &u
+	}
+	return abi.Action{Type: abi.ActionSetPartition, Target: target, Partition: &partition, Hold: hold}
 }
 
 // UpdateClaimUpdateStatus replaces the target VolumeClaimUpdate's status.

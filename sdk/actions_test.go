@@ -20,7 +20,7 @@ func TestActions(t *testing.T) {
 	status := abi.VolumeClaimUpdateStatus{ObservedGeneration: 2, VolumeClaimTemplates: []abi.VolumeClaimTemplateStatus{{TemplateName: "data", CompatibleReplicas: 1}}}
 	apply := abi.ClaimApply{Labels: map[string]string{"a": "b"}, VolumeAttributesClassName: &class}
 	volume := abi.VolumeDelete{Driver: "csi.example.com", VolumeHandle: "vol-1", Secrets: &abi.SecretReference{Namespace: "kube-system", Name: "creds"}}
-	partition := int32(3)
+	partition, user := int32(3), int32(1)
 
 	tests := []struct {
 		name string
@@ -34,6 +34,8 @@ func TestActions(t *testing.T) {
 		{"delete object", sdk.DeleteObject(claimRef), abi.Action{Type: abi.ActionDeleteObject, Target: claimRef}},
 		{"apply claim", sdk.ApplyClaim(claimRef, apply), abi.Action{Type: abi.ActionApplyClaim, Target: claimRef, Claim: &apply}},
 		{"set partition", sdk.SetPartition(setRef, 3), abi.Action{Type: abi.ActionSetPartition, Target: setRef, Partition: &partition}},
+		{"hold partition", sdk.HoldPartition(setRef, 3, &user), abi.Action{Type: abi.ActionSetPartition, Target: setRef, Partition: &partition, Hold: &abi.PartitionHold{UserPartition: &user}}},
+		{"hold partition, user none", sdk.HoldPartition(setRef, 3, nil), abi.Action{Type: abi.ActionSetPartition, Target: setRef, Partition: &partition, Hold: &abi.PartitionHold{}}},
 		{"claim update status", sdk.UpdateClaimUpdateStatus(setRef, status), abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: setRef, ClaimUpdateStatus: &status}},
 		{"delete volume", sdk.DeleteVolume(pvRef, volume), abi.Action{Type: abi.ActionDeleteVolume, Target: pvRef, Volume: &volume}},
 		{"event", sdk.Event(setRef, abi.EventNormal, "R", "m"), abi.Action{Type: abi.ActionEvent, Target: setRef, Event: &abi.Event{Type: "Normal", Reason: "R", Message: "m"}}},

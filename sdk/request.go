@@ -157,10 +157,20 @@ func (r *Request) StorageClasses() []abi.StorageClass {
 	return nil
 }
 
-// ClaimUpdate returns the VolumeClaimUpdate naming the StatefulSet, if any.
+// ClaimUpdate returns the VolumeClaimUpdate in effect for the StatefulSet,
+// if any: the oldest of those naming it (abi.StatefulSetSubject).
 func (r *Request) ClaimUpdate() *abi.VolumeClaimUpdate {
 	if s := r.in.StatefulSet; s != nil {
 		return s.ClaimUpdate
+	}
+	return nil
+}
+
+// OtherClaimUpdates returns the VolumeClaimUpdates that name the
+// StatefulSet too but are not in effect (ABI 1.4).
+func (r *Request) OtherClaimUpdates() []abi.VolumeClaimUpdate {
+	if s := r.in.StatefulSet; s != nil {
+		return s.OtherClaimUpdates
 	}
 	return nil
 }

@@ -91,6 +91,9 @@ type setOptions struct {
 	whenScaled appsv1.PersistentVolumeClaimRetentionPolicyType
 	// delay is the resizer stand-in's; 0: resizeDelay.
 	delay time.Duration
+	// orderedReady makes the set's podManagementPolicy OrderedReady
+	// (testenv's sets are Parallel).
+	orderedReady bool
 }
 
 // newEnv makes a namespace served by the kubelet stand-in and a resizer
@@ -127,6 +130,9 @@ func newEnv(t *testing.T, w *world, o setOptions) *env {
 func newSet(o setOptions) *appsv1.StatefulSet {
 	s := testenv.StatefulSet(setName, o.class, o.size, o.replicas)
 	s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	if o.orderedReady {
+		s.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
 	if o.partition != nil {
 		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: o.partition}
 	}

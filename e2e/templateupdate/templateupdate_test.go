@@ -60,8 +60,10 @@ func TestTemplateUpdate(t *testing.T) {
 		{"inplace-volume-attributes-class", attributesClass},
 		{"retention-scale-down", retentionScaleDown},
 		{"recover-failed-expansion", recoverFailedExpansion},
-		{"async-waits-for-ready-replica", asyncWaitsForReadyReplica},
+		{"unavailable-replica-stops-walk", unavailableStopsTheWalk},
 		{"lockstep-ondelete-needs-user", lockStepOnDelete},
+		{"vcu-deleted-mid-lockstep", deletedMidLockStep},
+		{"parallel-unavailable-first", parallelUnavailableFirst},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -83,9 +85,10 @@ func batchExpand(t *testing.T, w *world, partition *int32) {
 	if got := v.Status.UserPartition; !equalPtr(got, partition) {
 		t.Errorf("status.userPartition %v, want the user's %v", fmtPtr(got), fmtPtr(partition))
 	}
-	// The record is written before the set: wait until the set has the
-	// partition the record says is held (it moves down as replicas are
-	// done), so that the pod template changes under the hold.
+	// The status is written after the set (the set carries the hold's own
+	// record): wait until the set has the partition the status says is
+	// held (it moves down as replicas are done), so that the pod template
+	// changes under the hold.
 	await(t, "the hold on the set", func() (bool, error) {
 		held := e.vcu().Status.HeldPartition
 		return held == nil || partitionOf(e.set()) == *held, nil
@@ -97,9 +100,9 @@ func batchExpand(t *testing.T, w *world, partition *int32) {
 		if v.Status.HeldPartition != nil {
 			return false
 		}
-		// The module returns the partition before it clears its record:
-		// read after the record, the set must have the user's partition
-		// back. Nobody else changes it here; a module that takes its own
+		// The module returns the partition (and removes the set's record of
+		// the hold) before it clears the status: read after the status, the
+		// set must have the user's partition back. Nobody else changes it here; a module that takes its own
 		// hold for the user's will never finish.
 		s := e.set()
 		if p := partitionOf(s); p != u {

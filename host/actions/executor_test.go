@@ -101,6 +101,24 @@ func TestExecuteWrites(t *testing.T) {
 		action: abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(0))},
 		want:   mergePatch("StatefulSet", "default", "web", `{"metadata":{"uid":"set-uid","resourceVersion":"10"},"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`),
 	}, {
+		name:   "partition held, with the record in the same patch",
+		req:    setRequest(),
+		action: abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(2)), Hold: &abi.PartitionHold{UserPartition: new(int32(0))}},
+		want: mergePatch("StatefulSet", "default", "web",
+			`{"metadata":{"uid":"set-uid","resourceVersion":"10","annotations":{"kubeplug.dev/held-partition":"2","kubeplug.dev/user-partition":"0"}},"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`),
+	}, {
+		name:   "hold released: the partition and the record's removal in one patch",
+		req:    heldRequest(),
+		action: abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(0))},
+		want: mergePatch("StatefulSet", "default", "web",
+			`{"metadata":{"uid":"set-uid","resourceVersion":"10","annotations":{"kubeplug.dev/held-partition":null,"kubeplug.dev/user-partition":null}},"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`),
+	}, {
+		name:   "record removed where the user moved the partition",
+		req:    heldRequest(),
+		action: abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(1))},
+		want: mergePatch("StatefulSet", "default", "web",
+			`{"metadata":{"uid":"set-uid","resourceVersion":"10","annotations":{"kubeplug.dev/held-partition":null,"kubeplug.dev/user-partition":null}}}`),
+	}, {
 		name: "status replaced",
 		req:  setRequest(),
 		action: abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: claimUpdateRef(), ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{
@@ -109,6 +127,14 @@ func TestExecuteWrites(t *testing.T) {
 		}},
 		want: mergePatch("VolumeClaimUpdate", "default", "web-update",
 			`{"metadata":{"uid":"vcu-uid","resourceVersion":"50"},"status":{"conditions":null,"heldPartition":null,"observedGeneration":3,"userPartition":null,"volumeClaimTemplates":[{"templateName":"data","compatibleReplicas":1,"updatingReplicas":1,"overSizedReplicas":0,"totalCapacity":{"storage":"3Gi"}}]}}`,
+			"status"),
+	}, {
+		name: "status of a VolumeClaimUpdate not in effect",
+		req:  withOtherClaimUpdate(),
+		action: abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: abi.ObjectRef{Kind: abi.KindVolumeClaimUpdate, Namespace: "default", Name: "web-update-2", UID: "vcu-2"},
+			ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{ObservedGeneration: 1}},
+		want: mergePatch("VolumeClaimUpdate", "default", "web-update-2",
+			`{"metadata":{"uid":"vcu-2","resourceVersion":"51"},"status":{"conditions":null,"heldPartition":null,"observedGeneration":1,"userPartition":null,"volumeClaimTemplates":null}}`,
 			"status"),
 	}, {
 		name:    "volume deleted, without the secret the module names",
@@ -146,6 +172,8 @@ func TestExecuteUnchanged(t *testing.T) {
 	// recorded's claim carries the host's record of the request it applied.
 	recorded := setRequest()
 	recorded.StatefulSet.Claims[0].Metadata.Annotations = map[string]string{abi.AnnotationAppliedStorage: "1Gi"}
+	heldAt1 := setRequest()
+	heldAt1.StatefulSet.Set.Metadata.Annotations = map[string]string{abi.AnnotationHeldPartition: "1", abi.AnnotationUserPartition: "0"}
 	tests := []struct {
 		name   string
 		req    *abi.ReconcileRequest
@@ -161,6 +189,7 @@ func TestExecuteUnchanged(t *testing.T) {
 		}}},
 		{"partition already set", setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(1))}},
 		{"partition 0 is the default", noRollingUpdate, abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(0))}},
+		{"hold already recorded", heldAt1, abi.Action{Type: abi.ActionSetPartition, Target: setRef(), Partition: new(int32(1)), Hold: &abi.PartitionHold{UserPartition: new(int32(0))}}},
 		{"status already as written", setRequest(), abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: claimUpdateRef(), ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{
 			ObservedGeneration:   2,
 			VolumeClaimTemplates: []abi.VolumeClaimTemplateStatus{{TemplateName: "data", CompatibleReplicas: 2, TotalCapacity: map[string]string{"storage": "2048Mi"}}},

@@ -28,6 +28,25 @@ var setOwner = abi.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Na
 // setRequest is a statefulset input: set web with pods web-0 and web-1,
 // claims data-web-0 (owned by the set, protected) and data-web-1, class
 // fast and VolumeClaimUpdate web-update.
+// heldRequest is setRequest with a hold's record on the set: held at 2, the
+// user's partition 0; the set's partition is 1, so the user moved it since.
+func heldRequest() *abi.ReconcileRequest {
+	req := setRequest()
+	req.StatefulSet.Set.Metadata.Annotations = map[string]string{abi.AnnotationHeldPartition: "2", abi.AnnotationUserPartition: "0", "other": "kept"}
+	return req
+}
+
+// withOtherClaimUpdate is setRequest with a second VolumeClaimUpdate naming
+// the set, not in effect.
+func withOtherClaimUpdate() *abi.ReconcileRequest {
+	req := setRequest()
+	req.StatefulSet.OtherClaimUpdates = []abi.VolumeClaimUpdate{{
+		Metadata: meta("default", "web-update-2", "vcu-2", "51"),
+		Spec:     abi.VolumeClaimUpdateSpec{StatefulSetName: "web"},
+	}}
+	return req
+}
+
 func setRequest() *abi.ReconcileRequest {
 	claim0 := abi.PersistentVolumeClaim{Metadata: meta("default", "data-web-0", "claim-0", "20")}
 	claim0.Metadata.OwnerReferences = []abi.OwnerReference{setOwner}

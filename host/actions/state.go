@@ -17,8 +17,12 @@ type objectState struct {
 	ownerRefs  []abi.OwnerReference
 	finalizers []string
 	deleting   bool
-	// partition is the effective rollingUpdate.partition (API default 0).
+	// partition is the effective rollingUpdate.partition (API default 0),
+	// and hold a StatefulSet's record of a hold (abi.PartitionHold): its
+	// annotations abi.AnnotationHeldPartition and AnnotationUserPartition,
+	// those it has.
 	partition int32
+	hold      map[string]string
 	// status is a VolumeClaimUpdate's status.
 	status *abi.VolumeClaimUpdateStatus
 	// applied is set once an applyClaim was sent: the claim's labels,
@@ -50,6 +54,7 @@ func newObjectState(t Target) *objectState {
 		if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 			st.partition = *ru.Partition
 		}
+		st.hold = holdAnnotations(o.Metadata.Annotations)
 	case *abi.PersistentVolumeClaim:
 		st.claimStorage = claimStorageOf(o)
 	case *abi.VolumeClaimUpdate:

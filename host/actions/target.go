@@ -66,6 +66,11 @@ func eachObject(req *abi.ReconcileRequest, f func(kind string, m *abi.ObjectMeta
 		if s.ClaimUpdate != nil && !f(abi.KindVolumeClaimUpdate, &s.ClaimUpdate.Metadata, s.ClaimUpdate) {
 			return
 		}
+		for i := range s.OtherClaimUpdates {
+			if !f(abi.KindVolumeClaimUpdate, &s.OtherClaimUpdates[i].Metadata, &s.OtherClaimUpdates[i]) {
+				return
+			}
+		}
 	}
 	if s := req.PersistentVolume; s != nil {
 		if s.Volume != nil && !f(abi.KindPersistentVolume, &s.Volume.Metadata, s.Volume) {

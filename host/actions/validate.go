@@ -106,6 +106,9 @@ func checkPayload(req *abi.ReconcileRequest, a abi.Action, t Target) string {
 		if *a.Partition < 0 {
 			return fmt.Sprintf("partition %d is negative", *a.Partition)
 		}
+		if h := a.Hold; h != nil && h.UserPartition != nil && *h.UserPartition < 0 {
+			return fmt.Sprintf("hold.userPartition %d is negative", *h.UserPartition)
+		}
 		// The API server rejects rollingUpdate settings under OnDelete.
 		if typ := t.Object.(*abi.StatefulSet).Spec.UpdateStrategy.Type; typ != "" && typ != "RollingUpdate" {
 			return fmt.Sprintf("the StatefulSet's updateStrategy is %s; a partition needs RollingUpdate", typ)

@@ -88,6 +88,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"partition missing", everything(), setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: set}, "partition is missing"},
 		{"partition negative", everything(), setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: set, Partition: new(int32(-1))}, "partition -1 is negative"},
 		{"partition under OnDelete", everything(), onDelete, abi.Action{Type: abi.ActionSetPartition, Target: set, Partition: new(int32(0))}, "updateStrategy is OnDelete"},
+		{"hold with a negative user partition", everything(), setRequest(), abi.Action{Type: abi.ActionSetPartition, Target: set, Partition: new(int32(1)), Hold: &abi.PartitionHold{UserPartition: new(int32(-1))}}, "hold.userPartition -1 is negative"},
 
 		{"status of a set", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: set, ClaimUpdateStatus: &abi.VolumeClaimUpdateStatus{}}, "only to a VolumeClaimUpdate"},
 		{"status missing", everything(), setRequest(), abi.Action{Type: abi.ActionUpdateClaimUpdateStatus, Target: claimUpdateRef()}, "claimUpdateStatus is missing"},

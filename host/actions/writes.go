@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -52,14 +53,7 @@ func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 	case abi.ActionApplyClaim:
 		return planApplyClaim(a.Claim, t, st)
 	case abi.ActionSetPartition:
-		p := *a.Partition
-		if p == st.partition {
-			return nil, nil
-		}
-		spec := map[string]any{"updateStrategy": map[string]any{"rollingUpdate": map[string]any{"partition": p}}}
-		return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv}, spec, nil, func(st *objectState) {
-			st.partition = p
-		})
+		return planSetPartition(*a.Partition, a.Hold, t, st)
 	case abi.ActionUpdateClaimUpdateStatus:
 		return planClaimUpdateStatus(a.ClaimUpdateStatus, t, st)
 	case abi.ActionDeleteVolume:
@@ -78,12 +72,61 @@ func plan(a abi.Action, t Target, st *objectState) (*write, error) {
 // metaPatch is the metadata of a JSON merge patch. UID and ResourceVersion
 // are preconditions: the API server refuses the patch with a conflict when
 // the object's differ. A nil list pointer leaves the list alone; a pointer
-// to a nil list removes it.
+// to a nil list removes it. Annotations merge: a nil value removes the key.
 type metaPatch struct {
 	UID             string                `json:"uid"`
 	ResourceVersion string                `json:"resourceVersion,omitempty"`
 	OwnerReferences *[]abi.OwnerReference `json:"ownerReferences,omitempty"`
 	Finalizers      *[]string             `json:"finalizers,omitempty"`
+	Annotations     map[string]*string    `json:"annotations,omitempty"`
+}
+
+// planSetPartition sets a StatefulSet's partition and, in the same merge
+// patch under the same preconditions, its record of a hold (hold, nil for
+// none: abi.PartitionHold), sending only what differs from st.
+func planSetPartition(p int32, hold *abi.PartitionHold, t Target, st *objectState) (*write, error) {
+	want := map[string]string{}
+	if hold != nil {
+		want[abi.AnnotationHeldPartition] = strconv.Itoa(int(p))
+		if u := hold.UserPartition; u != nil {
+			want[abi.AnnotationUserPartition] = strconv.Itoa(int(*u))
+		}
+	}
+	var annotations map[string]*string
+	for _, k := range []string{abi.AnnotationHeldPartition, abi.AnnotationUserPartition} {
+		v, ok := want[k]
+		if old, had := st.hold[k]; ok == had && v == old {
+			continue
+		}
+		if annotations == nil {
+			annotations = map[string]*string{}
+		}
+		annotations[k] = nil
+		if ok {
+			annotations[k] = &v
+		}
+	}
+	if p == st.partition && annotations == nil {
+		return nil, nil
+	}
+	var spec any
+	if p != st.partition {
+		spec = map[string]any{"updateStrategy": map[string]any{"rollingUpdate": map[string]any{"partition": p}}}
+	}
+	return mergePatch(metaPatch{UID: t.UID, ResourceVersion: st.rv, Annotations: annotations}, spec, nil, func(st *objectState) {
+		st.partition, st.hold = p, want
+	})
+}
+
+// holdAnnotations are the annotations of a hold's record that a has.
+func holdAnnotations(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{abi.AnnotationHeldPartition, abi.AnnotationUserPartition} {
+		if v, ok := a[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // mergePatch builds a JSON merge patch of meta and, when not nil, spec or

@@ -104,8 +104,9 @@ func RelatedKeys(subject string) map[string]KeysFunc { return maps.Clone(subject
 // of its templates and any ordinal, so that claims of replicas removed by a
 // scale-down are visible, sorted by ordinal then template; the
 // StorageClasses the templates and claims name, sorted by name; and the
-// VolumeClaimUpdate whose spec.statefulSetName is the set (the first by name
-// if several do). It returns (nil, nil) when the set does not exist.
+// VolumeClaimUpdates whose spec.statefulSetName is the set, the oldest in
+// effect and at most MaxOtherClaimUpdates others after it (claimUpdates). It
+// returns (nil, nil) when the set does not exist.
 func (b *Builder) StatefulSet(key string, config []byte) (*abi.ReconcileRequest, error) {
 	ns, name, ok := strings.Cut(key, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
@@ -144,7 +145,7 @@ func (b *Builder) StatefulSet(key string, config []byte) (*abi.ReconcileRequest,
 	if subject.StorageClasses, err = b.storageClasses(classes); err != nil {
 		return nil, err
 	}
-	if subject.ClaimUpdate, err = b.claimUpdate(set.Namespace, set.Name); err != nil {
+	if subject.ClaimUpdate, subject.OtherClaimUpdates, err = b.claimUpdates(set.Namespace, set.Name); err != nil {
 		return nil, err
 	}
 	return &abi.ReconcileRequest{
@@ -341,26 +342,49 @@ func (b *Builder) storageClasses(names []string) ([]abi.StorageClass, error) {
 	return out, nil
 }
 
-// claimUpdate returns the projection of the VolumeClaimUpdate naming the set,
-// the first by name if several do, or nil.
-func (b *Builder) claimUpdate(ns, set string) (*abi.VolumeClaimUpdate, error) {
+// MaxOtherClaimUpdates bounds how many VolumeClaimUpdates naming a set,
+// besides the one in effect, a reconcile input carries: a module needs them
+// only to tell each that it is not in effect, and whoever may create them
+// should not be able to grow every reconcile of the set without bound. Those
+// past it are the newest; they are sent once older ones go.
+const MaxOtherClaimUpdates = 15
+
+// claimUpdates returns the projections of the VolumeClaimUpdates naming the
+// set: the one in effect, the oldest by creationTimestamp and then by name
+// (so one created later never takes over from one in effect, and a name
+// decides only between two created in the same second), and the others in
+// the same order, at most MaxOtherClaimUpdates of them.
+func (b *Builder) claimUpdates(ns, set string) (*abi.VolumeClaimUpdate, []abi.VolumeClaimUpdate, error) {
 	list, err := b.Lister.ListVolumeClaimUpdates(ns)
 	if err != nil {
-		return nil, fmt.Errorf("list volumeclaimupdates of statefulset %s/%s: %w", ns, set, err)
+		return nil, nil, fmt.Errorf("list volumeclaimupdates of statefulset %s/%s: %w", ns, set, err)
 	}
-	var first *unstructured.Unstructured
+	var naming []*unstructured.Unstructured
 	for _, u := range list {
-		target, _, _ := unstructured.NestedString(u.Object, "spec", "statefulSetName")
-		if target == set && (first == nil || u.GetName() < first.GetName()) {
-			first = u
+		if target, _, _ := unstructured.NestedString(u.Object, "spec", "statefulSetName"); target == set {
+			naming = append(naming, u)
 		}
 	}
-	if first == nil {
-		return nil, nil
+	if len(naming) == 0 {
+		return nil, nil, nil
 	}
-	cu, err := ProjectClaimUpdate(first)
+	slices.SortFunc(naming, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time), strings.Compare(a.GetName(), b.GetName()))
+	})
+	first, err := ProjectClaimUpdate(naming[0])
 	if err != nil {
-		return nil, fmt.Errorf("volumeclaimupdate of statefulset %s/%s: %w", ns, set, err)
+		return nil, nil, fmt.Errorf("volumeclaimupdate of statefulset %s/%s: %w", ns, set, err)
 	}
-	return cu, nil
+	var others []abi.VolumeClaimUpdate
+	for _, u := range naming[1:] {
+		if len(others) == MaxOtherClaimUpdates {
+			break
+		}
+		// One the module could not be given is left out: it must not
+		// stop the reconcile of the set that another is in effect for.
+		if cu, err := ProjectClaimUpdate(u); err == nil {
+			others = append(others, *cu)
+		}
+	}
+	return first, others, nil
 }

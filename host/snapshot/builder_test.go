@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -144,6 +145,46 @@ func TestBuildListerErrors(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	_, err = b.PersistentVolume("pv-1", nil)
 	require.ErrorIs(t, err, boom)
+}
+
+// TestBuildStatefulSetClaimUpdatesInEffect: of several VolumeClaimUpdates
+// naming a set the oldest is in effect, whatever the names say (one created
+// later never takes over), the others follow in age, at most
+// MaxOtherClaimUpdates of them, and one that cannot be projected is left out
+// of the others rather than failing the set's reconcile.
+func TestBuildStatefulSetClaimUpdatesInEffect(t *testing.T) {
+	created := func(u *unstructured.Unstructured, minute int) *unstructured.Unstructured {
+		u.SetCreationTimestamp(metav1.NewTime(time.Date(2024, 6, 1, 12, minute, 0, 0, time.UTC)))
+		return u
+	}
+	bad := created(claimUpdateObject("default", "b-bad", "web"), 3)
+	require.NoError(t, unstructured.SetNestedField(bad.Object, "many", "status", "observedGeneration"))
+	objs := []any{newSet("default", "web", nil, 0),
+		created(claimUpdateObject("default", "a-newest", "web"), 9),
+		created(claimUpdateObject("default", "z-oldest", "web"), 1),
+		created(claimUpdateObject("default", "m-middle", "web"), 5),
+		bad,
+		created(claimUpdateObject("default", "0-other-set", "db"), 0),
+	}
+	req, err := builder(newFakeLister(objs...)).StatefulSet("default/web", nil)
+	require.NoError(t, err)
+	s := req.StatefulSet
+	require.Equal(t, "z-oldest", s.ClaimUpdate.Metadata.Name)
+	var others []string
+	for _, u := range s.OtherClaimUpdates {
+		others = append(others, u.Metadata.Name)
+	}
+	require.Equal(t, []string{"m-middle", "a-newest"}, others)
+
+	objs = []any{newSet("default", "web", nil, 0)}
+	for i := range 2 + snapshot.MaxOtherClaimUpdates {
+		objs = append(objs, created(claimUpdateObject("default", fmt.Sprintf("u-%02d", i), "web"), i))
+	}
+	req, err = builder(newFakeLister(objs...)).StatefulSet("default/web", nil)
+	require.NoError(t, err)
+	require.Equal(t, "u-00", req.StatefulSet.ClaimUpdate.Metadata.Name)
+	require.Len(t, req.StatefulSet.OtherClaimUpdates, snapshot.MaxOtherClaimUpdates)
+	require.Equal(t, "u-01", req.StatefulSet.OtherClaimUpdates[0].Metadata.Name)
 }
 
 func TestBuildStatefulSetBadClaimUpdate(t *testing.T) {

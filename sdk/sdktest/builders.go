@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -187,7 +188,9 @@ type Drivers []string
 // The subject is persistentvolume when a PersistentVolume is given
 // (a claim is then its bound claim), statefulset otherwise; the key is the
 // subject's "namespace/name" unless Key says otherwise. Claims are sorted by
-// name, as the host sends them. Objects are copied, and their unset
+// name, as the host sends them; of several VolumeClaimUpdates the oldest (by
+// creationTimestamp, then name) is the one in effect and the others follow in
+// OtherClaimUpdates, as the host orders them. Objects are copied, and their unset
 // defaulted fields filled in as the host's snapshot fills them (a
 // StatefulSet without a retention policy gets Retain/Retain).
 //
@@ -238,8 +241,8 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 			panic(fmt.Sprintf("sdktest.Request: cannot use %T; pass pointers to abi objects, Config, Key or Drivers", a))
 		}
 	}
-	if len(sets) > 1 || len(pvs) > 1 || len(updates) > 1 || (len(sets) > 0 && len(pvs) > 0) {
-		panic("sdktest.Request: a request has one subject: at most one StatefulSet (with one VolumeClaimUpdate) or one PersistentVolume")
+	if len(sets) > 1 || len(pvs) > 1 || (len(sets) > 0 && len(pvs) > 0) {
+		panic("sdktest.Request: a request has one subject: at most one StatefulSet (with its VolumeClaimUpdates) or one PersistentVolume")
 	}
 
 	if len(pvs) > 0 {
@@ -282,9 +285,18 @@ func Request(now time.Time, args ...any) *abi.ReconcileRequest {
 			s.StorageClasses = append(s.StorageClasses, *c)
 			defaultStorageClass(&s.StorageClasses[len(s.StorageClasses)-1])
 		}
-		if len(updates) == 1 {
-			u := *updates[0]
-			s.ClaimUpdate = &u
+		// The host's order: the oldest is in effect, the others are not.
+		slices.SortStableFunc(updates, func(a, b *abi.VolumeClaimUpdate) int {
+			return cmp.Or(strings.Compare(a.Metadata.CreationTimestamp, b.Metadata.CreationTimestamp),
+				strings.Compare(a.Metadata.Name, b.Metadata.Name))
+		})
+		for i, u := range updates {
+			if i == 0 {
+				first := *u
+				s.ClaimUpdate = &first
+				continue
+			}
+			s.OtherClaimUpdates = append(s.OtherClaimUpdates, *u)
 		}
 		req.StatefulSet = s
 	}

@@ -72,11 +72,11 @@ func newTemplateFrom(set *abi.StatefulSet, vcu *abi.VolumeClaimUpdate) int {
 	if set.Spec.UpdateStrategy.Type == "OnDelete" {
 		return 0
 	}
-	u, _, holding := userPartition(set, vcu)
-	if holding && vcu.Spec.VolumeClaimSyncStrategy == syncLockStep {
-		return int(*vcu.Status.HeldPartition) - 1
+	h := holdOf(set, vcu)
+	if h.held != nil && vcu.Spec.VolumeClaimSyncStrategy == syncLockStep {
+		return int(*h.held) - 1
 	}
-	return int(u)
+	return int(h.user)
 }
 
 // patchTo rewrites claim to template t with one JSON patch operation per

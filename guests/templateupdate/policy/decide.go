@@ -13,9 +13,17 @@ import (
 // been ready for minReadySeconds (0: no such wait): nothing in the cluster
 // changes then, so only the clock brings the next reconcile.
 func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
+	set, vcu := req.StatefulSet(), req.ClaimUpdate()
+	if set == nil {
+		return nil, 0
+	}
+	others := notInEffect(req, vcu)
+	if vcu == nil || vcu.Metadata.DeletionTimestamp != "" {
+		return append(orphaned(set), others...), 0
+	}
 	p := newPlan(req)
 	if p == nil {
-		return nil, 0
+		return others, 0
 	}
 	r := p.walk()
 	var held *int32
@@ -28,7 +36,7 @@ func decide(req *sdk.Request) (actions []abi.Action, requeue time.Duration) {
 	actions = p.partitionActions(status, writeStatus)
 	actions = append(actions, r.actions...)
 	actions = append(actions, p.warnings(r)...)
-	return actions, r.requeue
+	return append(actions, others...), r.requeue
 }
 
 // warnings are the Warning events on the VolumeClaimUpdate, each recorded
@@ -50,4 +58,17 @@ func (p *plan) warnings(r rollout) []abi.Action {
 		}
 	}
 	return out
+}
+
+// orphaned is a set whose VolumeClaimUpdate is gone or being deleted: a
+// LockStep hold it left in place is released to the user's partition, which
+// the set's record keeps (partition.go), and nothing else is done. Without a
+// record there is nothing to do, and every StatefulSet without a
+// VolumeClaimUpdate is one of those.
+func orphaned(set *abi.StatefulSet) []abi.Action {
+	if _, _, ok := sdk.PartitionHoldOf(set); !ok {
+		return nil
+	}
+	p := &plan{set: set, rolling: set.Spec.UpdateStrategy.Type != "OnDelete", hold: holdOf(set, nil)}
+	return p.release(": the VolumeClaimUpdate that held it is gone")
 }

@@ -90,6 +90,25 @@ func (c *cluster) setPartition(p int32) {
 	c.set.Spec.UpdateStrategy.RollingUpdate = &abi.RollingUpdateStatefulSetStrategy{Partition: ptr(p)}
 }
 
+// recordHold keeps setPartition's record on the set as the host does, in
+// the same write as the partition.
+func (c *cluster) recordHold(p int32, h *abi.PartitionHold) {
+	a := c.set.Metadata.Annotations
+	delete(a, abi.AnnotationHeldPartition)
+	delete(a, abi.AnnotationUserPartition)
+	if h == nil {
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+		c.set.Metadata.Annotations = a
+	}
+	a[abi.AnnotationHeldPartition] = itoa(p)
+	if h.UserPartition != nil {
+		a[abi.AnnotationUserPartition] = itoa(*h.UserPartition)
+	}
+}
+
 // request is the reconcile input for the cluster, a deep copy.
 func (c *cluster) request() *abi.ReconcileRequest {
 	args := []any{c.set, c.pods, c.claims, c.classes}
@@ -154,6 +173,7 @@ func (c *cluster) reconcile(t *testing.T, h *sdktest.Harness) outcome {
 			o.applies = append(o.applies, a)
 		case abi.ActionSetPartition:
 			c.setPartition(*a.Partition)
+			c.recordHold(*a.Partition, a.Hold)
 			o.partitions = append(o.partitions, *a.Partition)
 		case abi.ActionUpdateClaimUpdateStatus:
 			if a.Target.Name != c.vcu.Metadata.Name {

@@ -202,20 +202,21 @@ func TestMinReadySeconds(t *testing.T) {
 					t.Fatalf("applied %s 30 s after web-2 became Ready under minReadySeconds 300", a.Target.Name)
 				}
 			}
-			if got, want := res.RequeueAfterMillis, int64(270_001); got != want {
-				t.Errorf("requeueAfterMillis %d, want %d (the 270 s left, and a millisecond)", got, want)
+			if got, want := res.RequeueAfterMillis, int64(270_000); got != want {
+				t.Errorf("requeueAfterMillis %d, want %d (the 270 s left)", got, want)
 			}
 			c.reconcile(t, h)
 			c.wantCondition(t, ConditionProgressing, "True", ReasonWaitingForReplicaReady)
-			// Exactly minReadySeconds is not enough (kube-controller-manager
-			// wants the time strictly past); a second later is.
-			c.pod(2).Status.Conditions[0].LastTransitionTime = now.Add(-300 * time.Second).Format(time.RFC3339)
+			// A second short of minReadySeconds is not enough; exactly
+			// minReadySeconds is (kube-controller-manager 1.37's
+			// IsPodAvailable: Ready time plus minReadySeconds <= now).
+			c.pod(2).Status.Conditions[0].LastTransitionTime = now.Add(-299 * time.Second).Format(time.RFC3339)
 			if got := c.reconcile(t, h).applied(); len(got) != 0 {
-				t.Fatalf("applied %v at exactly minReadySeconds", got)
+				t.Fatalf("applied %v a second before minReadySeconds", got)
 			}
-			c.pod(2).Status.Conditions[0].LastTransitionTime = now.Add(-301 * time.Second).Format(time.RFC3339)
+			c.pod(2).Status.Conditions[0].LastTransitionTime = now.Add(-300 * time.Second).Format(time.RFC3339)
 			if got := c.reconcile(t, h).applied(); !slices.Equal(got, []string{"data-web-1"}) {
-				t.Fatalf("applied %v after minReadySeconds, want data-web-1", got)
+				t.Fatalf("applied %v at exactly minReadySeconds, want data-web-1", got)
 			}
 		})
 	}
@@ -226,8 +227,8 @@ func TestMinReadySeconds(t *testing.T) {
 		c.claims[1].Status.Capacity["storage"] = "2Gi"
 		c.pods[1] = sdktest.Pod(c.set, 1, sdktest.ReadySince(now.Add(24*time.Hour)))
 		res := h.MustReconcile(c.request())
-		if res.RequeueAfterMillis != 60_001 {
-			t.Errorf("requeueAfterMillis %d, want 60001", res.RequeueAfterMillis)
+		if res.RequeueAfterMillis != 60_000 {
+			t.Errorf("requeueAfterMillis %d, want 60000", res.RequeueAfterMillis)
 		}
 	})
 	t.Run("Ready without a time is not available", func(t *testing.T) {

@@ -15,6 +15,7 @@ const (
 	ReasonClaimUpdateFailed                 = "ClaimUpdateFailed"
 	ReasonClaimNeedsRecreation              = "ClaimNeedsRecreation"
 	ReasonUnknownTemplate                   = "UnknownTemplate"
+	ReasonNotInEffect                       = "NotInEffect"
 
 	ReasonComplete                  = "Complete"
 	ReasonClaimsUpdating            = "ClaimsUpdating"
@@ -70,7 +71,9 @@ func init() {
 		// `kubeplug test` checks each answer against the whole request.
 		// The admit hook is sent whole objects.
 		Projection: []abi.ObjectFields{
-			{Kind: abi.KindStatefulSet, Fields: []string{"spec.replicas", "spec.ordinals", "spec.updateStrategy",
+			// The set's annotations hold the record of a LockStep hold
+			// (abi.PartitionHold).
+			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.annotations", "spec.replicas", "spec.ordinals", "spec.updateStrategy", "spec.podManagementPolicy",
 				"spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
 			// Of a condition, only what readyCondition, podAvailable and
 			// failed read: a reason or message is often the longest part.
@@ -81,7 +84,7 @@ func init() {
 				"status.phase", "status.capacity", "status.conditions.type", "status.conditions.status", "status.allocatedResources",
 				"status.allocatedResourceStatuses", "status.currentVolumeAttributesClassName"}},
 			{Kind: abi.KindStorageClass, Fields: []string{"allowVolumeExpansion"}},
-			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"metadata.generation", "spec", "status"}},
+			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"metadata.generation", "metadata.deletionTimestamp", "spec", "status"}},
 		},
 		Admit: admit,
 		Admission: &abi.Admission{

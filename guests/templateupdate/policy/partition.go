@@ -11,23 +11,60 @@ import (
 // PVCs" 1 asks. It holds rollingUpdate.partition instead: pods at indexes at
 // or above the partition roll, so holding it just above the highest replica
 // whose claims are not compatible lets the rollout reach that replica only
-// once they are. The user's own partition is recorded on the
-// VolumeClaimUpdate's status and given back when the hold ends.
+// once they are.
+//
+// The user's own partition is recorded on the set itself, in the same write
+// that moves the partition (setPartition's hold, ABI 1.4): the record and
+// the hold change together or not at all, whatever crashes between two
+// writes, and a VolumeClaimUpdate deleted while it holds cannot take the
+// user's value with it (see release). The VolumeClaimUpdate's status shows
+// the same values for the user.
 
-// userPartition is the user's partition U: the one recorded when the set's
-// partition is still the one the module holds, otherwise the set's (the
-// user changed it, or the hold never landed). ptr is the value to record:
-// nil when the user set none.
-// A negative partition in the input (garbage: the API server and the CRD
-// refuse one) counts as none, so that no walk goes below index 0.
-func userPartition(set *abi.StatefulSet, vcu *abi.VolumeClaimUpdate) (u int32, ptr *int32, holding bool) {
+// hold is the LockStep hold as the set shows it.
+type hold struct {
+	// user is the user's partition U, and userPtr the value to record (nil
+	// when the user set none).
+	user    int32
+	userPtr *int32
+	// held is the partition the module holds the set at, nil when no hold
+	// is in place; stale says the set carries a record of a hold whose
+	// partition someone has moved since (the user's change, kept).
+	held  *int32
+	stale bool
+}
+
+// holdOf reads the hold: the set's record (sdk.PartitionHoldOf) is in
+// place while the set's partition still equals the one it records, and
+// then U is the recorded user's partition; otherwise U is the set's own
+// partition. A hold taken before ABI 1.4 is recorded only in vcu's status
+// (vcu may be nil) and is read from there, the same way.
+// A negative partition in the input (garbage: the API server refuses one)
+// counts as none, so that no walk goes below index 0.
+func holdOf(set *abi.StatefulSet, vcu *abi.VolumeClaimUpdate) hold {
 	current := nonNegative(setPartition(set))
-	held := vcu.Status.HeldPartition
-	if held != nil && current != nil && *current == *held {
-		recorded := nonNegative(vcu.Status.UserPartition)
-		return deref(recorded), recorded, true
+	if held, user, ok := sdk.PartitionHoldOf(set); ok {
+		if current != nil && *current == held {
+			return hold{user: deref(user), userPtr: user, held: current}
+		}
+		return hold{user: deref(current), userPtr: current, stale: true}
 	}
-	return deref(current), current, false
+	if held := legacyHold(vcu); held != nil {
+		if current != nil && *current == *held {
+			recorded := nonNegative(vcu.Status.UserPartition)
+			return hold{user: deref(recorded), userPtr: recorded, held: current}
+		}
+		return hold{user: deref(current), userPtr: current, stale: true}
+	}
+	return hold{user: deref(current), userPtr: current}
+}
+
+// legacyHold is the partition a VolumeClaimUpdate's status says is held, nil
+// for none.
+func legacyHold(vcu *abi.VolumeClaimUpdate) *int32 {
+	if vcu == nil {
+		return nil
+	}
+	return vcu.Status.HeldPartition
 }
 
 // nonNegative is p, or nil when p is negative.
@@ -60,54 +97,63 @@ func (p *plan) holdAt() (h int32, ok bool) {
 	return 0, false
 }
 
-// partitionActions orders the status write and the partition change so that
-// a failure between them never loses the user's value: the status records it
-// before the partition is first held, a held partition steps down before the
-// status says so, and the partition is given back before the record is
-// cleared.
+// partitionActions moves the partition with its record in one write, then
+// writes the status that shows them: the set's write is the one that
+// counts, and a crash after it leaves a hold the next reconcile reads from
+// the set whatever the status says.
 func (p *plan) partitionActions(status abi.VolumeClaimUpdateStatus, writeStatus bool) []abi.Action {
 	var out []abi.Action
-	setRef, vcuRef := sdk.RefOf(p.set), sdk.RefOf(p.vcu)
-	current, oldHeld := setPartition(p.set), p.vcu.Status.HeldPartition
+	setRef := sdk.RefOf(p.set)
 	if h := status.HeldPartition; h != nil {
-		move := current == nil || *current != *h
-		// A new hold records the user's value before the partition moves. A
-		// hold that steps down moves the partition first: the write most
-		// likely to fail is the set's (its status changes all through a
-		// rollout, and every write has a resourceVersion precondition), and
-		// a status that named the new hold while the set kept the old one
-		// would read as the user's own change and lose the user's value.
-		stepDown := p.holding && move
-		if stepDown {
-			out = append(out, sdk.SetPartition(setRef, *h))
+		if !p.recorded(*h) {
+			out = append(out, sdk.HoldPartition(setRef, *h, p.userPtr))
 		}
 		if writeStatus {
-			out = append(out, sdk.UpdateClaimUpdateStatus(vcuRef, status))
+			out = append(out, sdk.UpdateClaimUpdateStatus(sdk.RefOf(p.vcu), status))
 		}
-		if move && !stepDown {
-			out = append(out, sdk.SetPartition(setRef, *h))
-		}
-		if oldHeld == nil || *oldHeld != *h {
+		if p.held == nil || *p.held != *h {
 			out = append(out, sdk.Normal(setRef, ReasonPartitionHeld, "holding rollingUpdate.partition at "+itoa(*h)+
 				" until the claims of pod "+p.podName(int(*h)-1)+" are compatible with VolumeClaimUpdate "+p.vcu.Metadata.Name+
 				"; the user's partition "+itoa(p.user)+" is restored when the update is done"))
 		}
 		return out
 	}
-	if oldHeld != nil && p.holding {
-		out = append(out, sdk.SetPartition(setRef, p.user))
-	}
+	out = append(out, p.release("")...)
 	if writeStatus {
-		out = append(out, sdk.UpdateClaimUpdateStatus(vcuRef, status))
-	}
-	if oldHeld != nil {
-		msg := "released rollingUpdate.partition to the user's " + itoa(p.user)
-		if !p.holding {
-			msg = "the user changed rollingUpdate.partition while it was held: kept the user's " + itoa(p.user)
-		}
-		out = append(out, sdk.Normal(setRef, ReasonPartitionReleased, msg))
+		out = append(out, sdk.UpdateClaimUpdateStatus(sdk.RefOf(p.vcu), status))
 	}
 	return out
+}
+
+// recorded reports whether the set is held at h with the record of the
+// user's partition as it should be: nothing to write.
+func (p *plan) recorded(h int32) bool {
+	held, user, ok := sdk.PartitionHoldOf(p.set)
+	current := setPartition(p.set)
+	return ok && held == h && current != nil && *current == h && int32PtrEqual(user, p.userPtr)
+}
+
+// release ends the hold: the user's partition back (0 for none) and the
+// record gone, in one write; where the user moved the partition while it
+// was held (stale), only the record goes and the user's value stays. why
+// says why the hold ends when it is not that the update is done. No write
+// is needed for a record kept only on a VolumeClaimUpdate's status (before
+// ABI 1.4) that the user's change made stale, nor possible under an OnDelete
+// strategy, which has no partition.
+func (p *plan) release(why string) []abi.Action {
+	if p.held == nil && !p.stale {
+		return nil
+	}
+	var out []abi.Action
+	setRef := sdk.RefOf(p.set)
+	if _, _, record := sdk.PartitionHoldOf(p.set); p.rolling && (p.held != nil || record) {
+		out = append(out, sdk.SetPartition(setRef, p.user))
+	}
+	msg := "released rollingUpdate.partition to the user's " + itoa(p.user) + why
+	if p.held == nil {
+		msg = "the user changed rollingUpdate.partition while it was held: kept the user's " + itoa(p.user) + why
+	}
+	return append(out, sdk.Normal(setRef, ReasonPartitionReleased, msg))
 }
 
 func deref(p *int32) int32 {

@@ -24,12 +24,9 @@ type plan struct {
 	rolling  bool
 	inPlace  bool
 	lockStep bool
-	// user is the user's partition U and userPtr the value to record (nil
-	// when the user set none); holding says the set's partition is the one
-	// the module last held (see partition.go).
-	user    int32
-	userPtr *int32
-	holding bool
+	// hold is the LockStep hold as the set shows it, with the user's
+	// partition U (see partition.go).
+	hold
 	// claims is each replica's claim of each template and what the rules
 	// say of it, replicas × templates row by row (see state): worked out
 	// once, since the walk, the hold and the counts all ask again.
@@ -68,7 +65,7 @@ func newPlan(req *sdk.Request) *plan {
 	start, end := sdk.OrdinalRange(set)
 	p.start, p.replicas = start, end-start
 	p.templates, p.unknown = matchTemplates(set, vcu)
-	p.user, p.userPtr, p.holding = userPartition(set, vcu)
+	p.hold = holdOf(set, vcu)
 	p.requests = make([]sdk.Quantity, len(p.templates))
 	p.annotations = make([]map[string]string, len(p.templates))
 	for j, t := range p.templates {
@@ -184,13 +181,13 @@ func (p *plan) podRolled(index int) bool {
 
 // podAvailable reports whether the replica's pod exists, is not terminating
 // and has been Ready for the set's minReadySeconds (KEP-4650 "When to update
-// PVCs" 2). It decides as kube-controller-manager does for availability:
-// with minReadySeconds 0 Ready is enough, otherwise the Ready condition's
-// lastTransitionTime plus minReadySeconds must be before now (the host's
-// clock in the request, so the decision is a function of the input); a
-// Ready condition without a time is not available yet. left is how long
-// until it is, 0 when that cannot be known (not Ready: a change of the pod
-// brings the next reconcile).
+// PVCs" 2). It decides as kube-controller-manager 1.37's IsPodAvailable
+// does: with minReadySeconds 0 Ready is enough, otherwise the Ready
+// condition's lastTransitionTime plus minReadySeconds must be at or before
+// now (the host's clock in the request, so the decision is a function of
+// the input); a Ready condition without a time is not available yet. left
+// is how long until it is, 0 when that cannot be known (not Ready: a change
+// of the pod brings the next reconcile).
 func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
 	pod := p.req.Pod(p.start + index)
 	if pod == nil || pod.Metadata.DeletionTimestamp != "" {
@@ -208,14 +205,14 @@ func (p *plan) podAvailable(index int) (ok bool, left time.Duration) {
 	if err != nil {
 		return false, 0
 	}
-	now := p.req.Now()
-	if since.Add(minReady).Before(now) {
+	now, at := p.req.Now(), since.Add(minReady)
+	if !at.After(now) {
 		return true, 0
 	}
 	// A transition time in the future (a skewed clock) waits no longer
-	// than minReadySeconds from now.
-	left = min(since.Add(minReady).Sub(now), minReady) + time.Millisecond
-	return false, left
+	// than minReadySeconds from now. At exactly `at` the pod is available,
+	// so the time left is enough: the SDK rounds it up to a millisecond.
+	return false, min(at.Sub(now), minReady)
 }
 
 // claimsUpdating reports whether a claim of the replica at index has an

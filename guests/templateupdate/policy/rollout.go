@@ -23,9 +23,11 @@ type rollout struct {
 	// must roll (LockStep) or the replica be ready (waitReady).
 	waitPod   int
 	waitReady bool
-	// recreating: a claim is being deleted while its pod is gone too, so
-	// the StatefulSet controller recreates both from the template.
-	recreating   bool
+	// recreating is the replica, -1 for none, whose claim the walk waits
+	// for while the StatefulSet controller makes it and its pod again from
+	// the template: the old claim is being deleted with its pod gone too,
+	// or is gone already (LockStep).
+	recreating   int
 	waitDeletion bool // pod OnDelete: a replica waits for its pod's deletion
 	// requeue is when the replica waited for has been ready for
 	// minReadySeconds; 0 for no such wait.
@@ -49,7 +51,7 @@ type assessment struct {
 // PVCs"); only InPlace updates in place at all, and LockStep under
 // volumeClaimUpdateStrategy OnDelete waits for the user at each replica.
 func (p *plan) walk() rollout {
-	r := rollout{waitPod: -1}
+	r := rollout{waitPod: -1, recreating: -1}
 	switch {
 	case p.rolling && (p.inPlace || p.lockStep):
 		p.walkRolling(&r)
@@ -59,51 +61,129 @@ func (p *plan) walk() rollout {
 	return r
 }
 
-// walkRolling goes from the highest index down to the user's partition, one
-// replica at a time, as a RollingUpdate rolls pods: indexes below the
-// partition keep their claims as they keep their pods. KEP-4650: "A replica
-// is considered ready if the Pod is ready and all its volumes are not being
-// updated in-place. Wait for a replica to be ready for at least
-// minReadySeconds before proceeding to the next replica", under either sync
-// strategy; LockStep also waits for the pod to run the update revision.
+// walkRolling goes from the highest index down to the user's partition, as
+// a RollingUpdate rolls pods: indexes below the partition keep their claims
+// as they keep their pods. It updates the claims of the replicas choose
+// picks, as kube-controller-manager picks the pods it re-creates (budget.go):
+// with the default maxUnavailable of 1, one replica at a time, the next only
+// once this one is compatible and available, and none while any replica is
+// unavailable. KEP-4650: "A replica is considered ready if the Pod is ready
+// and all its volumes are not being updated in-place. Wait for a replica to
+// be ready for at least minReadySeconds before proceeding to the next
+// replica", under either sync strategy; LockStep also waits for the pod to
+// run the update revision.
 func (p *plan) walkRolling(r *rollout) {
-	// The walk waits for a replica only while a replica after it in the
-	// walk still has a claim to update: with none, the update is done.
-	last := -1
-	for i := int(p.user); i < p.replicas; i++ {
-		if !p.replicaCompatible(i) {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
+	work, ok := p.work()
+	if !ok {
+		r.recreating = p.claimMissing()
 		return
 	}
-	for i := p.replicas - 1; i >= int(p.user) && i >= last; i-- {
-		if !p.replicaCompatible(i) {
-			a := p.assess(i)
-			if b := a.blockage(); b != nil {
-				// What can be applied still is; the rest waits for the user.
-				r.actions = append(r.actions, a.applies...)
-				r.blocked = b
-				return
-			}
-			if a.immutable != nil && p.lockStep {
-				p.needsUser(r, i, a.immutable, a.immutableT)
-				return
-			}
-			if len(a.applies) > 0 || a.inFlight {
-				r.actions = append(r.actions, a.applies...)
-				r.inFlight = true
-				return
-			}
-			// Async leaves a claim only recreation fixes, as OnDelete would,
-			// and still waits for the replica to be ready.
+	av := p.availability()
+	chosen := p.choose(work, &av)
+	r.requeue = av.requeue
+	roll := -1 // a chosen replica whose only work is its pod's roll
+	for i := p.replicas - 1; i >= int(p.user); i-- {
+		switch {
+		case !work[i]:
+			continue
+		case !chosen[i]:
+			// Not this replica's turn; an update already in flight on it
+			// still is one.
+			r.inFlight = r.inFlight || p.claimsUpdating(i)
+			continue
+		case p.replicaCompatible(i):
+			roll = max(roll, i)
+			continue
 		}
-		if i > last && !p.replicaReady(r, i) {
+		a := p.assess(i)
+		if b := a.blockage(); b != nil {
+			// What can be applied still is; the rest waits for the user.
+			r.actions = append(r.actions, a.applies...)
+			r.blocked = b
 			return
 		}
+		if a.immutable != nil && p.lockStep {
+			p.needsUser(r, i, a.immutable, a.immutableT)
+			return
+		}
+		r.actions = append(r.actions, a.applies...)
+		r.inFlight = r.inFlight || len(a.applies) > 0 || a.inFlight
 	}
+	switch {
+	case r.inFlight:
+	case roll >= 0:
+		r.waitPod = roll
+	case av.first >= 0:
+		r.waitPod, r.waitReady = av.first, true
+	}
+	if i := r.waitPod; i >= 0 && p.lockStep && !p.claimsExist(i) {
+		// The claim the user deleted is gone: the replica waits for the
+		// StatefulSet controller to make it and its pod again.
+		r.waitPod, r.waitReady, r.recreating = -1, false, i
+	}
+}
+
+// claimMissing is the highest replica from the user's partition up, under
+// LockStep, whose claim of some template does not exist, -1 for none: the
+// StatefulSet controller is making it (again) with its pod, and until it
+// has, the update is not done.
+func (p *plan) claimMissing() int {
+	if !p.lockStep {
+		return -1
+	}
+	for i := p.replicas - 1; i >= int(p.user); i-- {
+		if !p.claimsExist(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// claimsExist reports whether the replica has its claim of every template.
+func (p *plan) claimsExist(index int) bool {
+	for j := range p.templates {
+		if p.state(index, j).c == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// work marks the replicas at or above the user's partition where the walk
+// has something to do or to wait for: an incompatible claim it updates in
+// place or that settles by itself, any incompatible claim under LockStep
+// (the user must act), and under LockStep a pod still to roll above the
+// lowest such replica. ok is false when no replica has any: the update is
+// done as far as the walk goes, and nothing is waited for.
+func (p *plan) work() (work []bool, ok bool) {
+	work = make([]bool, p.replicas)
+	lowest := -1
+	for i := p.replicas - 1; i >= int(p.user); i-- {
+		if p.moves(i) {
+			work[i], lowest = true, i
+		}
+	}
+	if lowest < 0 {
+		return work, false
+	}
+	if p.lockStep {
+		for i := lowest + 1; i < p.replicas; i++ {
+			work[i] = work[i] || !p.podRolled(i)
+		}
+	}
+	return work, true
+}
+
+// moves reports whether the replica has an incompatible claim the walk acts
+// or waits on: under Async a claim only recreation fixes is left, as
+// OnDelete would leave it.
+func (p *plan) moves(index int) bool {
+	for j, t := range p.templates {
+		if s := p.state(index, j); !s.compatible && (p.lockStep || inPlaceable(s.c, t)) {
+			return true
+		}
+	}
+	return false
 }
 
 // needsUser is LockStep at a replica whose claim the module does not update
@@ -113,7 +193,7 @@ func (p *plan) walkRolling(r *rollout) {
 func (p *plan) needsUser(r *rollout, index int, c, t *abi.PersistentVolumeClaim) {
 	if c.Metadata.DeletionTimestamp != "" {
 		if p.podGone(index) {
-			r.recreating = true
+			r.recreating = index
 			return
 		}
 		reason := ReasonImmutableFieldChanged
@@ -128,22 +208,6 @@ func (p *plan) needsUser(r *rollout, index int, c, t *abi.PersistentVolumeClaim)
 		return
 	}
 	r.blocked = immutableBlockage(c, t, p.podName(index))
-}
-
-// replicaReady reports whether the walk may go past the replica at index,
-// and otherwise records the wait on r: its pod Ready (and at the update
-// revision under LockStep) for minReadySeconds, and no claim of it updating.
-func (p *plan) replicaReady(r *rollout, index int) bool {
-	if p.lockStep && !p.podRolled(index) {
-		r.waitPod = index
-		return false
-	}
-	ready, left := p.podAvailable(index)
-	if ready && !p.claimsUpdating(index) {
-		return true
-	}
-	r.waitPod, r.waitReady, r.requeue = index, true, left
-	return false
 }
 
 // walkOnDelete updates the claims of replicas whose pod is absent or

@@ -116,9 +116,9 @@ func (p *plan) conditions(r rollout) (progressing, blocked abi.Condition) {
 		progressing.Status, progressing.Reason, progressing.Message = "Unknown", ReasonBlocked, "blocked until the user acts: "+r.blocked.message
 	case r.inFlight:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsUpdating, "claims are being updated in place"+note
-	case r.recreating:
+	case r.recreating >= 0:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonClaimsRecreating,
-			"a claim and its pod are being deleted; the StatefulSet controller recreates them from the template"
+			"pod "+p.podName(r.recreating)+" and its claims are being made again from the template: the StatefulSet controller creates them once the old ones are gone"
 	case r.waitPod >= 0 && r.waitReady:
 		progressing.Status, progressing.Reason, progressing.Message = "True", ReasonWaitingForReplicaReady,
 			"waiting for replica "+p.podName(r.waitPod)+" to be ready (pod Ready for minReadySeconds "+itoa(p.set.Spec.MinReadySeconds)+
@@ -157,9 +157,16 @@ func (p *plan) remainingInPlaceable() bool {
 // transition keeps the old lastTransitionTime unless the status or reason
 // changed, so a steady state writes nothing.
 func (p *plan) transition(c abi.Condition, gen int64) abi.Condition {
+	return transition(p.req.Now(), p.vcu.Status.Conditions, c, gen)
+}
+
+// transition is condition c at generation gen, set at now unless conditions
+// (the old ones) have c's type with the same status and reason: then since
+// that one's lastTransitionTime.
+func transition(now time.Time, conditions []abi.Condition, c abi.Condition, gen int64) abi.Condition {
 	c.ObservedGeneration = gen
-	c.LastTransitionTime = p.req.Now().UTC().Format(time.RFC3339)
-	if old := findCondition(p.vcu.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
+	c.LastTransitionTime = now.UTC().Format(time.RFC3339)
+	if old := findCondition(conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason {
 		c.LastTransitionTime = old.LastTransitionTime
 	}
 	return c

@@ -21,13 +21,14 @@ const (
 	guest    = "guests/templateupdate"
 )
 
-// check: the first reconcile records the hold on the status, holds the
-// partition above the highest replica, says so, and grows that replica's
-// claim only: LockStep goes one replica at a time, yet the module still
-// reads all 100 replicas to count them and find the hold.
+// check: the first reconcile holds the partition above the highest replica
+// with its record on the set, shows it in the status, says so, and grows that
+// replica's claim only: LockStep goes one replica at a time, yet the module
+// still reads all 100 replicas to count them, find the hold and check that
+// every replica is available.
 func check(tb testing.TB, res *abi.Result) {
 	tb.Helper()
-	want := []string{abi.ActionUpdateClaimUpdateStatus, abi.ActionSetPartition, abi.ActionEvent, abi.ActionApplyClaim, abi.ActionEvent}
+	want := []string{abi.ActionSetPartition, abi.ActionUpdateClaimUpdateStatus, abi.ActionEvent, abi.ActionApplyClaim, abi.ActionEvent}
 	if len(res.Actions) != len(want) {
 		tb.Fatalf("module returned %d actions, want %d", len(res.Actions), len(want))
 	}
@@ -36,11 +37,11 @@ func check(tb testing.TB, res *abi.Result) {
 			tb.Fatalf("action %d is %s, want %s", i, a.Type, want[i])
 		}
 	}
-	st := res.Actions[0].ClaimUpdateStatus
-	if *res.Actions[1].Partition != replicas || st.HeldPartition == nil || *st.HeldPartition != replicas ||
+	st := res.Actions[1].ClaimUpdateStatus
+	if *res.Actions[0].Partition != replicas || res.Actions[0].Hold == nil || st.HeldPartition == nil || *st.HeldPartition != replicas ||
 		len(st.VolumeClaimTemplates) != 1 || st.VolumeClaimTemplates[0].CompatibleReplicas != 0 ||
 		st.VolumeClaimTemplates[0].TotalCapacity["storage"] != "1000Gi" {
-		tb.Fatalf("unexpected hold or status: partition %d, status %+v", *res.Actions[1].Partition, st)
+		tb.Fatalf("unexpected hold or status: partition %d, hold %+v, status %+v", *res.Actions[0].Partition, res.Actions[0].Hold, st)
 	}
 	if a := res.Actions[3]; a.Target.Name != "data-web-99" || a.Claim.Resources.Requests["storage"] != "20Gi" {
 		tb.Fatalf("unexpected apply %+v", a)

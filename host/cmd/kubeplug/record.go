@@ -154,6 +154,9 @@ func inputObjects(l snapshot.Lister, req *abi.ReconcileRequest) ([]map[string]an
 		if s.ClaimUpdate != nil {
 			refs = append(refs, ref{abi.KindVolumeClaimUpdate, s.ClaimUpdate.Metadata})
 		}
+		for _, u := range s.OtherClaimUpdates {
+			refs = append(refs, ref{abi.KindVolumeClaimUpdate, u.Metadata})
+		}
 	}
 	if v := req.PersistentVolume; v != nil {
 		refs = append(refs, ref{abi.KindPersistentVolume, v.Volume.Metadata})

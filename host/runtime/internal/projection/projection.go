@@ -299,6 +299,7 @@ func (p *Projection) into(s *Scratch, req *abi.ReconcileRequest) *abi.ReconcileR
 		keepList(p, abi.KindPersistentVolumeClaim, &c.Claims, src.Claims)
 		keepList(p, abi.KindStorageClass, &c.StorageClasses, src.StorageClasses)
 		keepOne(p, abi.KindVolumeClaimUpdate, &c.ClaimUpdate, src.ClaimUpdate)
+		keepList(p, abi.KindVolumeClaimUpdate, &c.OtherClaimUpdates, src.OtherClaimUpdates)
 		s.req.StatefulSet = c
 	}
 	if src := req.PersistentVolume; src != nil {

@@ -52,7 +52,7 @@ func setRequest() *abi.ReconcileRequest {
 	set, pod, claim, class, update := full[abi.StatefulSet](), full[abi.Pod](), full[abi.PersistentVolumeClaim](), full[abi.StorageClass](), full[abi.VolumeClaimUpdate]()
 	return &abi.ReconcileRequest{Subject: abi.SubjectStatefulSet, Key: "ns/web", Now: "2026-01-01T00:00:00Z", Config: []byte(`{}`),
 		StatefulSet: &abi.StatefulSetSubject{Set: &set, Pods: []abi.Pod{pod, pod}, Claims: []abi.PersistentVolumeClaim{claim},
-			StorageClasses: []abi.StorageClass{class}, ClaimUpdate: &update}}
+			StorageClasses: []abi.StorageClass{class}, ClaimUpdate: &update, OtherClaimUpdates: []abi.VolumeClaimUpdate{update, update}}}
 }
 
 func volumeRequest() *abi.ReconcileRequest {
@@ -101,6 +101,17 @@ func TestApplyKeepsIdentityAndDeclaredFields(t *testing.T) {
 	require.Equal(t, req.StatefulSet.ClaimUpdate, got.StatefulSet.ClaimUpdate)
 	got.StatefulSet = req.StatefulSet
 	require.Equal(t, req, got)
+}
+
+// The VolumeClaimUpdates not in effect are narrowed as the one in effect is.
+func TestApplyNarrowsEveryClaimUpdate(t *testing.T) {
+	p := compile(t, abi.ObjectFields{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"status.conditions"}})
+	got := p.Apply(setRequest())
+	want := abi.VolumeClaimUpdate{Metadata: identity(), Status: abi.VolumeClaimUpdateStatus{Conditions: setRequest().StatefulSet.ClaimUpdate.Status.Conditions}}
+	require.Equal(t, &want, got.StatefulSet.ClaimUpdate)
+	require.Equal(t, []abi.VolumeClaimUpdate{want, want}, got.StatefulSet.OtherClaimUpdates)
+	omit := compile(t, abi.ObjectFields{Kind: abi.KindVolumeClaimUpdate, Omit: true})
+	require.Nil(t, omit.Apply(setRequest()).StatefulSet.OtherClaimUpdates)
 }
 
 // A projection that lists none of a request's kinds sends it whole: no
