@@ -45,7 +45,8 @@ const maxKeptObjects = 50_000
 var ErrTooLarge = errors.New("the case is too large to explore")
 
 // Budget bounds an exploration: executions (runs of a case, the
-// unperturbed ones included) and time, both checked before each run.
+// unperturbed ones included), checked before each run, and time, checked
+// wherever time passes (budget.go).
 type Budget struct {
 	Executions int
 	Time       time.Duration
@@ -152,6 +153,10 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	// are planned from the states they reached.
 	unobserved := map[int]*result{}
 	for _, p := range perturbations {
+		if r.over(ctx) != nil {
+			rep.Truncated = true // weighing views takes time too
+			return rep
+		}
 		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p, r.base) {
 			rep.Skipped++
 			continue
@@ -169,6 +174,10 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	}
 	ran := 0
 	for _, p := range r.planCompound(unobserved) {
+		if r.over(ctx) != nil {
+			rep.Truncated = true
+			return rep
+		}
 		if !r.staleDiffers(p, unobserved[p.Phase]) {
 			rep.Skipped++
 			continue
@@ -357,7 +366,7 @@ type execution struct {
 }
 
 func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.over(ctx); err != nil {
 		return nil, err
 	}
 	if r.opts.Executions != nil {
@@ -366,8 +375,12 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 		}
 		*r.opts.Executions--
 	}
-	if !r.opts.Deadline.IsZero() && !time.Now().Before(r.opts.Deadline) {
-		return nil, ErrBudget
+	if d := r.opts.Deadline; !d.IsZero() {
+		// A guest call in flight at the deadline ends there, as one does
+		// on SIGTERM, rather than run its own deadline out.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
 	}
 	r.executions++
 	sess, err := casetest.NewSession(r.mod, r.c, r.opts.Log)
@@ -395,11 +408,14 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	// per run would cost more than the run); a crash or a restarted stale
 	// round gets a fresh one (see RATIONALE.md).
 	x.restart(ctx, false)
-	if err := x.runAll(ctx); err != nil {
-		return nil, err
+	err = x.runAll(ctx)
+	// The budget or ctx ending a run is the run's end whatever it made
+	// fail on the way (a guest call cut short is an error of its own).
+	if stop := x.over(ctx); stop != nil {
+		return nil, stop
 	}
-	if x.stop != nil {
-		return nil, x.stop
+	if err != nil {
+		return nil, err
 	}
 	x.finish()
 	return x.res, nil
@@ -435,6 +451,9 @@ func (x *execution) resync(ctx context.Context) error {
 	for i, s := range steps {
 		if !s.Controller() {
 			continue
+		}
+		if err := x.over(ctx); err != nil {
+			return err
 		}
 		any = true
 		ws, err := s.Writes(i, x.sess.Cluster)
@@ -474,8 +493,8 @@ func (x *execution) step(ctx context.Context, phase int) error {
 				return err
 			}
 		}
-		if x.stop != nil {
-			return x.stop
+		if err := x.over(ctx); err != nil {
+			return err
 		}
 		writes := x.sess.Cluster.WriteCount()
 		err := w.Apply(ctx, x.sess.Cluster)
@@ -508,8 +527,8 @@ func (x *execution) settle(ctx context.Context) error {
 		limit = maxRounds
 	}
 	for round := 1; ; round++ {
-		if x.stop != nil {
-			return x.stop
+		if err := x.over(ctx); err != nil {
+			return err
 		}
 		x.round = round
 		x.n++

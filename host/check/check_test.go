@@ -277,6 +277,27 @@ steps:
 	require.Contains(t, rep.Failure, "split it into smaller cases")
 }
 
+// A slow module on a case of 100 steps that write nothing: the budget is
+// checked at every round, so the run ends at the first round after the
+// deadline, not once every step's rounds have called the module.
+func TestBudgetEndsARunAtItsNextRound(t *testing.T) {
+	c := loadCase(t, "testdata/stalereap.yaml")
+	c.Steps = slices.Repeat([]casetest.Step{{Action: casetest.StepGarbageCollector}}, casetest.MaxSteps)
+	deadline := time.Now().Add(50 * time.Millisecond)
+	calls := 0
+	g := stalereap()
+	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action {
+		calls++
+		time.Sleep(time.Until(deadline)) // the call outlasts the budget
+		return nil
+	}
+	left := 100
+	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, c, check.Options{Deadline: deadline, Executions: &left})
+	require.True(t, rep.Truncated)
+	require.Empty(t, rep.Failure, "the budget ended the run; the module did not fail it")
+	require.Equal(t, 1, calls, "no round starts after the deadline")
+}
+
 // markundo's bug needs the view seed 2435's leader had: its claims
 // current, its set and pods from before the scale-down. One stale round
 // with every kind but the claims behind shows it.
