@@ -34,14 +34,8 @@ const MaxCompound = 48
 // the rounds a crash or a stale round may add.
 const maxRounds = casetest.MaxRounds + 2
 
-// maxKeptObjects bounds the objects one run keeps as the cluster's past
-// versions (a version after every write, each a copy of every object):
-// a case's steps choose how many writes a run makes, and each costs a copy
-// of the whole cluster. The reference modules' cases keep far fewer.
-const maxKeptObjects = 50_000
-
-// ErrTooLarge ends a run whose case makes more writes on more objects than
-// a run keeps versions of (maxKeptObjects).
+// ErrTooLarge ends a run whose versions of the cluster would take more
+// memory than a run may keep (maxRunBytes, keep.go).
 var ErrTooLarge = errors.New("the case is too large to explore")
 
 // Budget bounds an exploration: executions (runs of a case, the
@@ -86,8 +80,13 @@ type Report struct {
 	// Truncated is set when the budget ended the exploration.
 	Truncated bool
 	// Capped is set when the case had more unobserved-stale perturbations
-	// with views of their own than MaxCompound, and the rest were left.
+	// with views of their own than MaxCompound, or the unobserved runs
+	// they are planned from had more versions than an exploration holds
+	// (maxHeldBytes), and the rest were left.
 	Capped bool
+	// TooLarge, when set, says why the exploration ended before the
+	// budget did: a perturbed run outgrew the memory a run may keep.
+	TooLarge string
 	// Failure is set when the unperturbed run itself fails: the case or
 	// the module is wrong before any perturbation (kubeplug test says how).
 	Failure string
@@ -117,6 +116,9 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		return rep
 	}
 	r.base = base
+	for _, n := range base.sizes {
+		r.held += n
+	}
 	perturbations := r.plan()
 	if opts.Only != nil {
 		perturbations = []Perturbation{*opts.Only}
@@ -129,6 +131,11 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		switch {
 		case errors.Is(err, ErrBudget), ctx.Err() != nil:
 			rep.Truncated = true
+			return nil, true
+		case errors.Is(err, ErrTooLarge):
+			// A bound of kubeplug check's, not the module's violation;
+			// the runs after it would outgrow it too.
+			rep.TooLarge = err.Error()
 			return nil, true
 		case errors.Is(err, errDuplicate):
 			rep.Skipped++
@@ -166,7 +173,11 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 			return rep
 		}
 		if res != nil && p.Class == Unobserved {
-			unobserved[p.Phase] = res
+			if r.hold(res, p.Phase) {
+				unobserved[p.Phase] = res
+			} else {
+				rep.Capped = true
+			}
 		}
 	}
 	if opts.Only != nil {
@@ -204,6 +215,8 @@ type runner struct {
 	found      map[string]bool
 	hashes     map[kindOf]string
 	executions int
+	// held is what the versions of ended runs take (keep.go).
+	held int64
 }
 
 func (r *runner) stepName(phase int) string {
@@ -322,8 +335,11 @@ type result struct {
 	rounds     []roundInfo
 	stepWrites []int
 	// versions are the cluster after each write (the loaded state first):
-	// the unperturbed run's are the views of stale perturbations.
+	// the unperturbed run's are the views of stale perturbations. An
+	// unobserved run held for the unobserved-stale class keeps only those
+	// its views show; the others are nil. sizes are their heap bytes.
 	versions []*memcluster.Cluster
+	sizes    []int64
 	end      map[string]map[string]any
 	// alive are the objects of any version by uid; deleted those removed
 	// or marked for deletion, with the write that did it.
@@ -358,11 +374,13 @@ type execution struct {
 	// counts is the cluster's write and volume-deletion counts at the
 	// last version.
 	counts [2]int
-	// kept counts the objects of the versions kept; stop, once set, ends
-	// the run at its next round or write (the budget's time, or
-	// maxKeptObjects).
-	kept int
-	stop error
+	// kept is the heap bytes of the versions kept, sizes those of each
+	// object by uid and resourceVersion (keep.go); stop, once set, ends
+	// the run at its next round or write (the budget, ctx, or
+	// maxRunBytes).
+	kept  int64
+	sizes map[string]int64
+	stop  error
 }
 
 func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
@@ -387,7 +405,7 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &execution{r: r, p: p, sess: sess, res: &result{
+	x := &execution{r: r, p: p, sess: sess, sizes: map[string]int64{}, res: &result{
 		alive: map[string]string{}, deleted: map[string]string{}, volumes: map[string]string{},
 		leaks: map[string]string{}, shrinks: map[string]string{},
 	}}
@@ -398,8 +416,10 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	}()
 	x.h = &host{c: sess.Cluster, x: x, crashAfter: -1}
 	x.l = &lister{now: sess.Cluster}
-	x.res.versions = []*memcluster.Cluster{sess.Cluster.Clone()}
 	x.prev = objects(sess.Cluster)
+	if !x.keep(sess.Cluster, x.prev) {
+		return nil, x.stop
+	}
 	x.counts = [2]int{sess.Cluster.WriteCount(), 0}
 	for _, o := range x.prev {
 		x.res.alive[uidOf(o)] = keyOf(o)
@@ -628,12 +648,10 @@ func (x *execution) wrote(by string) {
 		x.stop = ErrBudget
 		return
 	}
-	if x.kept += len(x.prev); x.kept > maxKeptObjects {
-		x.stop = fmt.Errorf("%w: its runs would keep more than %d objects as the cluster's versions after each write; split it into smaller cases, with fewer replicas", ErrTooLarge, maxKeptObjects)
+	now := objects(c)
+	if !x.keep(c, now) {
 		return
 	}
-	x.res.versions = append(x.res.versions, c.Clone())
-	now := objects(c)
 	for k, o := range x.prev {
 		n, ok := now[k]
 		gone := !ok || uidOf(n) != uidOf(o)

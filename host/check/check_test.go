@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -274,6 +275,33 @@ steps:
 	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action { return nil }
 	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, f.Cases[0], check.Options{})
 	require.Contains(t, rep.Failure, "the case is too large to explore")
+	require.Contains(t, rep.Failure, "split it into smaller cases")
+}
+
+// A case of few objects, but large ones, written by every step: its run
+// ends with an error that says to split it once its versions would take
+// more memory than a run may keep, where a count of objects never would.
+func TestLargeObjectsEndTheRun(t *testing.T) {
+	c := loadCase(t, "testdata/stalereap.yaml")
+	finalizers := make([]any, 50_000)
+	for i := range finalizers {
+		finalizers[i] = fmt.Sprintf("example.com/f%05d", i)
+	}
+	for _, o := range c.Objects {
+		if o["kind"] == abi.KindPersistentVolumeClaim {
+			o["metadata"].(map[string]any)["finalizers"] = finalizers
+		}
+	}
+	c.Steps = nil
+	for i := range casetest.MaxSteps {
+		c.Steps = append(c.Steps, casetest.Step{Action: casetest.StepPatch, Kind: abi.KindPersistentVolumeClaim, Namespace: "default",
+			Name: "data-web-0", Patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"step": strconv.Itoa(i)}}}})
+	}
+	g := stalereap()
+	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action { return nil }
+	left := 1 // the unperturbed run is enough
+	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, c, check.Options{Executions: &left})
+	require.Contains(t, rep.Failure, "the case is too large to explore: a run would keep more than 128MiB of the cluster's versions")
 	require.Contains(t, rep.Failure, "split it into smaller cases")
 }
 

@@ -28,6 +28,7 @@
 // prefix, every kind, lags up to MaxLag), deduplicated by the state a
 // perturbation leads to, and stops at Options.Budget.
 //
-// check imports casetest, controller, memcluster, actions and abi; like
-// casetest it loads no module itself and talks to no real cluster.
+// check imports casetest, controller, memcluster, actions, abi and
+// internal/input (for sizes in messages); like casetest it loads no module
+// itself and talks to no real cluster.
 package check

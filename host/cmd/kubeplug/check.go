@@ -171,10 +171,13 @@ unperturbed), 2 for unusable input.`,
 						fmt.Fprintf(s.out, "    saved: %s\n", path)
 					}
 				}
+				if rep.TooLarge != "" {
+					fmt.Fprintf(s.out, "    cut short: %s\n", termLines(rep.TooLarge))
+				}
 				if verbose {
 					capped := ""
 					if rep.Capped {
-						capped = fmt.Sprintf(", unobserved-stale capped at %d", check.MaxCompound)
+						capped = fmt.Sprintf(", unobserved-stale cut short (at most %d runs, and the versions of the runs they are planned from within a bound)", check.MaxCompound)
 					}
 					fmt.Fprintf(s.out, "    %d executions, %d skipped as explored states%s%s\n", rep.Executions, rep.Skipped, capped, map[bool]string{true: ", budget exhausted"}[rep.Truncated])
 				}
