@@ -318,5 +318,12 @@ func saveRepro(dir string, c casetest.Case, v check.Violation) (string, error) {
 		name = name[:120]
 	}
 	path := filepath.Join(dir, name+".yaml")
-	return path, os.WriteFile(path, append([]byte(head.String()), body...), 0o644)
+	// As the image cache writes: a temporary file, then a rename, so that a
+	// FIFO planted at path is replaced and never opened (an open would wait
+	// for a reader, past SIGTERM), and a symlink is replaced and never
+	// written through to a file outside dir.
+	if err := writeFileAtomic(path, append([]byte(head.String()), body...)); err != nil {
+		return "", fmt.Errorf("--save: %w", err)
+	}
+	return path, nil
 }

@@ -7,9 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/host/casetest"
+	"github.com/kubeplug/kubeplug/host/check"
 )
 
 var (
@@ -112,4 +116,54 @@ func TestCheckBadInput(t *testing.T) {
 	}
 	_, errOut, _ := kubeplug(t, "", "check", "--module", wasm, bad)
 	require.Contains(t, errOut, bad+":4: step scale.replicas must be a whole number")
+}
+
+// --save replaces what is planted at the name it writes, a FIFO or a
+// symlink, by a temporary file and a rename: it opens neither, so it
+// neither waits for a FIFO's reader nor writes through a symlink to a file
+// outside its directory.
+func TestSaveReplacesWhatIsPlanted(t *testing.T) {
+	c := casetest.Case{File: "cases.yaml", Name: "scale down"}
+	v := check.Violation{File: c.File, Case: c.Name, Oracle: check.OracleConvergence, Detail: "d",
+		Perturbation: check.Perturbation{Class: check.Crash, Phase: 1, Round: 1, After: 1}}
+	first, err := saveRepro(t.TempDir(), c, v)
+	require.NoError(t, err)
+	want, err := os.ReadFile(first)
+	require.NoError(t, err)
+	name := filepath.Base(first)
+
+	for _, plant := range []string{"fifo", "symlink"} {
+		t.Run(plant, func(t *testing.T) {
+			dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "precious")
+			require.NoError(t, os.WriteFile(outside, []byte("keep"), 0o644))
+			path := filepath.Join(dir, name)
+			var reader *os.File
+			if plant == "fifo" {
+				require.NoError(t, syscall.Mkfifo(path, 0o644))
+				// A reader held open, so that a write into the FIFO
+				// would not block the test but show as data here.
+				reader, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+				require.NoError(t, err)
+				defer reader.Close()
+			} else {
+				require.NoError(t, os.Symlink(outside, path))
+			}
+			got, err := saveRepro(dir, c, v)
+			require.NoError(t, err)
+			require.Equal(t, path, got)
+			st, err := os.Lstat(path)
+			require.NoError(t, err)
+			require.True(t, st.Mode().IsRegular(), "%s is %s", path, st.Mode())
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, want, b)
+			kept, err := os.ReadFile(outside)
+			require.NoError(t, err)
+			require.Equal(t, "keep", string(kept), "nothing written through a symlink")
+			if reader != nil {
+				n, _ := reader.Read(make([]byte, 1))
+				require.Zero(t, n, "nothing written into the FIFO")
+			}
+		})
+	}
 }
