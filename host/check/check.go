@@ -53,9 +53,12 @@ var DefaultBudget = Budget{Executions: 5000, Time: 50 * time.Second}
 // Options configure Explore.
 type Options struct {
 	// NewGuest returns a fresh instance of the module, and what releases
-	// it, for each host restarted after a crash: a crashed process loses
-	// the module's memory too. nil restarts on the same instance.
-	NewGuest func(ctx context.Context) (controller.Guest, func(), error)
+	// it, for each run and each host restarted within one (a crash, a
+	// stale round on a restarted host): a run starts as a host process
+	// does, and a crashed process loses the module's memory too, so that
+	// what an instance learned in another run never carries over. nil
+	// runs everything on mod's instance (tests whose fake has no memory).
+	NewGuest NewGuestFunc
 	// Log receives the host's records; nil discards them.
 	Log *slog.Logger
 	// Only, when set, runs the unperturbed run and this perturbation alone
@@ -84,9 +87,11 @@ type Report struct {
 	// they are planned from had more versions than an exploration holds
 	// (maxHeldBytes), and the rest were left.
 	Capped bool
-	// TooLarge, when set, says why the exploration ended before the
-	// budget did: a perturbed run outgrew the memory a run may keep.
-	TooLarge string
+	// Cut, when set, says why the exploration ended before the budget
+	// did: a perturbed run outgrew the memory a run may keep, or a fresh
+	// instance of the module could not be started. Neither is the
+	// module's violation, and the runs after would meet them too.
+	Cut string
 	// Failure is set when the unperturbed run itself fails: the case or
 	// the module is wrong before any perturbation (kubeplug test says how).
 	Failure string
@@ -104,9 +109,12 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	base, err := r.run(ctx, Perturbation{Class: "none"})
 	rep.Executions = r.executions
 	if err != nil {
-		if errors.Is(err, ErrBudget) {
+		switch {
+		case errors.Is(err, ErrBudget):
 			rep.Truncated = true
-		} else {
+		case errors.Is(err, errNoInstance):
+			rep.Cut = err.Error()
+		default:
 			rep.Failure = "the unperturbed run: " + err.Error()
 		}
 		return rep
@@ -132,10 +140,8 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		case errors.Is(err, ErrBudget), ctx.Err() != nil:
 			rep.Truncated = true
 			return nil, true
-		case errors.Is(err, ErrTooLarge):
-			// A bound of kubeplug check's, not the module's violation;
-			// the runs after it would outgrow it too.
-			rep.TooLarge = err.Error()
+		case errors.Is(err, ErrTooLarge), errors.Is(err, errNoInstance):
+			rep.Cut = err.Error()
 			return nil, true
 		case errors.Is(err, errDuplicate):
 			rep.Skipped++
@@ -322,6 +328,11 @@ func (r *runner) staleDiffers(p Perturbation, res *result) bool {
 // already.
 var errDuplicate = errors.New("state explored already")
 
+// errNoInstance ends a run that needed a fresh module instance and could
+// not start one (a machine so loaded that the module's start ran out its
+// deadline): not the module's violation under the perturbation.
+var errNoInstance = errors.New("a fresh instance of the module could not be started")
+
 // roundInfo is one round of the unperturbed run.
 type roundInfo struct {
 	phase, round int
@@ -424,11 +435,12 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	for _, o := range x.prev {
 		x.res.alive[uidOf(o)] = keyOf(o)
 	}
-	// A run starts on the module instance every run shares (a fresh load
-	// per run would cost more than the run); a crash or a restarted stale
-	// round gets a fresh one (see RATIONALE.md).
-	x.restart(ctx, false)
-	err = x.runAll(ctx)
+	// A run starts on a fresh host and module instance, as a host process
+	// does: the unperturbed run saw states a perturbed one must not have
+	// remembered (RATIONALE.md).
+	if err = x.restart(ctx); err == nil {
+		err = x.runAll(ctx)
+	}
 	// The budget or ctx ending a run is the run's end whatever it made
 	// fail on the way (a guest call cut short is an error of its own).
 	if stop := x.over(ctx); stop != nil {
@@ -560,7 +572,9 @@ func (x *execution) settle(ctx context.Context) error {
 		if stale {
 			x.lag()
 			if x.p.Restart {
-				x.restart(ctx, true)
+				if err := x.restart(ctx); err != nil {
+					return err
+				}
 			}
 		}
 		info := roundInfo{phase: x.phase, round: round, version: len(x.res.versions) - 1}
@@ -575,7 +589,9 @@ func (x *execution) settle(ctx context.Context) error {
 			if err := x.dedupe("crash"); err != nil {
 				return err
 			}
-			x.restart(ctx, true)
+			if err := x.restart(ctx); err != nil {
+				return err
+			}
 			changed = true
 		case err != nil && x.p.Class == "none":
 			return fmt.Errorf("%s, round %d: %w", phaseName(x.phase), round, err)
@@ -617,19 +633,26 @@ func (x *execution) lag() {
 }
 
 // restart starts a fresh host on the cluster: no memory of its last
-// writes, and a fresh module instance when Options.NewGuest is set.
-func (x *execution) restart(ctx context.Context, fresh bool) {
+// writes, and a fresh module instance when Options.NewGuest is set. A
+// module that cannot be loaded again fails the run: going on with the
+// instance at hand would keep what the restart must take away.
+func (x *execution) restart(ctx context.Context) error {
 	var guest controller.Guest
-	if fresh && x.r.opts.NewGuest != nil {
+	if x.r.opts.NewGuest != nil {
 		g, release, err := x.r.opts.NewGuest(ctx)
-		if err == nil {
-			guest = g
-			x.closers = append(x.closers, release)
+		if err != nil {
+			if stop := x.over(ctx); stop != nil {
+				return stop
+			}
+			return fmt.Errorf("%w: %w", errNoInstance, err)
 		}
+		guest = g
+		x.closers = append(x.closers, release)
 	}
 	deps := x.sess.Deps()
 	deps.Lister, deps.Cluster, deps.Volumes = x.l, x.h, x.h
 	x.sess.Restart(guest, &deps)
+	return nil
 }
 
 // wrote records a write that changed the cluster: a new version, and any

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -324,6 +325,31 @@ func TestBudgetEndsARunAtItsNextRound(t *testing.T) {
 	require.True(t, rep.Truncated)
 	require.Empty(t, rep.Failure, "the budget ended the run; the module did not fail it")
 	require.Equal(t, 1, calls, "no round starts after the deadline")
+}
+
+// Prefetch hands out a distinct fresh instance each time, and stop
+// releases the one it started and did not hand out.
+func TestPrefetch(t *testing.T) {
+	var mu sync.Mutex
+	started, released := 0, 0
+	take, stop := check.Prefetch(context.Background(), func(context.Context) (controller.Guest, func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		started++
+		return stalereap(), func() { mu.Lock(); released++; mu.Unlock() }, nil
+	})
+	a, releaseA, err := take(context.Background())
+	require.NoError(t, err)
+	b, releaseB, err := take(context.Background())
+	require.NoError(t, err)
+	require.NotSame(t, a, b)
+	releaseA()
+	releaseB()
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, started, released, "every instance started is released")
+	require.LessOrEqual(t, started, 4, "at most one waits, and one more is being started")
 }
 
 // markundo's bug needs the view seed 2435's leader had: its claims

@@ -8,7 +8,7 @@
 //
 //   - crash: the host stops after each prefix of a round's writes, and a
 //     fresh host (a new controller with no memory of its own last writes,
-//     and a new module instance when Options.NewGuest is set) goes on;
+//     and a new module instance) goes on;
 //   - stale: for one round, the objects of one kind, of every kind, or of
 //     every kind but one are shown as they were some writes ago, as lagging
 //     informers show them, on the live host (whose guard for its own last
@@ -23,8 +23,10 @@
 //     counted in the writes of that run (planned from the unobserved
 //     run's versions, explored last, at most MaxCompound per case).
 //
-// Each perturbed run is held to the unperturbed one by the oracles of
-// Violation. Exploration is exhaustive within bounds (every round, every
+// Every run starts on a fresh host and, when Options.NewGuest is set, a
+// fresh module instance, as a host process does: nothing a module
+// remembers from another run carries over. Each perturbed run is held to
+// the unperturbed one by the oracles of Violation. Exploration is exhaustive within bounds (every round, every
 // prefix, every kind, lags up to MaxLag), deduplicated by the state a
 // perturbation leads to, and stops at Options.Budget.
 //

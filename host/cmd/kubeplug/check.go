@@ -128,6 +128,8 @@ unperturbed), 2 for unusable input.`,
 				}
 				return g, func() { _ = g.Close(context.WithoutCancel(ctx)) }, nil
 			}
+			fresh, stopFresh := check.Prefetch(ctx, newGuest)
+			defer stopFresh()
 
 			start := time.Now()
 			left := executions
@@ -139,7 +141,7 @@ unperturbed), 2 for unusable input.`,
 					}
 				}
 			}
-			violations, failed, explored, truncated := 0, 0, 0, false
+			violations, failed, explored, truncated, cut := 0, 0, 0, false, false
 			for i, c := range cases {
 				// Each case may take half the time left (most take far
 				// less, and what they leave goes to the cases after
@@ -149,7 +151,7 @@ unperturbed), 2 for unusable input.`,
 				if len(cases)-i == 1 {
 					deadline = end
 				}
-				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: newGuest, Log: hostLog, Only: only,
+				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: fresh, Log: hostLog, Only: only,
 					Deadline: deadline, Executions: &left})
 				explored += rep.Executions
 				truncated = truncated || rep.Truncated
@@ -171,8 +173,9 @@ unperturbed), 2 for unusable input.`,
 						fmt.Fprintf(s.out, "    saved: %s\n", path)
 					}
 				}
-				if rep.TooLarge != "" {
-					fmt.Fprintf(s.out, "    cut short: %s\n", termLines(rep.TooLarge))
+				if rep.Cut != "" {
+					cut = true
+					fmt.Fprintf(s.out, "    cut short: %s\n", termLines(rep.Cut))
 				}
 				if verbose {
 					capped := ""
@@ -186,10 +189,13 @@ unperturbed), 2 for unusable input.`,
 				}
 			}
 			fmt.Fprintf(s.out, "%d cases, %d violations, %d failed unperturbed\n", len(cases), violations, failed)
-			if verbose || truncated {
+			if verbose || truncated || cut {
 				note := ""
-				if truncated {
+				switch {
+				case truncated:
 					note = " (the budget ended the exploration: raise --budget or --executions to explore the rest)"
+				case cut:
+					note = " (some cases' exploration was cut short, as they say)"
 				}
 				fmt.Fprintf(s.out, "%d executions explored in %s%s\n", explored, time.Since(start).Round(time.Millisecond), note)
 			}

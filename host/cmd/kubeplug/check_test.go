@@ -27,7 +27,7 @@ var (
 func checkFixture(t *testing.T, name string) string {
 	t.Helper()
 	fixtureOnce.Do(func() {
-		for _, g := range []string{"crashforget", "stalereap"} {
+		for _, g := range []string{"crashforget", "stalereap", "sawcondemned"} {
 			cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(testDir, "fixture-"+g+".wasm"), "./check/testdata/guests/"+g)
 			cmd.Dir = filepath.Join("..", "..")
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
@@ -79,6 +79,29 @@ func TestCheckCatchesFixtureBugs(t *testing.T) {
 			// The saved file is a plain case file: kubeplug test runs it.
 			_, _, code = kubeplug(t, "", "test", "--module", wasm, saved[0])
 			require.Equal(t, exitOK, code)
+		})
+	}
+}
+
+// Perturbations each fixture's bug needs, replayed alone from the printed
+// form (the fixture's case file, its first case).
+func TestCheckReplaysFixtureBugs(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture, cases, perturbation, oracle string
+	}{
+		// The unobserved run starts on a fresh instance: one that had run
+		// the unperturbed run would remember the state this one missed.
+		{"fresh instance per run", "sawcondemned", "sawcondemned.yaml", "unobserved:phase=1",
+			"did not converge: PersistentVolumeClaim default/data-web-1: exists; the unperturbed run ends without it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wasm := checkFixture(t, tc.fixture)
+			cases := filepath.Join("..", "..", "check", "testdata", tc.cases)
+			files, err := casetest.LoadPaths([]string{cases})
+			require.NoError(t, err)
+			out, errOut, code := kubeplug(t, "", "check", "--module", wasm, "--replay", tc.perturbation+"@"+cases+"#"+files[0].Cases[0].Name)
+			require.Equal(t, exitFailure, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			require.Contains(t, out, tc.oracle)
 		})
 	}
 }
