@@ -157,7 +157,8 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 				continue
 			}
 			r.found[key] = true
-			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, p, r.stepName(p.hitPhase())
+			// Reported where it took effect, which --replay runs again.
+			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, res.fired, r.stepName(res.fired.hitPhase())
 			rep.Violations = append(rep.Violations, v)
 		}
 		return res, false
@@ -242,7 +243,14 @@ func (r *runner) plan() []Perturbation {
 	var out []Perturbation
 	b := r.base
 	for _, pr := range b.rounds {
-		for k := 1; k <= pr.writes; k++ {
+		// A crash after each write; the last of a round's is a restart
+		// between it and the next round. A round that wrote nothing (a
+		// phase's last) is followed by a restart too: what the module
+		// learned in it, and not in the cluster, is lost there.
+		for k := min(pr.writes, 1); k <= pr.writes; k++ {
+			if k == 0 && pr.phase == 0 && pr.round == 1 {
+				continue // no different from the start of a run
+			}
 			out = append(out, Perturbation{Class: Crash, Phase: pr.phase, Round: pr.round, After: k})
 		}
 	}
@@ -366,6 +374,9 @@ type result struct {
 	shrinks map[string]string
 	// loop says how the run failed to settle, if it did.
 	loop string
+	// fired is the perturbation as it took effect: where a crash actually
+	// happened, with the writes made before it.
+	fired Perturbation
 }
 
 // execution is one run of the case.
@@ -392,6 +403,8 @@ type execution struct {
 	kept  int64
 	sizes map[string]int64
 	stop  error
+	// fired is the perturbation once it has taken effect (result.fired).
+	fired Perturbation
 }
 
 func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
@@ -449,6 +462,12 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.Class != "none" && x.fired.Class == "" {
+		// The perturbation never took effect (a crash point past the
+		// round's writes): the run is the unperturbed one again.
+		return nil, errDuplicate
+	}
+	x.res.fired = x.fired
 	x.finish()
 	return x.res, nil
 }
@@ -463,6 +482,9 @@ func (x *execution) runAll(ctx context.Context) error {
 			}
 		}
 		if x.p.skips(phase) && phase < len(steps) {
+			if x.p.Class == Unobserved {
+				x.fired = x.p
+			}
 			continue
 		}
 		if err := x.settle(ctx); err != nil || x.res.loop != "" {
@@ -518,6 +540,7 @@ func (x *execution) step(ctx context.Context, phase int) error {
 	x.res.stepWrites = append(x.res.stepWrites, len(ws))
 	for j, w := range ws {
 		if x.p.Class == Interleave && x.p.Phase == phase && x.p.After == j {
+			x.fired = x.p
 			if err := x.dedupe("interleave"); err != nil {
 				return err
 			}
@@ -570,6 +593,7 @@ func (x *execution) settle(ctx context.Context) error {
 			x.h.crashAfter = x.p.After
 		}
 		if stale {
+			x.fired = x.p
 			x.lag()
 			if x.p.Restart {
 				if err := x.restart(ctx); err != nil {
@@ -583,9 +607,19 @@ func (x *execution) settle(ctx context.Context) error {
 		info.writes = x.h.writes
 		x.res.rounds = append(x.res.rounds, info)
 		changed := out.Changed
+		if crash && x.h.writes == x.p.After {
+			// A crash after the round's last write falls between this
+			// round and the next (or the next step): the host restarts
+			// there. Planned for this round, it is disarmed at its end
+			// either way, so that it never fires in a later round under
+			// this one's name.
+			x.h.crashed = true
+		}
+		x.h.crashAfter = -1
 		switch {
 		case x.h.crashed:
-			x.h.crashed, x.h.crashAfter = false, -1
+			x.h.crashed = false
+			x.fired = Perturbation{Class: Crash, Phase: x.phase, Round: round, After: x.h.writes}
 			if err := x.dedupe("crash"); err != nil {
 				return err
 			}

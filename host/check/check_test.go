@@ -215,6 +215,35 @@ func TestCrashSafetyIsCaught(t *testing.T) {
 	require.Contains(t, v.Step, "step 1 (line 32): scale StatefulSet default/web to 1")
 }
 
+// A crash after a round's last write is a restart between that round and
+// the next: crashforget's two rounds after a scale-down, deleting then
+// letting go, are split there. A crash is disarmed at the end of the round
+// it was planned for: the one planned after the single write before the
+// scale-down is harmless, and is not reported as the crash that happens
+// after it.
+func TestCrashBetweenRounds(t *testing.T) {
+	const cases = "testdata/crashforget-boundary.yaml"
+	rep := explore(t, crashforget, cases, nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, "crash:phase=1,round=1,after=1", v.Perturbation.String())
+	require.Contains(t, v.Detail, "held by finalizers [example.com/backup]")
+
+	for p, violated := range map[string]bool{
+		"crash:phase=1,round=1,after=2": true,  // between the delete and the letting go
+		"crash:phase=0,round=1,after=1": false, // before the scale-down: nothing to forget
+		"crash:phase=0,round=2,after=0": false, // the end of the phase, which wrote nothing
+	} {
+		only, err := check.Parse(p)
+		require.NoError(t, err)
+		again := explore(t, crashforget, cases, &only)
+		require.Equal(t, violated, len(again.Violations) > 0, "%s: %+v", p, again.Violations)
+		for _, v := range again.Violations {
+			require.Equal(t, p, v.Perturbation.String(), "reported where it fired")
+		}
+	}
+}
+
 // Without the memory, the same module is crash-safe: a module whose
 // decision is a function of its input passes every perturbation here.
 func TestStatelessModulePasses(t *testing.T) {

@@ -6,9 +6,11 @@
 // casetest.Session and so through controller.Reconcile, the executor and
 // memcluster's preconditions:
 //
-//   - crash: the host stops after each prefix of a round's writes, and a
-//     fresh host (a new controller with no memory of its own last writes,
-//     and a new module instance) goes on;
+//   - crash: the host stops after each prefix of a round's writes (the
+//     whole round's too: a restart between two rounds, and after a phase's
+//     last round, which wrote nothing), and a fresh host (a new controller
+//     with no memory of its own last writes, and a new module instance)
+//     goes on;
 //   - stale: for one round, the objects of one kind, of every kind, or of
 //     every kind but one are shown as they were some writes ago, as lagging
 //     informers show them, on the live host (whose guard for its own last

@@ -38,8 +38,10 @@ type Perturbation struct {
 	// stale; for unobserved-stale, the round of phase Phase+1.
 	Round int
 	// After is, for a crash, how many writes of the round the host made
-	// before it stopped; for an interleaving, how many writes of step Phase
-	// were made before the host settled.
+	// before it stopped: all of the round's puts the crash between it and
+	// the next round (or step), and 0 is the end of a round that wrote
+	// nothing. For an interleaving, how many writes of step Phase were
+	// made before the host settled.
 	After int
 	// Kind and Lag are a stale round's: the kind shown behind (or
 	// AllKinds) and by how many writes to the cluster.
@@ -99,7 +101,10 @@ func (p Perturbation) String() string {
 func (p Perturbation) Describe() string {
 	switch p.Class {
 	case Crash:
-		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
+		if p.After == 0 {
+			return fmt.Sprintf("the host crashes at the end of round %d of %s, which wrote nothing; a fresh host goes on", p.Round, phaseName(p.Phase))
+		}
+		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s, before any other; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
 	case Stale:
 		return p.describeStale(p.Phase)
 	case Unobserved:

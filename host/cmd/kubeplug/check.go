@@ -39,8 +39,9 @@ func newCheckCommand(opts *globalOptions, s streams) *cobra.Command {
 applied between rounds) and runs each case once as "kubeplug test" does, then
 again under every perturbation within bounds, through the same reconcile:
 
-  crash       the host stops after each prefix of a round's writes; a fresh
-              host (no memory of its writes, a new module instance) goes on
+  crash       the host stops after each prefix of a round's writes, and
+              between rounds; a fresh host (no memory of its writes, a new
+              module instance) goes on
   stale       for one round, one kind, every kind, or every kind but one is
               shown as it was up to 3 writes ago, on the live host and on a
               restarted one

@@ -93,6 +93,9 @@ func TestCheckReplaysFixtureBugs(t *testing.T) {
 		// the unperturbed run would remember the state this one missed.
 		{"fresh instance per run", "sawcondemned", "sawcondemned.yaml", "unobserved:phase=1",
 			"did not converge: PersistentVolumeClaim default/data-web-1: exists; the unperturbed run ends without it"},
+		// A crash after a round's last write: a restart between two rounds.
+		{"crash between rounds", "crashforget", "crashforget-boundary.yaml", "crash:phase=1,round=1,after=2",
+			"did not converge: PersistentVolumeClaim default/data-web-1: exists; the unperturbed run ends without it (this one is being deleted, held by finalizers [example.com/backup])"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wasm := checkFixture(t, tc.fixture)
