@@ -23,6 +23,11 @@ import (
 // most.
 const MaxLag = 3
 
+// MaxStaleRounds is how many rounds in a row a stale view lasts, at most.
+// A view lasts one round more only when its last round wrote something:
+// one that wrote nothing would write nothing again on the same view.
+const MaxStaleRounds = 3
+
 // MaxCompound bounds the unobserved-stale perturbations run for one case
 // (those skipped as views shown already are not counted): the class
 // multiplies the unobserved phases by the stale rounds after each, and is
@@ -31,8 +36,8 @@ const MaxLag = 3
 const MaxCompound = 48
 
 // maxRounds bounds one phase of a perturbed run: casetest.MaxRounds, and
-// the rounds a crash or a stale round may add.
-const maxRounds = casetest.MaxRounds + 2
+// the rounds a crash or stale rounds may add.
+const maxRounds = casetest.MaxRounds + 1 + MaxStaleRounds
 
 // ErrTooLarge ends a run whose versions of the cluster would take more
 // memory than a run may keep (maxRunBytes, keep.go).
@@ -166,18 +171,22 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	// The unobserved runs are kept: the unobserved-stale perturbations
 	// are planned from the states they reached.
 	unobserved := map[int]*result{}
-	for _, p := range perturbations {
+	for i := 0; i < len(perturbations); i++ {
+		p := perturbations[i]
 		if r.over(ctx) != nil {
 			rep.Truncated = true // weighing views takes time too
 			return rep
 		}
-		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p, r.base) {
+		if p.Class == Stale && opts.Only == nil && p.span() == 1 && !r.staleDiffers(p, r.base) {
 			rep.Skipped++
 			continue
 		}
 		res, end := try(p)
 		if end {
 			return rep
+		}
+		if longer, ok := staleLonger(p, res); ok && opts.Only == nil {
+			perturbations = append(perturbations, longer)
 		}
 		if res != nil && p.Class == Unobserved {
 			if r.hold(res, p.Phase) {
@@ -191,12 +200,14 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		return rep
 	}
 	ran := 0
-	for _, p := range r.planCompound(unobserved) {
+	compound := r.planCompound(unobserved)
+	for i := 0; i < len(compound); i++ {
+		p := compound[i]
 		if r.over(ctx) != nil {
 			rep.Truncated = true
 			return rep
 		}
-		if !r.staleDiffers(p, unobserved[p.Phase]) {
+		if p.span() == 1 && !r.staleDiffers(p, unobserved[p.Phase]) {
 			rep.Skipped++
 			continue
 		}
@@ -205,11 +216,26 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 			break
 		}
 		ran++
-		if _, end := try(p); end {
+		res, end := try(p)
+		if end {
 			return rep
+		}
+		if longer, ok := staleLonger(p, res); ok {
+			compound = append(compound, longer)
 		}
 	}
 	return rep
+}
+
+// staleLonger returns p's stale view lasting one round more, when res (p's
+// run) wrote in the view's last round and MaxStaleRounds allows: a round
+// that wrote nothing on a view would write nothing on it again.
+func staleLonger(p Perturbation, res *result) (Perturbation, bool) {
+	if res == nil || (p.Class != Stale && p.Class != UnobservedStale) || res.staleWrites == 0 || p.span() >= MaxStaleRounds {
+		return p, false
+	}
+	p.Rounds = p.span() + 1
+	return p, true
 }
 
 // runner explores one case.
@@ -377,6 +403,10 @@ type result struct {
 	// fired is the perturbation as it took effect: where a crash actually
 	// happened, with the writes made before it.
 	fired Perturbation
+	// staleWrites are the writes that changed the cluster in a stale
+	// view's last round: when there are any, the view is explored a round
+	// longer.
+	staleWrites int
 }
 
 // execution is one run of the case.
@@ -592,7 +622,8 @@ func (x *execution) settle(ctx context.Context) error {
 		if crash {
 			x.h.crashAfter = x.p.After
 		}
-		if stale {
+		first, last := stale && round == x.p.Round, stale && round == x.p.Round+x.p.span()-1
+		if first {
 			x.fired = x.p
 			x.lag()
 			if x.p.Restart {
@@ -635,8 +666,13 @@ func (x *execution) settle(ctx context.Context) error {
 			changed = true
 		}
 		if stale {
-			x.l.lags = nil // the informers catch up
 			changed = true
+		}
+		if last {
+			x.l.lags = nil // the informers catch up
+			// Writes that changed the cluster: one refused by a
+			// precondition would be refused again on the same view.
+			x.res.staleWrites = len(x.res.versions) - 1 - info.version
 		}
 		if !changed {
 			return nil

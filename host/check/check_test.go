@@ -431,6 +431,9 @@ func TestParseUnobservedStale(t *testing.T) {
 		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=2,restart=true",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=3,except=StatefulSet",
+		"stale:phase=2,round=1,kind=StatefulSet,lag=3,rounds=2",
+		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1,restart=true,rounds=3",
+		"crash:phase=1,round=2,after=0",
 	} {
 		p, err := check.Parse(s)
 		require.NoError(t, err)
@@ -442,6 +445,8 @@ func TestParseUnobservedStale(t *testing.T) {
 		"unobserved-stale:phase=1,round=1,kind=Pod,lag=1,except=Pod":  "except=KIND goes with kind=*",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=1,except=Widget": `unknown kind "Widget"`,
 		"stale:phase=1,round=1,kind=StatefulSet,lag=1,except=Pod":     "except=KIND goes with kind=*",
+		"stale:phase=1,round=1,kind=Pod,lag=1,rounds=4":               "rounds=4: from 1 to 3",
+		"crash:phase=1,round=1,after=1,rounds=2":                      "rounds=N goes with a stale view",
 	} {
 		_, err := check.Parse(s)
 		require.ErrorContains(t, err, msg, s)

@@ -11,7 +11,8 @@
 //     last round, which wrote nothing), and a fresh host (a new controller
 //     with no memory of its own last writes, and a new module instance)
 //     goes on;
-//   - stale: for one round, the objects of one kind, of every kind, or of
+//   - stale: for one round (or up to MaxStaleRounds in a row, while each
+//     changes the cluster), the objects of one kind, of every kind, or of
 //     every kind but one are shown as they were some writes ago, as lagging
 //     informers show them, on the live host (whose guard for its own last
 //     writes applies) and on a restarted one; the module's writes meet the

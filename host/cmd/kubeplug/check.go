@@ -44,7 +44,8 @@ again under every perturbation within bounds, through the same reconcile:
               module instance) goes on
   stale       for one round, one kind, every kind, or every kind but one is
               shown as it was up to 3 writes ago, on the live host and on a
-              restarted one
+              restarted one; for up to 3 rounds in a row while each changes
+              the cluster
   unobserved  the host does not run between two steps
   interleave  the host settles between a prefix of a step's writes and the rest
   unobserved-stale

@@ -23,11 +23,7 @@ const finalizer = "example.com/backup"
 var backedUp = map[string]bool{}
 
 func init() {
-	fixture.Register("crashforget", "a crash between its two writes strands claims", []abi.Capability{
-		{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
-		{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
-		{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}},
-	}, decide)
+	fixture.Register("crashforget", "a crash between its two writes strands claims", fixture.FinalizersAndDelete(), decide)
 }
 
 func main() {}
