@@ -395,9 +395,9 @@ type result struct {
 	// leaks are backing volumes whose PersistentVolume (reclaim policy
 	// Delete) is gone while the volume was never deleted.
 	leaks map[string]string
-	// shrinks are claims whose request a write lowered to or below their
-	// capacity.
-	shrinks map[string]string
+	// shrinks are the lowerings of a claim's storage request the run's
+	// writes made, by claim and values.
+	shrinks map[string]lowering
 	// loop says how the run failed to settle, if it did.
 	loop string
 	// fired is the perturbation as it took effect: where a crash actually
@@ -461,7 +461,7 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	}
 	x := &execution{r: r, p: p, sess: sess, sizes: map[string]int64{}, res: &result{
 		alive: map[string]string{}, deleted: map[string]string{}, volumes: map[string]string{},
-		leaks: map[string]string{}, shrinks: map[string]string{},
+		leaks: map[string]string{}, shrinks: map[string]lowering{},
 	}}
 	defer func() {
 		for _, c := range x.closers {
@@ -767,17 +767,29 @@ func (x *execution) wrote(by string) {
 	x.by = by
 }
 
-// checkShrink records a claim whose storage request a write lowered to or
-// below its capacity.
-func (x *execution) checkShrink(before, after map[string]any) {
+// lowering is a write that lowered a claim's storage request.
+type lowering struct {
+	claim, from, to string
+	// capacity is the claim's status.capacity.storage, "" if none.
+	capacity string
+	by       string
+}
+
+// checkShrink records a write (by) that lowered a claim's storage request,
+// whatever the capacity: kube-apiserver takes a lower request while it
+// stays above the capacity, and that cancels the expansion in flight to
+// the higher one. (The executor refuses one at or below the capacity.)
+func (x *execution) checkShrink(before, after map[string]any, by string) {
 	oldReq, _ := storage(before)
 	newReq, capacity := storage(after)
-	if oldReq == nil || newReq == nil || capacity == nil {
+	if oldReq == nil || newReq == nil || newReq.Cmp(*oldReq) >= 0 {
 		return
 	}
-	if newReq.Cmp(*oldReq) < 0 && newReq.Cmp(*capacity) <= 0 {
-		x.res.shrinks[keyOf(after)] = fmt.Sprintf("request lowered from %s to %s, capacity %s", oldReq, newReq, capacity)
+	l := lowering{claim: keyOf(after), from: oldReq.String(), to: newReq.String(), by: by}
+	if capacity != nil {
+		l.capacity = capacity.String()
 	}
+	x.res.shrinks[l.claim+" from "+l.from+" to "+l.to] = l
 }
 
 // finish computes the end state and the volumes left behind.

@@ -58,11 +58,12 @@ func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types
 	before, _ := h.c.Get(kind, namespace, name)
 	rv, err := h.c.Patch(ctx, kind, namespace, name, pt, data, fieldManager, subresource...)
 	if err == nil {
+		by := "module: patch " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String()
 		after, _ := h.c.Get(kind, namespace, name)
 		if kind == abi.KindPersistentVolumeClaim {
-			h.x.checkShrink(before, after)
+			h.x.checkShrink(before, after, by)
 		}
-		h.x.wrote("module: patch " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
+		h.x.wrote(by)
 	}
 	return rv, err
 }

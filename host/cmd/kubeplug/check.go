@@ -55,8 +55,8 @@ again under every perturbation within bounds, through the same reconcile:
 
 Each perturbed run must delete no object and no backing volume the unperturbed
 run keeps, leave no backing volume behind a deleted PersistentVolume, lower no
-storage request to or below capacity, end in the unperturbed run's state, and
-stop writing. Each violation is printed once, with the smallest perturbation
+storage request the unperturbed run does not lower (which cancels an expansion
+in flight), end in the unperturbed run's state, and stop writing. Each violation is printed once, with the smallest perturbation
 that shows it and a --replay argument that runs it again; --save writes each as
 a case file that --replay takes.
 
