@@ -123,6 +123,23 @@ func TestCheckPassesExample(t *testing.T) {
 	require.Contains(t, out, "0 violations, 0 failed unperturbed")
 }
 
+// Admission cases are not explored, and the report says so, case by case
+// and in its count: a file of them alone does not read as proved.
+func TestCheckSaysAdmissionCasesAreNotChecked(t *testing.T) {
+	cases := filepath.Join(t.TempDir(), "admit.yaml")
+	require.NoError(t, os.WriteFile(cases, []byte(`name: a StatefulSet is reviewed
+admit:
+  operation: CREATE
+  object: {apiVersion: apps/v1, kind: StatefulSet, metadata: {name: web, namespace: shop}}
+expect:
+  allowed: true
+`), 0o644))
+	out, errOut, code := kubeplug(t, "", "check", "--module", warnretain(t), cases)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "SKIP "+cases+": a StatefulSet is reviewed: an admission case (admit:), not checked: ")
+	require.Contains(t, out, "0 cases, 0 violations, 0 failed unperturbed, 1 admission cases not checked (kubeplug test runs them)")
+}
+
 // The budget is checked before each run: a run cut short says so, and is
 // not a failure.
 func TestCheckBudget(t *testing.T) {
