@@ -109,7 +109,8 @@ var ErrBudget = errors.New("budget exhausted")
 // perturbation within bounds (or opts.Only), and reports what the oracles
 // found.
 func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts Options) Report {
-	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}, hashes: map[kindOf]string{}}
+	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}, hashes: map[kindOf]string{},
+		unobserved: map[int]*result{}}
 	rep := Report{File: c.File, Case: c.Name}
 	base, err := r.run(ctx, Perturbation{Class: "none"})
 	rep.Executions = r.executions
@@ -170,7 +171,7 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 	}
 	// The unobserved runs are kept: the unobserved-stale perturbations
 	// are planned from the states they reached.
-	unobserved := map[int]*result{}
+	unobserved := r.unobserved
 	for i := 0; i < len(perturbations); i++ {
 		p := perturbations[i]
 		if r.over(ctx) != nil {
@@ -250,6 +251,12 @@ type runner struct {
 	executions int
 	// held is what the versions of ended runs take (keep.go).
 	held int64
+	// unobserved are the unobserved runs held, by phase, for the
+	// unobserved-stale class.
+	unobserved map[int]*result
+	// replayAll makes every run replay from the start, none resume
+	// (fork.go): the tests hold the two to the same results.
+	replayAll bool
 }
 
 func (r *runner) stepName(phase int) string {
@@ -367,12 +374,16 @@ var errDuplicate = errors.New("state explored already")
 // deadline): not the module's violation under the perturbation.
 var errNoInstance = errors.New("a fresh instance of the module could not be started")
 
-// roundInfo is one round of the unperturbed run.
+// roundInfo is one round of a run.
 type roundInfo struct {
 	phase, round int
+	// n is the round's number in the run.
+	n int
 	// writes the host made in it; version is the index of the cluster's
-	// version the round started from.
+	// version the round started from, after that after each write (a
+	// write that changed nothing adds no version).
 	writes, version int
+	after           []int
 }
 
 // result is what one run came to.
@@ -455,7 +466,16 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 		defer cancel()
 	}
 	r.executions++
-	sess, err := casetest.NewSession(r.mod, r.c, r.opts.Log)
+	f, forked := r.forkOf(p)
+	var (
+		sess *casetest.Session
+		err  error
+	)
+	if forked {
+		sess, err = casetest.Resume(r.mod, r.c, f.from.versions[f.version].Clone(), r.opts.Log)
+	} else {
+		sess, err = casetest.NewSession(r.mod, r.c, r.opts.Log)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -471,18 +491,19 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	x.h = &host{c: sess.Cluster, x: x, crashAfter: -1}
 	x.l = &lister{now: sess.Cluster}
 	x.prev = objects(sess.Cluster)
-	if !x.keep(sess.Cluster, x.prev) {
-		return nil, x.stop
-	}
-	x.counts = [2]int{sess.Cluster.WriteCount(), 0}
+	x.counts = [2]int{sess.Cluster.WriteCount(), len(sess.Cluster.VolumeDeletes())}
 	for _, o := range x.prev {
 		x.res.alive[uidOf(o)] = keyOf(o)
 	}
-	// A run starts on a fresh host and module instance, as a host process
-	// does: the unperturbed run saw states a perturbed one must not have
-	// remembered (RATIONALE.md).
-	if err = x.restart(ctx); err == nil {
-		err = x.runAll(ctx)
+	if forked {
+		err = x.resume(ctx, f)
+	} else if x.keep(sess.Cluster, x.prev) {
+		// A run starts on a fresh host and module instance, as a host
+		// process does: the unperturbed run saw states a perturbed one
+		// must not have remembered (RATIONALE.md).
+		if err = x.restart(ctx); err == nil {
+			err = x.runFrom(ctx, 0, 1)
+		}
 	}
 	// The budget or ctx ending a run is the run's end whatever it made
 	// fail on the way (a guest call cut short is an error of its own).
@@ -502,14 +523,21 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	return x.res, nil
 }
 
-func (x *execution) runAll(ctx context.Context) error {
+// runFrom runs the case from round first of phase from (its step made
+// already) to the end: a whole run is runFrom(ctx, 0, 1).
+func (x *execution) runFrom(ctx context.Context, from, first int) error {
 	steps := x.r.c.Steps
-	for phase := 0; phase <= len(steps); phase++ {
+	if from > len(steps) {
+		x.phase = from
+		return x.settle(ctx, first) // the resync's rounds
+	}
+	for phase := from; phase <= len(steps); phase++ {
 		x.phase = phase
-		if phase > 0 {
+		if phase > from {
 			if err := x.step(ctx, phase); err != nil {
 				return err
 			}
+			first = 1
 		}
 		if x.p.skips(phase) && phase < len(steps) {
 			if x.p.Class == Unobserved {
@@ -517,7 +545,7 @@ func (x *execution) runAll(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := x.settle(ctx); err != nil || x.res.loop != "" {
+		if err := x.settle(ctx, first); err != nil || x.res.loop != "" {
 			return err
 		}
 	}
@@ -553,7 +581,7 @@ func (x *execution) resync(ctx context.Context) error {
 	if !any {
 		return nil
 	}
-	return x.settle(ctx)
+	return x.settle(ctx, 1)
 }
 
 // step makes the writes of step phase (from 1), settling after the first
@@ -574,7 +602,7 @@ func (x *execution) step(ctx context.Context, phase int) error {
 			if err := x.dedupe("interleave"); err != nil {
 				return err
 			}
-			if err := x.settle(ctx); err != nil || x.res.loop != "" {
+			if err := x.settle(ctx, 1); err != nil || x.res.loop != "" {
 				return err
 			}
 		}
@@ -604,14 +632,14 @@ func (x *execution) dedupe(what string) error {
 	return nil
 }
 
-// settle runs rounds until one changes nothing, applying the
-// perturbation at its round.
-func (x *execution) settle(ctx context.Context) error {
+// settle runs rounds, from round first, until one changes nothing,
+// applying the perturbation at its round.
+func (x *execution) settle(ctx context.Context, first int) error {
 	limit := casetest.MaxRounds
 	if x.p.Class != "none" {
 		limit = maxRounds
 	}
-	for round := 1; ; round++ {
+	for round := first; ; round++ {
 		if err := x.over(ctx); err != nil {
 			return err
 		}
@@ -632,10 +660,10 @@ func (x *execution) settle(ctx context.Context) error {
 				}
 			}
 		}
-		info := roundInfo{phase: x.phase, round: round, version: len(x.res.versions) - 1}
-		x.h.writes = 0
+		info := roundInfo{phase: x.phase, round: round, n: x.n, version: len(x.res.versions) - 1}
+		x.h.writes, x.h.after = 0, nil
 		out, err := x.sess.Round(ctx, x.n)
-		info.writes = x.h.writes
+		info.writes, info.after = x.h.writes, x.h.after
 		x.res.rounds = append(x.res.rounds, info)
 		changed := out.Changed
 		if crash && x.h.writes == x.p.After {
@@ -804,6 +832,9 @@ func (x *execution) finish() {
 		deleted[d.Driver+"/"+d.VolumeHandle] = true
 	}
 	for _, v := range x.res.versions {
+		if v == nil {
+			continue // a version a held run let go
+		}
 		for _, pv := range v.List(abi.KindPersistentVolume) {
 			spec, _ := pv["spec"].(map[string]any)
 			csi, _ := spec["csi"].(map[string]any)
