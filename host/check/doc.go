@@ -28,10 +28,16 @@
 //
 // Every run starts on a fresh host and, when Options.NewGuest is set, a
 // fresh module instance, as a host process does: nothing a module
-// remembers from another run carries over. Each perturbed run is held to
-// the unperturbed one by the oracles of Violation. Exploration is exhaustive within bounds (every round, every
-// prefix, every kind, lags up to MaxLag), deduplicated by the state a
-// perturbation leads to, and stops at Options.Budget.
+// remembers from another run carries over. A crash, and a stale round on a
+// restarted host, resume from the state the run they were planned from
+// kept there (fork.go): a fresh host takes over at that point. Each
+// perturbed run is held to the unperturbed one by the oracles of
+// Violation, and reported as the perturbation took effect. Exploration is
+// exhaustive within bounds (every round, every prefix, every kind, lags up
+// to MaxLag), deduplicated by the state a perturbation leads to, and ends
+// at the budget (Options.Deadline and Executions, checked wherever time
+// passes) or when a run would keep more than its bound of the cluster's
+// versions (keep.go).
 //
 // check imports casetest, controller, memcluster, actions, abi and
 // internal/input (for sizes in messages); like casetest it loads no module
