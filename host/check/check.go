@@ -24,8 +24,9 @@ import (
 const MaxLag = 3
 
 // MaxStaleRounds is how many rounds in a row a stale view lasts, at most.
-// A view lasts one round more only when its last round wrote something:
-// one that wrote nothing would write nothing again on the same view.
+// A view lasts one round more only when its last round changed the
+// cluster: one that changed nothing would change nothing again on the
+// same view.
 const MaxStaleRounds = 3
 
 // MaxCompound bounds the unobserved-stale perturbations run for one case
@@ -229,8 +230,8 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 }
 
 // staleLonger returns p's stale view lasting one round more, when res (p's
-// run) wrote in the view's last round and MaxStaleRounds allows: a round
-// that wrote nothing on a view would write nothing on it again.
+// run) changed the cluster in the view's last round and MaxStaleRounds
+// allows.
 func staleLonger(p Perturbation, res *result) (Perturbation, bool) {
 	if res == nil || (p.Class != Stale && p.Class != UnobservedStale) || res.staleWrites == 0 || p.span() >= MaxStaleRounds {
 		return p, false
