@@ -651,8 +651,8 @@ func (x *execution) settle(ctx context.Context, first int) error {
 		if crash {
 			x.h.crashAfter = x.p.After
 		}
-		first, last := stale && round == x.p.Round, stale && round == x.p.Round+x.p.span()-1
-		if first {
+		opens, closes := stale && round == x.p.Round, stale && round == x.p.Round+x.p.span()-1
+		if opens {
 			x.fired = x.p
 			x.lag()
 			if x.p.Restart {
@@ -697,7 +697,7 @@ func (x *execution) settle(ctx context.Context, first int) error {
 		if stale {
 			changed = true
 		}
-		if last {
+		if closes {
 			x.l.lags = nil // the informers catch up
 			// Writes that changed the cluster: one refused by a
 			// precondition would be refused again on the same view.

@@ -47,8 +47,8 @@ func (r *runner) forkOf(p Perturbation) (fork, bool) {
 	if p.Class != Crash {
 		return fork{from: from, version: pr.version, at: pr}, true
 	}
-	if p.After > pr.writes || (p.After == 0 && pr.writes > 0) {
-		return fork{}, false // planned nowhere the run went: run it, it will not fire
+	if p.After > pr.writes {
+		return fork{}, false // past the round's writes: run, it never fires
 	}
 	f := fork{from: from, version: pr.version, at: roundInfo{phase: pr.phase, round: pr.round + 1, n: pr.n + 1}}
 	if p.After > 0 {
