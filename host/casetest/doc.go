@@ -62,7 +62,7 @@
 // A controller's step decides its writes on the state it starts from
 // (Step.Writes), so that `kubeplug check` (package check) can interleave the
 // host with them. Run and package check share Session: the cluster, the host
-// on it, and its rounds.
+// on it, and its rounds (Resume starts one on a state a run reached).
 //
 // casetest imports the host's controller, memcluster, metrics and actions
 // packages and abi: it runs the live host's pipeline on an in-memory cluster.

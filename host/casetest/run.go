@@ -106,6 +106,11 @@ func runRound(ctx context.Context, n int, ctrl *controller.Controller, kind stri
 	round := Round{Number: n}
 	writes, deletes, events := cluster.WriteCount(), len(cluster.VolumeDeletes()), len(cluster.Events())
 	for _, k := range cluster.Keys(kind) {
+		if err := ctx.Err(); err != nil {
+			// SIGTERM, or kubeplug check's budget: a round of many
+			// subjects stops between two of them, not after the last.
+			return round, err
+		}
 		key := k.Name
 		if k.Namespace != "" {
 			key = k.Namespace + "/" + k.Name

@@ -314,3 +314,20 @@ expect:
 	require.False(t, o.Passed)
 	require.Equal(t, `absent[0] PersistentVolume pv-1: still exists (being deleted, held by finalizers ["kubernetes.io/pv-protection"])`, o.Failure)
 }
+
+// A round stops between two subjects once its context ends (SIGTERM, or
+// kubeplug check's budget): the module is called for none of the rest.
+func TestRoundStopsWhenItsContextEnds(t *testing.T) {
+	m := adopter()
+	c := parseCase(t, "name: three sets\nobjects:\n"+
+		"- {apiVersion: apps/v1, kind: StatefulSet, metadata: {name: a}}\n"+
+		"- {apiVersion: apps/v1, kind: StatefulSet, metadata: {name: b}}\n"+
+		"- {apiVersion: apps/v1, kind: StatefulSet, metadata: {name: c}}\n")
+	s, err := casetest.NewSession(controller.Module{Runtime: m}, c, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = s.Round(ctx, 1)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, m.requests)
+}

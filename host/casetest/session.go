@@ -31,6 +31,17 @@ type Session struct {
 // NewSession loads c's objects into a fresh cluster and starts a host for
 // mod on it, as Run does. c must be a reconcile case (no admit:).
 func NewSession(mod controller.Module, c Case, log *slog.Logger) (*Session, error) {
+	return newSession(mod, c, nil, log)
+}
+
+// Resume is NewSession on cluster, a state a run of c reached, instead of
+// c's objects: kubeplug check resumes a run where a fresh host takes over
+// rather than replay the run up to there.
+func Resume(mod controller.Module, c Case, cluster *memcluster.Cluster, log *slog.Logger) (*Session, error) {
+	return newSession(mod, c, cluster, log)
+}
+
+func newSession(mod controller.Module, c Case, cluster *memcluster.Cluster, log *slog.Logger) (*Session, error) {
 	m := mod.Runtime.Manifest()
 	if mod.Name == "" {
 		mod.Name = m.Name
@@ -49,9 +60,12 @@ func NewSession(mod controller.Module, c Case, log *slog.Logger) (*Session, erro
 	}
 	s := &Session{Case: c, Module: mod, Kind: kind, Drivers: csiDrivers(c.Objects), log: log,
 		Now: func() time.Time { return now }}
-	s.Cluster = memcluster.New(memcluster.Config{Now: s.Now, Drivers: s.Drivers})
-	if err := s.Cluster.Load(c.Objects...); err != nil {
-		return nil, fmt.Errorf("load objects: %w", err)
+	s.Cluster = cluster
+	if s.Cluster == nil {
+		s.Cluster = memcluster.New(memcluster.Config{Now: s.Now, Drivers: s.Drivers})
+		if err := s.Cluster.Load(c.Objects...); err != nil {
+			return nil, fmt.Errorf("load objects: %w", err)
+		}
 	}
 	s.Restart(nil, nil)
 	return s, nil

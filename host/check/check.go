@@ -23,6 +23,12 @@ import (
 // most.
 const MaxLag = 3
 
+// MaxStaleRounds is how many rounds in a row a stale view lasts, at most.
+// A view lasts one round more only when its last round changed the
+// cluster: one that changed nothing would change nothing again on the
+// same view.
+const MaxStaleRounds = 3
+
 // MaxCompound bounds the unobserved-stale perturbations run for one case
 // (those skipped as views shown already are not counted): the class
 // multiplies the unobserved phases by the stale rounds after each, and is
@@ -31,21 +37,16 @@ const MaxLag = 3
 const MaxCompound = 48
 
 // maxRounds bounds one phase of a perturbed run: casetest.MaxRounds, and
-// the rounds a crash or a stale round may add.
-const maxRounds = casetest.MaxRounds + 2
+// the rounds a crash or stale rounds may add.
+const maxRounds = casetest.MaxRounds + 1 + MaxStaleRounds
 
-// maxKeptObjects bounds the objects one run keeps as the cluster's past
-// versions (a version after every write, each a copy of every object):
-// a case's steps choose how many writes a run makes, and each costs a copy
-// of the whole cluster. The reference modules' cases keep far fewer.
-const maxKeptObjects = 50_000
-
-// ErrTooLarge ends a run whose case makes more writes on more objects than
-// a run keeps versions of (maxKeptObjects).
+// ErrTooLarge ends a run whose versions of the cluster would take more
+// memory than a run may keep (maxRunBytes, keep.go).
 var ErrTooLarge = errors.New("the case is too large to explore")
 
 // Budget bounds an exploration: executions (runs of a case, the
-// unperturbed ones included) and time, both checked before each run.
+// unperturbed ones included), checked before each run, and time, checked
+// wherever time passes (budget.go).
 type Budget struct {
 	Executions int
 	Time       time.Duration
@@ -58,9 +59,12 @@ var DefaultBudget = Budget{Executions: 5000, Time: 50 * time.Second}
 // Options configure Explore.
 type Options struct {
 	// NewGuest returns a fresh instance of the module, and what releases
-	// it, for each host restarted after a crash: a crashed process loses
-	// the module's memory too. nil restarts on the same instance.
-	NewGuest func(ctx context.Context) (controller.Guest, func(), error)
+	// it, for each run and each host restarted within one (a crash, a
+	// stale round on a restarted host): a run starts as a host process
+	// does, and a crashed process loses the module's memory too, so that
+	// what an instance learned in another run never carries over. nil
+	// runs everything on mod's instance (tests whose fake has no memory).
+	NewGuest NewGuestFunc
 	// Log receives the host's records; nil discards them.
 	Log *slog.Logger
 	// Only, when set, runs the unperturbed run and this perturbation alone
@@ -85,8 +89,15 @@ type Report struct {
 	// Truncated is set when the budget ended the exploration.
 	Truncated bool
 	// Capped is set when the case had more unobserved-stale perturbations
-	// with views of their own than MaxCompound, and the rest were left.
+	// with views of their own than MaxCompound, or the unobserved runs
+	// they are planned from had more versions than an exploration holds
+	// (maxHeldBytes), and the rest were left.
 	Capped bool
+	// Cut, when set, says why the exploration ended before the budget
+	// did: a perturbed run outgrew the memory a run may keep, or a fresh
+	// instance of the module could not be started. Neither is the
+	// module's violation, and the runs after would meet them too.
+	Cut string
 	// Failure is set when the unperturbed run itself fails: the case or
 	// the module is wrong before any perturbation (kubeplug test says how).
 	Failure string
@@ -99,14 +110,18 @@ var ErrBudget = errors.New("budget exhausted")
 // perturbation within bounds (or opts.Only), and reports what the oracles
 // found.
 func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts Options) Report {
-	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}, hashes: map[kindOf]string{}}
+	r := &runner{mod: mod, c: c, opts: opts, seen: map[string]bool{}, found: map[string]bool{}, hashes: map[kindOf]string{},
+		unobserved: map[int]*result{}}
 	rep := Report{File: c.File, Case: c.Name}
 	base, err := r.run(ctx, Perturbation{Class: "none"})
 	rep.Executions = r.executions
 	if err != nil {
-		if errors.Is(err, ErrBudget) {
+		switch {
+		case errors.Is(err, ErrBudget):
 			rep.Truncated = true
-		} else {
+		case errors.Is(err, errNoInstance):
+			rep.Cut = err.Error()
+		default:
 			rep.Failure = "the unperturbed run: " + err.Error()
 		}
 		return rep
@@ -116,6 +131,9 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		return rep
 	}
 	r.base = base
+	for _, n := range base.sizes {
+		r.held += n
+	}
 	perturbations := r.plan()
 	if opts.Only != nil {
 		perturbations = []Perturbation{*opts.Only}
@@ -128,6 +146,9 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		switch {
 		case errors.Is(err, ErrBudget), ctx.Err() != nil:
 			rep.Truncated = true
+			return nil, true
+		case errors.Is(err, ErrTooLarge), errors.Is(err, errNoInstance):
+			rep.Cut = err.Error()
 			return nil, true
 		case errors.Is(err, errDuplicate):
 			rep.Skipped++
@@ -143,16 +164,22 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 				continue
 			}
 			r.found[key] = true
-			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, p, r.stepName(p.hitPhase())
+			// Reported where it took effect, which --replay runs again.
+			v.File, v.Case, v.Perturbation, v.Step = c.File, c.Name, res.fired, r.stepName(res.fired.hitPhase())
 			rep.Violations = append(rep.Violations, v)
 		}
 		return res, false
 	}
 	// The unobserved runs are kept: the unobserved-stale perturbations
 	// are planned from the states they reached.
-	unobserved := map[int]*result{}
-	for _, p := range perturbations {
-		if p.Class == Stale && opts.Only == nil && !r.staleDiffers(p, r.base) {
+	unobserved := r.unobserved
+	for i := 0; i < len(perturbations); i++ {
+		p := perturbations[i]
+		if r.over(ctx) != nil {
+			rep.Truncated = true // weighing views takes time too
+			return rep
+		}
+		if p.Class == Stale && opts.Only == nil && p.span() == 1 && !r.staleDiffers(p, r.base) {
 			rep.Skipped++
 			continue
 		}
@@ -160,16 +187,29 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 		if end {
 			return rep
 		}
+		if longer, ok := staleLonger(p, res); ok && opts.Only == nil {
+			perturbations = append(perturbations, longer)
+		}
 		if res != nil && p.Class == Unobserved {
-			unobserved[p.Phase] = res
+			if r.hold(res, p.Phase) {
+				unobserved[p.Phase] = res
+			} else {
+				rep.Capped = true
+			}
 		}
 	}
 	if opts.Only != nil {
 		return rep
 	}
 	ran := 0
-	for _, p := range r.planCompound(unobserved) {
-		if !r.staleDiffers(p, unobserved[p.Phase]) {
+	compound := r.planCompound(unobserved)
+	for i := 0; i < len(compound); i++ {
+		p := compound[i]
+		if r.over(ctx) != nil {
+			rep.Truncated = true
+			return rep
+		}
+		if p.span() == 1 && !r.staleDiffers(p, unobserved[p.Phase]) {
 			rep.Skipped++
 			continue
 		}
@@ -178,11 +218,26 @@ func Explore(ctx context.Context, mod controller.Module, c casetest.Case, opts O
 			break
 		}
 		ran++
-		if _, end := try(p); end {
+		res, end := try(p)
+		if end {
 			return rep
+		}
+		if longer, ok := staleLonger(p, res); ok {
+			compound = append(compound, longer)
 		}
 	}
 	return rep
+}
+
+// staleLonger returns p's stale view lasting one round more, when res (p's
+// run) changed the cluster in the view's last round and MaxStaleRounds
+// allows.
+func staleLonger(p Perturbation, res *result) (Perturbation, bool) {
+	if res == nil || (p.Class != Stale && p.Class != UnobservedStale) || res.staleWrites == 0 || p.span() >= MaxStaleRounds {
+		return p, false
+	}
+	p.Rounds = p.span() + 1
+	return p, true
 }
 
 // runner explores one case.
@@ -195,6 +250,14 @@ type runner struct {
 	found      map[string]bool
 	hashes     map[kindOf]string
 	executions int
+	// held is what the versions of ended runs take (keep.go).
+	held int64
+	// unobserved are the unobserved runs held, by phase, for the
+	// unobserved-stale class.
+	unobserved map[int]*result
+	// replayAll makes every run replay from the start, none resume
+	// (fork.go): the tests hold the two to the same results.
+	replayAll bool
 }
 
 func (r *runner) stepName(phase int) string {
@@ -214,7 +277,14 @@ func (r *runner) plan() []Perturbation {
 	var out []Perturbation
 	b := r.base
 	for _, pr := range b.rounds {
-		for k := 1; k <= pr.writes; k++ {
+		// A crash after each write; the last of a round's is a restart
+		// between it and the next round. A round that wrote nothing (a
+		// phase's last) is followed by a restart too: what the module
+		// learned in it, and not in the cluster, is lost there.
+		for k := min(pr.writes, 1); k <= pr.writes; k++ {
+			if k == 0 && pr.phase == 0 && pr.round == 1 {
+				continue // no different from the start of a run
+			}
 			out = append(out, Perturbation{Class: Crash, Phase: pr.phase, Round: pr.round, After: k})
 		}
 	}
@@ -300,12 +370,21 @@ func (r *runner) staleDiffers(p Perturbation, res *result) bool {
 // already.
 var errDuplicate = errors.New("state explored already")
 
-// roundInfo is one round of the unperturbed run.
+// errNoInstance ends a run that needed a fresh module instance and could
+// not start one (a machine so loaded that the module's start ran out its
+// deadline): not the module's violation under the perturbation.
+var errNoInstance = errors.New("a fresh instance of the module could not be started")
+
+// roundInfo is one round of a run.
 type roundInfo struct {
 	phase, round int
+	// n is the round's number in the run.
+	n int
 	// writes the host made in it; version is the index of the cluster's
-	// version the round started from.
+	// version the round started from, after that after each write (a
+	// write that changed nothing adds no version).
 	writes, version int
+	after           []int
 }
 
 // result is what one run came to.
@@ -313,8 +392,11 @@ type result struct {
 	rounds     []roundInfo
 	stepWrites []int
 	// versions are the cluster after each write (the loaded state first):
-	// the unperturbed run's are the views of stale perturbations.
+	// the unperturbed run's are the views of stale perturbations. An
+	// unobserved run held for the unobserved-stale class keeps only those
+	// its views show; the others are nil. sizes are their heap bytes.
 	versions []*memcluster.Cluster
+	sizes    []int64
 	end      map[string]map[string]any
 	// alive are the objects of any version by uid; deleted those removed
 	// or marked for deletion, with the write that did it.
@@ -325,11 +407,18 @@ type result struct {
 	// leaks are backing volumes whose PersistentVolume (reclaim policy
 	// Delete) is gone while the volume was never deleted.
 	leaks map[string]string
-	// shrinks are claims whose request a write lowered to or below their
-	// capacity.
-	shrinks map[string]string
+	// shrinks are the lowerings of a claim's storage request the run's
+	// writes made, by claim and values.
+	shrinks map[string]lowering
 	// loop says how the run failed to settle, if it did.
 	loop string
+	// fired is the perturbation as it took effect: where a crash actually
+	// happened, with the writes made before it.
+	fired Perturbation
+	// staleWrites are the writes that changed the cluster in a stale
+	// view's last round: when there are any, the view is explored a round
+	// longer.
+	staleWrites int
 }
 
 // execution is one run of the case.
@@ -349,15 +438,19 @@ type execution struct {
 	// counts is the cluster's write and volume-deletion counts at the
 	// last version.
 	counts [2]int
-	// kept counts the objects of the versions kept; stop, once set, ends
-	// the run at its next round or write (the budget's time, or
-	// maxKeptObjects).
-	kept int
-	stop error
+	// kept is the heap bytes of the versions kept, sizes those of each
+	// object by uid and resourceVersion (keep.go); stop, once set, ends
+	// the run at its next round or write (the budget, ctx, or
+	// maxRunBytes).
+	kept  int64
+	sizes map[string]int64
+	stop  error
+	// fired is the perturbation once it has taken effect (result.fired).
+	fired Perturbation
 }
 
 func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
-	if err := ctx.Err(); err != nil {
+	if err := r.over(ctx); err != nil {
 		return nil, err
 	}
 	if r.opts.Executions != nil {
@@ -366,17 +459,30 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 		}
 		*r.opts.Executions--
 	}
-	if !r.opts.Deadline.IsZero() && !time.Now().Before(r.opts.Deadline) {
-		return nil, ErrBudget
+	if d := r.opts.Deadline; !d.IsZero() {
+		// A guest call in flight at the deadline ends there, as one does
+		// on SIGTERM, rather than run its own deadline out.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
 	}
 	r.executions++
-	sess, err := casetest.NewSession(r.mod, r.c, r.opts.Log)
+	f, forked := r.forkOf(p)
+	var (
+		sess *casetest.Session
+		err  error
+	)
+	if forked {
+		sess, err = casetest.Resume(r.mod, r.c, f.from.versions[f.version].Clone(), r.opts.Log)
+	} else {
+		sess, err = casetest.NewSession(r.mod, r.c, r.opts.Log)
+	}
 	if err != nil {
 		return nil, err
 	}
-	x := &execution{r: r, p: p, sess: sess, res: &result{
+	x := &execution{r: r, p: p, sess: sess, sizes: map[string]int64{}, res: &result{
 		alive: map[string]string{}, deleted: map[string]string{}, volumes: map[string]string{},
-		leaks: map[string]string{}, shrinks: map[string]string{},
+		leaks: map[string]string{}, shrinks: map[string]lowering{},
 	}}
 	defer func() {
 		for _, c := range x.closers {
@@ -385,39 +491,62 @@ func (r *runner) run(ctx context.Context, p Perturbation) (*result, error) {
 	}()
 	x.h = &host{c: sess.Cluster, x: x, crashAfter: -1}
 	x.l = &lister{now: sess.Cluster}
-	x.res.versions = []*memcluster.Cluster{sess.Cluster.Clone()}
 	x.prev = objects(sess.Cluster)
-	x.counts = [2]int{sess.Cluster.WriteCount(), 0}
+	x.counts = [2]int{sess.Cluster.WriteCount(), len(sess.Cluster.VolumeDeletes())}
 	for _, o := range x.prev {
 		x.res.alive[uidOf(o)] = keyOf(o)
 	}
-	// A run starts on the module instance every run shares (a fresh load
-	// per run would cost more than the run); a crash or a restarted stale
-	// round gets a fresh one (see RATIONALE.md).
-	x.restart(ctx, false)
-	if err := x.runAll(ctx); err != nil {
+	if forked {
+		err = x.resume(ctx, f)
+	} else if x.keep(sess.Cluster, x.prev) {
+		// A run starts on a fresh host and module instance, as a host
+		// process does: the unperturbed run saw states a perturbed one
+		// must not have remembered (RATIONALE.md).
+		if err = x.restart(ctx); err == nil {
+			err = x.runFrom(ctx, 0, 1)
+		}
+	}
+	// The budget or ctx ending a run is the run's end whatever it made
+	// fail on the way (a guest call cut short is an error of its own).
+	if stop := x.over(ctx); stop != nil {
+		return nil, stop
+	}
+	if err != nil {
 		return nil, err
 	}
-	if x.stop != nil {
-		return nil, x.stop
+	if p.Class != "none" && x.fired.Class == "" {
+		// The perturbation never took effect (a crash point past the
+		// round's writes): the run is the unperturbed one again.
+		return nil, errDuplicate
 	}
+	x.res.fired = x.fired
 	x.finish()
 	return x.res, nil
 }
 
-func (x *execution) runAll(ctx context.Context) error {
+// runFrom runs the case from round first of phase from (its step made
+// already) to the end: a whole run is runFrom(ctx, 0, 1).
+func (x *execution) runFrom(ctx context.Context, from, first int) error {
 	steps := x.r.c.Steps
-	for phase := 0; phase <= len(steps); phase++ {
+	if from > len(steps) {
+		x.phase = from
+		return x.settle(ctx, first) // the resync's rounds
+	}
+	for phase := from; phase <= len(steps); phase++ {
 		x.phase = phase
-		if phase > 0 {
+		if phase > from {
 			if err := x.step(ctx, phase); err != nil {
 				return err
 			}
+			first = 1
 		}
 		if x.p.skips(phase) && phase < len(steps) {
+			if x.p.Class == Unobserved {
+				x.fired = x.p
+			}
 			continue
 		}
-		if err := x.settle(ctx); err != nil || x.res.loop != "" {
+		if err := x.settle(ctx, first); err != nil || x.res.loop != "" {
 			return err
 		}
 	}
@@ -436,6 +565,9 @@ func (x *execution) resync(ctx context.Context) error {
 		if !s.Controller() {
 			continue
 		}
+		if err := x.over(ctx); err != nil {
+			return err
+		}
 		any = true
 		ws, err := s.Writes(i, x.sess.Cluster)
 		if err != nil {
@@ -450,7 +582,7 @@ func (x *execution) resync(ctx context.Context) error {
 	if !any {
 		return nil
 	}
-	return x.settle(ctx)
+	return x.settle(ctx, 1)
 }
 
 // step makes the writes of step phase (from 1), settling after the first
@@ -467,15 +599,16 @@ func (x *execution) step(ctx context.Context, phase int) error {
 	x.res.stepWrites = append(x.res.stepWrites, len(ws))
 	for j, w := range ws {
 		if x.p.Class == Interleave && x.p.Phase == phase && x.p.After == j {
+			x.fired = x.p
 			if err := x.dedupe("interleave"); err != nil {
 				return err
 			}
-			if err := x.settle(ctx); err != nil || x.res.loop != "" {
+			if err := x.settle(ctx, 1); err != nil || x.res.loop != "" {
 				return err
 			}
 		}
-		if x.stop != nil {
-			return x.stop
+		if err := x.over(ctx); err != nil {
+			return err
 		}
 		writes := x.sess.Cluster.WriteCount()
 		err := w.Apply(ctx, x.sess.Cluster)
@@ -500,16 +633,16 @@ func (x *execution) dedupe(what string) error {
 	return nil
 }
 
-// settle runs rounds until one changes nothing, applying the
-// perturbation at its round.
-func (x *execution) settle(ctx context.Context) error {
+// settle runs rounds, from round first, until one changes nothing,
+// applying the perturbation at its round.
+func (x *execution) settle(ctx context.Context, first int) error {
 	limit := casetest.MaxRounds
 	if x.p.Class != "none" {
 		limit = maxRounds
 	}
-	for round := 1; ; round++ {
-		if x.stop != nil {
-			return x.stop
+	for round := first; ; round++ {
+		if err := x.over(ctx); err != nil {
+			return err
 		}
 		x.round = round
 		x.n++
@@ -518,25 +651,41 @@ func (x *execution) settle(ctx context.Context) error {
 		if crash {
 			x.h.crashAfter = x.p.After
 		}
-		if stale {
+		opens, closes := stale && round == x.p.Round, stale && round == x.p.Round+x.p.span()-1
+		if opens {
+			x.fired = x.p
 			x.lag()
 			if x.p.Restart {
-				x.restart(ctx, true)
+				if err := x.restart(ctx); err != nil {
+					return err
+				}
 			}
 		}
-		info := roundInfo{phase: x.phase, round: round, version: len(x.res.versions) - 1}
-		x.h.writes = 0
+		info := roundInfo{phase: x.phase, round: round, n: x.n, version: len(x.res.versions) - 1}
+		x.h.writes, x.h.after = 0, nil
 		out, err := x.sess.Round(ctx, x.n)
-		info.writes = x.h.writes
+		info.writes, info.after = x.h.writes, x.h.after
 		x.res.rounds = append(x.res.rounds, info)
 		changed := out.Changed
+		if crash && x.h.writes == x.p.After {
+			// A crash after the round's last write falls between this
+			// round and the next (or the next step): the host restarts
+			// there. Planned for this round, it is disarmed at its end
+			// either way, so that it never fires in a later round under
+			// this one's name.
+			x.h.crashed = true
+		}
+		x.h.crashAfter = -1
 		switch {
 		case x.h.crashed:
-			x.h.crashed, x.h.crashAfter = false, -1
+			x.h.crashed = false
+			x.fired = Perturbation{Class: Crash, Phase: x.phase, Round: round, After: x.h.writes}
 			if err := x.dedupe("crash"); err != nil {
 				return err
 			}
-			x.restart(ctx, true)
+			if err := x.restart(ctx); err != nil {
+				return err
+			}
 			changed = true
 		case err != nil && x.p.Class == "none":
 			return fmt.Errorf("%s, round %d: %w", phaseName(x.phase), round, err)
@@ -546,8 +695,13 @@ func (x *execution) settle(ctx context.Context) error {
 			changed = true
 		}
 		if stale {
-			x.l.lags = nil // the informers catch up
 			changed = true
+		}
+		if closes {
+			x.l.lags = nil // the informers catch up
+			// Writes that changed the cluster: one refused by a
+			// precondition would be refused again on the same view.
+			x.res.staleWrites = len(x.res.versions) - 1 - info.version
 		}
 		if !changed {
 			return nil
@@ -578,19 +732,26 @@ func (x *execution) lag() {
 }
 
 // restart starts a fresh host on the cluster: no memory of its last
-// writes, and a fresh module instance when Options.NewGuest is set.
-func (x *execution) restart(ctx context.Context, fresh bool) {
+// writes, and a fresh module instance when Options.NewGuest is set. A
+// module that cannot be loaded again fails the run: going on with the
+// instance at hand would keep what the restart must take away.
+func (x *execution) restart(ctx context.Context) error {
 	var guest controller.Guest
-	if fresh && x.r.opts.NewGuest != nil {
+	if x.r.opts.NewGuest != nil {
 		g, release, err := x.r.opts.NewGuest(ctx)
-		if err == nil {
-			guest = g
-			x.closers = append(x.closers, release)
+		if err != nil {
+			if stop := x.over(ctx); stop != nil {
+				return stop
+			}
+			return fmt.Errorf("%w: %w", errNoInstance, err)
 		}
+		guest = g
+		x.closers = append(x.closers, release)
 	}
 	deps := x.sess.Deps()
 	deps.Lister, deps.Cluster, deps.Volumes = x.l, x.h, x.h
 	x.sess.Restart(guest, &deps)
+	return nil
 }
 
 // wrote records a write that changed the cluster: a new version, and any
@@ -609,12 +770,10 @@ func (x *execution) wrote(by string) {
 		x.stop = ErrBudget
 		return
 	}
-	if x.kept += len(x.prev); x.kept > maxKeptObjects {
-		x.stop = fmt.Errorf("%w: its runs would keep more than %d objects as the cluster's versions after each write; split it into smaller cases, with fewer replicas", ErrTooLarge, maxKeptObjects)
+	now := objects(c)
+	if !x.keep(c, now) {
 		return
 	}
-	x.res.versions = append(x.res.versions, c.Clone())
-	now := objects(c)
 	for k, o := range x.prev {
 		n, ok := now[k]
 		gone := !ok || uidOf(n) != uidOf(o)
@@ -637,17 +796,29 @@ func (x *execution) wrote(by string) {
 	x.by = by
 }
 
-// checkShrink records a claim whose storage request a write lowered to or
-// below its capacity.
-func (x *execution) checkShrink(before, after map[string]any) {
+// lowering is a write that lowered a claim's storage request.
+type lowering struct {
+	claim, from, to string
+	// capacity is the claim's status.capacity.storage, "" if none.
+	capacity string
+	by       string
+}
+
+// checkShrink records a write (by) that lowered a claim's storage request,
+// whatever the capacity: kube-apiserver takes a lower request while it
+// stays above the capacity, and that cancels the expansion in flight to
+// the higher one. (The executor refuses one at or below the capacity.)
+func (x *execution) checkShrink(before, after map[string]any, by string) {
 	oldReq, _ := storage(before)
 	newReq, capacity := storage(after)
-	if oldReq == nil || newReq == nil || capacity == nil {
+	if oldReq == nil || newReq == nil || newReq.Cmp(*oldReq) >= 0 {
 		return
 	}
-	if newReq.Cmp(*oldReq) < 0 && newReq.Cmp(*capacity) <= 0 {
-		x.res.shrinks[keyOf(after)] = fmt.Sprintf("request lowered from %s to %s, capacity %s", oldReq, newReq, capacity)
+	l := lowering{claim: keyOf(after), from: oldReq.String(), to: newReq.String(), by: by}
+	if capacity != nil {
+		l.capacity = capacity.String()
 	}
+	x.res.shrinks[l.claim+" from "+l.from+" to "+l.to] = l
 }
 
 // finish computes the end state and the volumes left behind.
@@ -662,6 +833,9 @@ func (x *execution) finish() {
 		deleted[d.Driver+"/"+d.VolumeHandle] = true
 	}
 	for _, v := range x.res.versions {
+		if v == nil {
+			continue // a version a held run let go
+		}
 		for _, pv := range v.List(abi.KindPersistentVolume) {
 			spec, _ := pv["spec"].(map[string]any)
 			csi, _ := spec["csi"].(map[string]any)

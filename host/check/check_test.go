@@ -2,9 +2,11 @@ package check_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,6 +215,35 @@ func TestCrashSafetyIsCaught(t *testing.T) {
 	require.Contains(t, v.Step, "step 1 (line 32): scale StatefulSet default/web to 1")
 }
 
+// A crash after a round's last write is a restart between that round and
+// the next: crashforget's two rounds after a scale-down, deleting then
+// letting go, are split there. A crash is disarmed at the end of the round
+// it was planned for: the one planned after the single write before the
+// scale-down is harmless, and is not reported as the crash that happens
+// after it.
+func TestCrashBetweenRounds(t *testing.T) {
+	const cases = "testdata/crashforget-boundary.yaml"
+	rep := explore(t, crashforget, cases, nil)
+	require.NotEmpty(t, rep.Violations)
+	v := rep.Violations[0]
+	require.Equal(t, "crash:phase=1,round=1,after=1", v.Perturbation.String())
+	require.Contains(t, v.Detail, "held by finalizers [example.com/backup]")
+
+	for p, violated := range map[string]bool{
+		"crash:phase=1,round=1,after=2": true,  // between the delete and the letting go
+		"crash:phase=0,round=1,after=1": false, // before the scale-down: nothing to forget
+		"crash:phase=0,round=2,after=0": false, // the end of the phase, which wrote nothing
+	} {
+		only, err := check.Parse(p)
+		require.NoError(t, err)
+		again := explore(t, crashforget, cases, &only)
+		require.Equal(t, violated, len(again.Violations) > 0, "%s: %+v", p, again.Violations)
+		for _, v := range again.Violations {
+			require.Equal(t, p, v.Perturbation.String(), "reported where it fired")
+		}
+	}
+}
+
 // Without the memory, the same module is crash-safe: a module whose
 // decision is a function of its input passes every perturbation here.
 func TestStatelessModulePasses(t *testing.T) {
@@ -277,6 +308,79 @@ steps:
 	require.Contains(t, rep.Failure, "split it into smaller cases")
 }
 
+// A case of few objects, but large ones, written by every step: its run
+// ends with an error that says to split it once its versions would take
+// more memory than a run may keep, where a count of objects never would.
+func TestLargeObjectsEndTheRun(t *testing.T) {
+	c := loadCase(t, "testdata/stalereap.yaml")
+	finalizers := make([]any, 50_000)
+	for i := range finalizers {
+		finalizers[i] = fmt.Sprintf("example.com/f%05d", i)
+	}
+	for _, o := range c.Objects {
+		if o["kind"] == abi.KindPersistentVolumeClaim {
+			o["metadata"].(map[string]any)["finalizers"] = finalizers
+		}
+	}
+	c.Steps = nil
+	for i := range casetest.MaxSteps {
+		c.Steps = append(c.Steps, casetest.Step{Action: casetest.StepPatch, Kind: abi.KindPersistentVolumeClaim, Namespace: "default",
+			Name: "data-web-0", Patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"step": strconv.Itoa(i)}}}})
+	}
+	g := stalereap()
+	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action { return nil }
+	left := 1 // the unperturbed run is enough
+	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, c, check.Options{Executions: &left})
+	require.Contains(t, rep.Failure, "the case is too large to explore: a run would keep more than 128MiB of the cluster's versions")
+	require.Contains(t, rep.Failure, "split it into smaller cases")
+}
+
+// A slow module on a case of 100 steps that write nothing: the budget is
+// checked at every round, so the run ends at the first round after the
+// deadline, not once every step's rounds have called the module.
+func TestBudgetEndsARunAtItsNextRound(t *testing.T) {
+	c := loadCase(t, "testdata/stalereap.yaml")
+	c.Steps = slices.Repeat([]casetest.Step{{Action: casetest.StepGarbageCollector}}, casetest.MaxSteps)
+	deadline := time.Now().Add(50 * time.Millisecond)
+	calls := 0
+	g := stalereap()
+	g.decide = func(*guest, *abi.ReconcileRequest) []abi.Action {
+		calls++
+		time.Sleep(time.Until(deadline)) // the call outlasts the budget
+		return nil
+	}
+	left := 100
+	rep := check.Explore(context.Background(), controller.Module{Runtime: g}, c, check.Options{Deadline: deadline, Executions: &left})
+	require.True(t, rep.Truncated)
+	require.Empty(t, rep.Failure, "the budget ended the run; the module did not fail it")
+	require.Equal(t, 1, calls, "no round starts after the deadline")
+}
+
+// Prefetch hands out a distinct fresh instance each time, and stop
+// releases the one it started and did not hand out.
+func TestPrefetch(t *testing.T) {
+	var mu sync.Mutex
+	started, released := 0, 0
+	take, stop := check.Prefetch(context.Background(), func(context.Context) (controller.Guest, func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		started++
+		return stalereap(), func() { mu.Lock(); released++; mu.Unlock() }, nil
+	})
+	a, releaseA, err := take(context.Background())
+	require.NoError(t, err)
+	b, releaseB, err := take(context.Background())
+	require.NoError(t, err)
+	require.NotSame(t, a, b)
+	releaseA()
+	releaseB()
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, started, released, "every instance started is released")
+	require.LessOrEqual(t, started, 4, "at most one waits, and one more is being started")
+}
+
 // markundo's bug needs the view seed 2435's leader had: its claims
 // current, its set and pods from before the scale-down. One stale round
 // with every kind but the claims behind shows it.
@@ -327,6 +431,9 @@ func TestParseUnobservedStale(t *testing.T) {
 		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=2,restart=true",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=3,except=StatefulSet",
+		"stale:phase=2,round=1,kind=StatefulSet,lag=3,rounds=2",
+		"unobserved-stale:phase=0,round=2,kind=Pod,lag=1,restart=true,rounds=3",
+		"crash:phase=1,round=2,after=0",
 	} {
 		p, err := check.Parse(s)
 		require.NoError(t, err)
@@ -338,6 +445,8 @@ func TestParseUnobservedStale(t *testing.T) {
 		"unobserved-stale:phase=1,round=1,kind=Pod,lag=1,except=Pod":  "except=KIND goes with kind=*",
 		"unobserved-stale:phase=1,round=1,kind=*,lag=1,except=Widget": `unknown kind "Widget"`,
 		"stale:phase=1,round=1,kind=StatefulSet,lag=1,except=Pod":     "except=KIND goes with kind=*",
+		"stale:phase=1,round=1,kind=Pod,lag=1,rounds=4":               "rounds=4: from 1 to 3",
+		"crash:phase=1,round=1,after=1,rounds=2":                      "rounds=N goes with a stale view",
 	} {
 		_, err := check.Parse(s)
 		require.ErrorContains(t, err, msg, s)

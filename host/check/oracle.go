@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The oracles a perturbed run is held to, against the unperturbed run.
@@ -18,7 +20,8 @@ const (
 	// OracleLeak: a PersistentVolume is gone and its volume is still in
 	// the driver.
 	OracleLeak = "volume leaked"
-	// OracleShrink: a storage request was lowered to or below capacity.
+	// OracleShrink: a storage request was lowered where the unperturbed
+	// run does not lower it (from and to the same values).
 	OracleShrink = "request lowered"
 	// OracleConvergence: the run ended in another state than the
 	// unperturbed run.
@@ -69,7 +72,19 @@ func (r *runner) compare(res *result) []Violation {
 		}
 	}
 	for _, k := range sortedKeys(res.shrinks) {
-		out = append(out, Violation{Oracle: OracleShrink, Object: k, Detail: k + ": " + res.shrinks[k]})
+		if _, same := b.shrinks[k]; same {
+			continue
+		}
+		l := res.shrinks[k]
+		what := "no capacity"
+		if l.capacity != "" {
+			what = "capacity " + l.capacity
+			if c, f := resource.MustParse(l.capacity), resource.MustParse(l.from); c.Cmp(f) < 0 {
+				what += ": the expansion to " + l.from + " in flight is cancelled"
+			}
+		}
+		out = append(out, Violation{Oracle: OracleShrink, Object: l.claim, Action: l.by,
+			Detail: fmt.Sprintf("%s: request lowered from %s to %s (%s); the unperturbed run never lowers it so", l.claim, l.from, l.to, what)})
 	}
 	if res.loop != "" {
 		out = append(out, Violation{Oracle: OracleLoop, Object: "", Detail: res.loop})

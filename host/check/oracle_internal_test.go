@@ -21,7 +21,7 @@ func TestLeakOracle(t *testing.T) {
 	c := memcluster.New(memcluster.Config{Drivers: []string{"d"}})
 	require.NoError(t, c.Load(pv("leaked", "h1", "Delete"), pv("deleted", "h2", "Delete"), pv("retained", "h3", "Retain")))
 	x := &execution{sess: &casetest.Session{Cluster: c}, res: &result{leaks: map[string]string{}, alive: map[string]string{},
-		deleted: map[string]string{}, volumes: map[string]string{}, shrinks: map[string]string{}}}
+		deleted: map[string]string{}, volumes: map[string]string{}, shrinks: map[string]lowering{}}}
 	x.res.versions = []*memcluster.Cluster{c.Clone()}
 	ctx := context.Background()
 	require.NoError(t, c.DeleteVolume(ctx, "d", "h2", nil))
@@ -41,20 +41,32 @@ func TestLeakOracle(t *testing.T) {
 	require.Empty(t, r.compare(x.res))
 }
 
-// A write that lowers a claim's request to or below its capacity is
-// recorded; one that lowers it but stays above, or raises it, is not.
+// Every write that lowers a claim's request is recorded, above the
+// capacity too (that cancels an expansion in flight); a raise is not. The
+// oracle reports a lowering the unperturbed run does not make.
 func TestShrinkOracle(t *testing.T) {
 	claim := func(req, capacity string) map[string]any {
 		return map[string]any{"kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": "c", "namespace": "default"},
 			"spec":   map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": req}}},
 			"status": map[string]any{"capacity": map[string]any{"storage": capacity}}}
 	}
-	x := &execution{res: &result{shrinks: map[string]string{}}}
-	x.checkShrink(claim("3Gi", "1Gi"), claim("2Gi", "1Gi"))
-	x.checkShrink(claim("1Gi", "1Gi"), claim("2Gi", "1Gi"))
+	x := &execution{res: &result{shrinks: map[string]lowering{}}}
+	x.checkShrink(claim("1Gi", "1Gi"), claim("2Gi", "1Gi"), "raise")
 	require.Empty(t, x.res.shrinks)
-	x.checkShrink(claim("2Gi", "1Gi"), claim("1Gi", "1Gi"))
-	require.Equal(t, map[string]string{"PersistentVolumeClaim default/c": "request lowered from 2Gi to 1Gi, capacity 1Gi"}, x.res.shrinks)
+	x.checkShrink(claim("3Gi", "1Gi"), claim("2Gi", "1Gi"), "module: patch PersistentVolumeClaim default/c")
+	require.Len(t, x.res.shrinks, 1)
+
+	r := &runner{base: &result{shrinks: map[string]lowering{}}}
+	vs := r.compare(x.res)
+	require.Len(t, vs, 1)
+	require.Equal(t, OracleShrink, vs[0].Oracle)
+	require.Equal(t, "PersistentVolumeClaim default/c", vs[0].Object)
+	require.Equal(t, "PersistentVolumeClaim default/c: request lowered from 3Gi to 2Gi (capacity 1Gi: the expansion to 3Gi in flight is cancelled); "+
+		"the unperturbed run never lowers it so", vs[0].Detail)
+	require.Equal(t, "module: patch PersistentVolumeClaim default/c", vs[0].Action)
+
+	r.base.shrinks = x.res.shrinks // the unperturbed run lowers it the same way: a recovery it asks for
+	require.Empty(t, r.compare(x.res))
 }
 
 // Finalizers are a set: the same ones in another order are the same end

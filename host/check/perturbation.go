@@ -38,8 +38,10 @@ type Perturbation struct {
 	// stale; for unobserved-stale, the round of phase Phase+1.
 	Round int
 	// After is, for a crash, how many writes of the round the host made
-	// before it stopped; for an interleaving, how many writes of step Phase
-	// were made before the host settled.
+	// before it stopped: all of the round's puts the crash between it and
+	// the next round (or step), and 0 is the end of a round that wrote
+	// nothing. For an interleaving, how many writes of step Phase were
+	// made before the host settled.
 	After int
 	// Kind and Lag are a stale round's: the kind shown behind (or
 	// AllKinds) and by how many writes to the cluster.
@@ -52,7 +54,15 @@ type Perturbation struct {
 	// Restart makes a stale round run on a fresh host, as a host restarted
 	// on a lagging cache.
 	Restart bool
+	// Rounds is how many rounds in a row, from Round, show the stale view
+	// (0 or 1: one): the lagging informers deliver nothing between them,
+	// so the later rounds do not show the host's own writes of the
+	// earlier ones either. At most MaxStaleRounds.
+	Rounds int
 }
+
+// span is how many rounds p's stale view lasts.
+func (p Perturbation) span() int { return max(p.Rounds, 1) }
 
 // lags reports whether p shows kind behind.
 func (p Perturbation) lags(kind string) bool {
@@ -66,11 +76,11 @@ func (p Perturbation) skips(phase int) bool {
 
 // staleRound reports whether p shows round round of phase a stale view.
 func (p Perturbation) staleRound(phase, round int) bool {
-	switch p.Class {
-	case Stale:
-		return p.Phase == phase && p.Round == round
-	case UnobservedStale:
-		return p.Phase+1 == phase && p.Round == round
+	switch {
+	case p.Class == Stale && p.Phase != phase, p.Class == UnobservedStale && p.Phase+1 != phase:
+		return false
+	case p.Class == Stale, p.Class == UnobservedStale:
+		return p.Round <= round && round < p.Round+p.span()
 	}
 	return false
 }
@@ -89,6 +99,9 @@ func (p Perturbation) String() string {
 		if p.Restart {
 			parts = append(parts, "restart=true")
 		}
+		if p.span() > 1 {
+			parts = append(parts, "rounds="+strconv.Itoa(p.Rounds))
+		}
 	case Interleave:
 		parts = append(parts, "after="+strconv.Itoa(p.After))
 	}
@@ -99,7 +112,10 @@ func (p Perturbation) String() string {
 func (p Perturbation) Describe() string {
 	switch p.Class {
 	case Crash:
-		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
+		if p.After == 0 {
+			return fmt.Sprintf("the host crashes at the end of round %d of %s, which wrote nothing; a fresh host goes on", p.Round, phaseName(p.Phase))
+		}
+		return fmt.Sprintf("the host crashes after %d write(s) of round %d of %s, before any other; a fresh host goes on", p.After, p.Round, phaseName(p.Phase))
 	case Stale:
 		return p.describeStale(p.Phase)
 	case Unobserved:
@@ -124,6 +140,9 @@ func (p Perturbation) describeStale(phase int) string {
 	host := "the live host"
 	if p.Restart {
 		host = "a restarted host"
+	}
+	if p.span() > 1 {
+		return fmt.Sprintf("rounds %d to %d of %s run on %s with %s as they were %d write(s) before the first of them", p.Round, p.Round+p.span()-1, phaseName(phase), host, what, p.Lag)
 	}
 	return fmt.Sprintf("round %d of %s runs on %s with %s as they were %d write(s) ago", p.Round, phaseName(phase), host, what, p.Lag)
 }
@@ -169,6 +188,10 @@ func Parse(s string) (Perturbation, error) {
 			p.Except = v
 		case "restart":
 			p.Restart, err = strconv.ParseBool(v)
+		case "rounds":
+			if p.Rounds, err = atoi(v); err == nil && (p.Rounds < 1 || p.Rounds > MaxStaleRounds) {
+				err = fmt.Errorf("rounds=%d: from 1 to %d", p.Rounds, MaxStaleRounds)
+			}
 		default:
 			err = fmt.Errorf("unknown key %q", k)
 		}
@@ -181,6 +204,8 @@ func Parse(s string) (Perturbation, error) {
 		return p, fmt.Errorf("perturbation %q: a %s needs round=N (from 1)", s, class)
 	case (class == Stale || class == UnobservedStale) && (p.Kind == "" || p.Lag < 1):
 		return p, fmt.Errorf("perturbation %q: %s needs kind=KIND (or *) and lag=N (from 1)", s, class)
+	case p.Rounds != 0 && class != Stale && class != UnobservedStale:
+		return p, fmt.Errorf("perturbation %q: rounds=N goes with a stale view", s)
 	case p.Except != "" && p.Kind != AllKinds:
 		return p, fmt.Errorf("perturbation %q: except=KIND goes with kind=* (every kind but that one behind)", s)
 	case class == Interleave && (p.Phase < 1 || p.After < 1):

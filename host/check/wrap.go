@@ -33,6 +33,9 @@ type host struct {
 	crashAfter int
 	writes     int
 	crashed    bool
+	// after is the index of the cluster's version after each write of the
+	// round (roundInfo.after).
+	after []int
 }
 
 var (
@@ -41,7 +44,7 @@ var (
 )
 
 // write reports whether the next write may go out, crashing the host when
-// it may not.
+// it may not; the caller calls wrote once it is made.
 func (h *host) write() bool {
 	if h.crashed || (h.crashAfter >= 0 && h.writes >= h.crashAfter) {
 		h.crashed = true
@@ -51,6 +54,10 @@ func (h *host) write() bool {
 	return true
 }
 
+// wrote records the version after the write write allowed, whether or not
+// it changed the cluster.
+func (h *host) wrote() { h.after = append(h.after, len(h.x.res.versions)-1) }
+
 func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (string, error) {
 	if !h.write() {
 		return "", errCrashed
@@ -58,12 +65,14 @@ func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types
 	before, _ := h.c.Get(kind, namespace, name)
 	rv, err := h.c.Patch(ctx, kind, namespace, name, pt, data, fieldManager, subresource...)
 	if err == nil {
+		by := "module: patch " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String()
 		after, _ := h.c.Get(kind, namespace, name)
 		if kind == abi.KindPersistentVolumeClaim {
-			h.x.checkShrink(before, after)
+			h.x.checkShrink(before, after, by)
 		}
-		h.x.wrote("module: patch " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
+		h.x.wrote(by)
 	}
+	h.wrote()
 	return rv, err
 }
 
@@ -75,6 +84,7 @@ func (h *host) Delete(ctx context.Context, kind, namespace, name, uid, resourceV
 	if err == nil {
 		h.x.wrote("module: deleteObject " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
 	}
+	h.wrote()
 	return err
 }
 
@@ -86,6 +96,7 @@ func (h *host) DeleteVolume(ctx context.Context, driver, handle string, secrets 
 	if err == nil {
 		h.x.wrote("module: deleteVolume " + driver + "/" + handle)
 	}
+	h.wrote()
 	return err
 }
 

@@ -39,11 +39,13 @@ func newCheckCommand(opts *globalOptions, s streams) *cobra.Command {
 applied between rounds) and runs each case once as "kubeplug test" does, then
 again under every perturbation within bounds, through the same reconcile:
 
-  crash       the host stops after each prefix of a round's writes; a fresh
-              host (no memory of its writes, a new module instance) goes on
+  crash       the host stops after each prefix of a round's writes, and
+              between rounds; a fresh host (no memory of its writes, a new
+              module instance) goes on
   stale       for one round, one kind, every kind, or every kind but one is
               shown as it was up to 3 writes ago, on the live host and on a
-              restarted one
+              restarted one; for up to 3 rounds in a row while each changes
+              the cluster
   unobserved  the host does not run between two steps
   interleave  the host settles between a prefix of a step's writes and the rest
   unobserved-stale
@@ -53,8 +55,8 @@ again under every perturbation within bounds, through the same reconcile:
 
 Each perturbed run must delete no object and no backing volume the unperturbed
 run keeps, leave no backing volume behind a deleted PersistentVolume, lower no
-storage request to or below capacity, end in the unperturbed run's state, and
-stop writing. Each violation is printed once, with the smallest perturbation
+storage request the unperturbed run does not lower (which cancels an expansion
+in flight), end in the unperturbed run's state, and stop writing. Each violation is printed once, with the smallest perturbation
 that shows it and a --replay argument that runs it again; --save writes each as
 a case file that --replay takes.
 
@@ -128,18 +130,26 @@ unperturbed), 2 for unusable input.`,
 				}
 				return g, func() { _ = g.Close(context.WithoutCancel(ctx)) }, nil
 			}
+			fresh, stopFresh := check.Prefetch(ctx, newGuest)
+			defer stopFresh()
 
 			start := time.Now()
 			left := executions
 			var cases []casetest.Case
+			admission := 0
 			for _, f := range files {
 				for _, c := range f.Cases {
 					if c.Admit == nil {
 						cases = append(cases, c)
+						continue
 					}
+					// Said, not passed over: a file of admission cases
+					// alone would otherwise read as proved.
+					admission++
+					fmt.Fprintf(s.out, "SKIP %s: %s: an admission case (admit:), not checked\n", c.File, termLines(c.Name))
 				}
 			}
-			violations, failed, explored, truncated := 0, 0, 0, false
+			violations, failed, explored, truncated, cut := 0, 0, 0, false, false
 			for i, c := range cases {
 				// Each case may take half the time left (most take far
 				// less, and what they leave goes to the cases after
@@ -149,7 +159,7 @@ unperturbed), 2 for unusable input.`,
 				if len(cases)-i == 1 {
 					deadline = end
 				}
-				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: newGuest, Log: hostLog, Only: only,
+				rep := check.Explore(ctx, mod, c, check.Options{NewGuest: fresh, Log: hostLog, Only: only,
 					Deadline: deadline, Executions: &left})
 				explored += rep.Executions
 				truncated = truncated || rep.Truncated
@@ -171,10 +181,14 @@ unperturbed), 2 for unusable input.`,
 						fmt.Fprintf(s.out, "    saved: %s\n", path)
 					}
 				}
+				if rep.Cut != "" {
+					cut = true
+					fmt.Fprintf(s.out, "    cut short: %s\n", termLines(rep.Cut))
+				}
 				if verbose {
 					capped := ""
 					if rep.Capped {
-						capped = fmt.Sprintf(", unobserved-stale capped at %d", check.MaxCompound)
+						capped = fmt.Sprintf(", unobserved-stale cut short (at most %d runs, and the versions of the runs they are planned from within a bound)", check.MaxCompound)
 					}
 					fmt.Fprintf(s.out, "    %d executions, %d skipped as explored states%s%s\n", rep.Executions, rep.Skipped, capped, map[bool]string{true: ", budget exhausted"}[rep.Truncated])
 				}
@@ -182,11 +196,18 @@ unperturbed), 2 for unusable input.`,
 					return ctx.Err()
 				}
 			}
-			fmt.Fprintf(s.out, "%d cases, %d violations, %d failed unperturbed\n", len(cases), violations, failed)
-			if verbose || truncated {
+			fmt.Fprintf(s.out, "%d cases, %d violations, %d failed unperturbed", len(cases), violations, failed)
+			if admission > 0 {
+				fmt.Fprintf(s.out, ", %d admission cases not checked: %s", admission, admissionNotChecked)
+			}
+			fmt.Fprintln(s.out)
+			if verbose || truncated || cut {
 				note := ""
-				if truncated {
+				switch {
+				case truncated:
 					note = " (the budget ended the exploration: raise --budget or --executions to explore the rest)"
+				case cut:
+					note = " (some cases' exploration was cut short, as they say)"
 				}
 				fmt.Fprintf(s.out, "%d executions explored in %s%s\n", explored, time.Since(start).Round(time.Millisecond), note)
 			}
@@ -206,6 +227,11 @@ unperturbed), 2 for unusable input.`,
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print how many executions each case took, and the time")
 	return cmd
 }
+
+// admissionNotChecked says why kubeplug check leaves an admission case
+// alone: its perturbations are of reconcile rounds.
+const admissionNotChecked = "kubeplug check perturbs the rounds of reconcile cases (crashes, stale caches, missed states), " +
+	"and an admission case is one review with no rounds; kubeplug test checks their answers"
 
 // writeViolation prints v as a reproduction.
 func writeViolation(w interface{ Write([]byte) (int, error) }, module string, v check.Violation) {
@@ -315,5 +341,12 @@ func saveRepro(dir string, c casetest.Case, v check.Violation) (string, error) {
 		name = name[:120]
 	}
 	path := filepath.Join(dir, name+".yaml")
-	return path, os.WriteFile(path, append([]byte(head.String()), body...), 0o644)
+	// As the image cache writes: a temporary file, then a rename, so that a
+	// FIFO planted at path is replaced and never opened (an open would wait
+	// for a reader, past SIGTERM), and a symlink is replaced and never
+	// written through to a file outside dir.
+	if err := writeFileAtomic(path, append([]byte(head.String()), body...)); err != nil {
+		return "", fmt.Errorf("--save: %w", err)
+	}
+	return path, nil
 }

@@ -13,6 +13,7 @@ package main
 
 import (
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/check/testdata/guests/internal/fixture"
 	"github.com/kubeplug/kubeplug/sdk"
 )
 
@@ -22,48 +23,23 @@ const finalizer = "example.com/backup"
 var backedUp = map[string]bool{}
 
 func init() {
-	sdk.Register(sdk.Module{
-		Name:        "crashforget",
-		Version:     "0.1.0",
-		Subject:     abi.SubjectStatefulSet,
-		Description: "kubeplug check fixture: a crash between its two writes strands claims (do not use).",
-		Capabilities: []abi.Capability{
-			{Action: abi.ActionAddFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionRemoveFinalizer, Resources: []string{"persistentvolumeclaims"}},
-			{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}},
-		},
-		Reconcile: reconcile,
-	})
+	fixture.Register("crashforget", "a crash between its two writes strands claims", fixture.FinalizersAndDelete(), decide)
 }
 
 func main() {}
 
-func reconcile(req *sdk.Request) (sdk.Result, error) {
-	set := req.StatefulSet()
-	if set == nil || set.Metadata.DeletionTimestamp != "" {
-		return sdk.Result{}, nil
+func decide(_ *sdk.Request, set *abi.StatefulSet, ordinal int, c *abi.PersistentVolumeClaim) []abi.Action {
+	has := fixture.Has(c, finalizer)
+	switch {
+	case c.Metadata.DeletionTimestamp != "":
+		if has && backedUp[c.Metadata.UID] {
+			return []abi.Action{sdk.RemoveFinalizer(sdk.RefOf(c), finalizer)}
+		}
+	case ordinal >= int(set.Spec.Replicas):
+		backedUp[c.Metadata.UID] = true
+		return []abi.Action{sdk.DeleteObject(sdk.RefOf(c))}
+	case !has:
+		return []abi.Action{sdk.AddFinalizer(sdk.RefOf(c), finalizer)}
 	}
-	var out []abi.Action
-	for _, c := range req.Claims() {
-		_, ordinal, ok := sdk.MatchClaim(set, c.Metadata.Name)
-		if !ok {
-			continue
-		}
-		has := false
-		for _, f := range c.Metadata.Finalizers {
-			has = has || f == finalizer
-		}
-		switch {
-		case c.Metadata.DeletionTimestamp != "":
-			if has && backedUp[c.Metadata.UID] {
-				out = append(out, sdk.RemoveFinalizer(sdk.RefOf(&c), finalizer))
-			}
-		case ordinal >= int(set.Spec.Replicas):
-			backedUp[c.Metadata.UID] = true
-			out = append(out, sdk.DeleteObject(sdk.RefOf(&c)))
-		case !has:
-			out = append(out, sdk.AddFinalizer(sdk.RefOf(&c), finalizer))
-		}
-	}
-	return sdk.Result{Actions: out}, nil
+	return nil
 }

@@ -12,33 +12,20 @@ package main
 
 import (
 	"github.com/kubeplug/kubeplug/abi"
+	"github.com/kubeplug/kubeplug/host/check/testdata/guests/internal/fixture"
 	"github.com/kubeplug/kubeplug/sdk"
 )
 
 func init() {
-	sdk.Register(sdk.Module{
-		Name:         "stalereap",
-		Version:      "0.1.0",
-		Subject:      abi.SubjectStatefulSet,
-		Description:  "kubeplug check fixture: deletes claims on a stale view of its StatefulSet (do not use).",
-		Capabilities: []abi.Capability{{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}},
-		Reconcile:    reconcile,
-	})
+	fixture.Register("stalereap", "deletes claims on a stale view of its StatefulSet",
+		[]abi.Capability{{Action: abi.ActionDeleteObject, Resources: []string{"persistentvolumeclaims"}}}, decide)
 }
 
 func main() {}
 
-func reconcile(req *sdk.Request) (sdk.Result, error) {
-	set := req.StatefulSet()
-	if set == nil || set.Metadata.DeletionTimestamp != "" {
-		return sdk.Result{}, nil
+func decide(_ *sdk.Request, set *abi.StatefulSet, ordinal int, c *abi.PersistentVolumeClaim) []abi.Action {
+	if ordinal >= int(set.Spec.Replicas) && c.Metadata.DeletionTimestamp == "" {
+		return []abi.Action{sdk.DeleteObject(sdk.RefOf(c))}
 	}
-	var out []abi.Action
-	for _, c := range req.Claims() {
-		_, ordinal, ok := sdk.MatchClaim(set, c.Metadata.Name)
-		if ok && ordinal >= int(set.Spec.Replicas) && c.Metadata.DeletionTimestamp == "" {
-			out = append(out, sdk.DeleteObject(sdk.RefOf(&c)))
-		}
-	}
-	return sdk.Result{Actions: out}, nil
+	return nil
 }
