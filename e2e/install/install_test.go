@@ -39,10 +39,10 @@ import (
 // wait bounds each wait on a hung test; it is not a performance assertion.
 const wait = 3 * time.Minute
 
-// The image names the chart's values and the kustomize base give the pod.
+// The image name the chart's values give the pod; the kustomize base's is
+// its images: entry, the version.
 const (
-	chartImage     = "kubeplug:e2e"
-	kustomizeImage = "kubeplug:latest"
+	chartImage = "kubeplug:e2e"
 	// csiDriver is configured in the chart's hostConfig: reclaim puts
 	// external-provisioner's finalizer on the volumes of drivers the host
 	// knows (the socket is only dialled to delete a volume).
@@ -75,7 +75,7 @@ func TestHelmInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config",
+	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config", image: chartImage,
 		metrics: metrics, probes: probes, csi: true,
 		webhook: &webhook{configuration: release, secret: "kp-kubeplug-webhook-tls"}})
 }
@@ -112,7 +112,7 @@ func TestKustomizeInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config",
+	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config", image: c.Image,
 		metrics: metrics, probes: probes})
 }
 
@@ -121,6 +121,8 @@ type installed struct {
 	objs                  []*unstructured.Unstructured
 	namespace             string
 	deployment, configMap string
+	// image is the image name the Deployment's pod runs.
+	image string
 	metrics, probes       int
 	// csi: reclaim knows csiDriver, so it writes a finalizer.
 	csi bool
@@ -151,7 +153,7 @@ func exercise(t *testing.T, in installed) {
 	}
 	img := image(t)
 	rt := podrun.New(podrun.Options{
-		Images: map[string]v1.Image{chartImage: img, kustomizeImage: img},
+		Images: map[string]v1.Image{in.image: img},
 		Client: c, Host: server.Hostname(), Port: server.Port(), CA: cp.ServingCA,
 		Dir: t.TempDir(),
 	})
