@@ -62,10 +62,18 @@ version:
 	@echo $(VERSION)
 
 # The host's container image, without a container daemon: build/image/oci
-# (an OCI layout), build/image/kubeplug.tar (docker load) and its digest. The
-# same commit gives the same digest (SOURCE_DATE_EPOCH: the commit's time).
+# (an OCI layout: an image index of linux/amd64 and linux/arm64, each
+# image's CycloneDX SBOM attached as a referrer), build/image/kubeplug.tar
+# (docker load: this machine's platform), the SBOMs and the index's digest.
+# The same commit gives the same digests (SOURCE_DATE_EPOCH: the commit's
+# time). SIGN_KEY=key.pem (a PEM EC private key) signs the index, each image
+# and each SBOM in the layout, in the format modules are signed in (cosign's
+# bundle as a referrer); without it the image is unsigned, and says so.
+# PLATFORMS=linux/amd64 builds fewer.
+PLATFORMS ?= linux/amd64,linux/arm64
 image: guests
-	cd host && $(GO) run ./cmd/kubeplug-image -out $(BUILD)/image -modules $(GUESTDIR)
+	cd host && $(GO) run ./cmd/kubeplug-image -out $(BUILD)/image -modules $(GUESTDIR) \
+		-version '$(VERSION)' -commit '$(COMMIT)' -platforms '$(PLATFORMS)' $(if $(SIGN_KEY),-sign-key '$(abspath $(SIGN_KEY))')
 
 guests: $(GUESTS) $(AS_GUESTS)
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -122,8 +123,8 @@ type installed struct {
 	namespace             string
 	deployment, configMap string
 	// image is the image name the Deployment's pod runs.
-	image string
-	metrics, probes       int
+	image           string
+	metrics, probes int
 	// csi: reclaim knows csiDriver, so it writes a finalizer.
 	csi bool
 	// webhook, when set: storagepolicy's admit hook is registered for the
@@ -495,7 +496,9 @@ func buildImage() (string, error) {
 		}
 	}
 	out := filepath.Join(mods, "image")
-	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods)
+	// This node's platform only: the other's cross-compile would be
+	// built for nothing.
+	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods, "-platforms", "linux/"+goruntime.GOARCH)
 	cmd.Dir = filepath.Join(testenv.Root(), "host")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the image: %v\n%s", err, b)
@@ -503,6 +506,9 @@ func buildImage() (string, error) {
 	return filepath.Join(out, "oci"), nil
 }
 
+// readLayout returns the image a node of this machine runs from the
+// layout make image wrote: the image index it names by the version (the
+// signatures and SBOMs it lists beside are referrers), for this platform.
 func readLayout(dir string) (v1.Image, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
@@ -516,10 +522,16 @@ func readLayout(dir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(im.Manifests) != 1 {
-		return nil, fmt.Errorf("%s: %d images, want the one make image writes", dir, len(im.Manifests))
+	var named []v1.Descriptor
+	for _, d := range im.Manifests {
+		if d.Annotations["org.opencontainers.image.ref.name"] != "" {
+			named = append(named, d)
+		}
 	}
-	return p.Image(im.Manifests[0].Digest)
+	if len(named) != 1 {
+		return nil, fmt.Errorf("%s: %d tagged manifests, want the one make image writes", dir, len(named))
+	}
+	return podrun.PlatformImage(p, named[0])
 }
 
 func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {
