@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,11 +34,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "platforms of the image index, comma-separated: the binary is cross-compiled for each (CGO off)")
 	fs.StringVar(&o.TarballArch, "tarball-arch", "", "GOARCH of the one image in the docker tarball; default this machine's if built, else the first platform's")
 	fs.StringVar(&o.SignKey, "sign-key", "", "PEM EC private key (as kubeplug push --sign-key reads) that signs the index, each image and each SBOM, as cosign sign --key would; without it the image is unsigned")
-	fs.StringVar(&o.Version, "version", "", "version stamped into the binary and the image; default the VERSION file at the repository root, else git describe --tags --always --dirty")
+	fs.StringVar(&o.Version, "version", "", "version stamped into the binary and the image; default the VERSION file at the repository root, else git describe --tags --match 'v[0-9]*' --always --dirty, as make -s version prints it")
 	fs.StringVar(&o.Commit, "commit", "", "commit stamped into the binary and the image; default git rev-parse HEAD")
 	fs.Int64Var(&o.Epoch, "source-date-epoch", -1, "the image's creation time in Unix seconds; default $SOURCE_DATE_EPOCH, else the commit's time")
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fmt.Fprintln(stdout, "kubeplug-image builds the host's image index without a container daemon (make image runs it). Flags:")
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("%w (run with -h for the flags)", err)
 	}
 	if fs.NArg() > 0 {
@@ -67,11 +73,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // report says what was built, and whether it is signed.
 func report(w io.Writer, res Result) error {
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "%s\n  index   %s\n", res.Tag, res.Digest)
+	fmt.Fprintf(b, "%s\n  %-13s %s\n", res.Tag, "index", res.Digest)
 	for _, p := range res.Platforms {
-		fmt.Fprintf(b, "  linux/%-5s %s (SBOM %s)\n", p.Arch, p.Digest, p.SBOM)
+		fmt.Fprintf(b, "  %-13s %s (SBOM %s)\n", "linux/"+p.Arch, p.Digest, p.SBOM)
 	}
-	fmt.Fprintf(b, "  layout  %s\n  tarball %s (linux/%s, docker load -i)\n", res.Layout, res.Tarball, res.TarballArch)
+	fmt.Fprintf(b, "  %-13s %s\n  %-13s %s (linux/%s, docker load -i)\n", "layout", res.Layout, "tarball", res.Tarball, res.TarballArch)
 	if res.Signed {
 		fmt.Fprintf(b, "  signed: the index, each image and each SBOM carry a signature (cosign's bundle format) in the layout\n")
 	} else {

@@ -37,3 +37,12 @@ func TestParsePlatforms(t *testing.T) {
 		require.ErrorContains(t, err, "is not linux/ARCH", bad)
 	}
 }
+
+// TestHelp: -h prints the flags, where it printed none and said to run it
+// with -h.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), []string{"-h"}, &out))
+	require.Contains(t, out.String(), "-platforms")
+	require.Contains(t, out.String(), "-sign-key")
+}
