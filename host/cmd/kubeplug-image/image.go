@@ -132,6 +132,14 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err := writeLayout(ctx, res.Layout, o, tag, idx, images, signer); err != nil {
 		return Result{}, err
 	}
+	// An earlier build's SBOMs of platforms not built now would read as
+	// this build's.
+	stale, _ := filepath.Glob(filepath.Join(o.Out, "sbom-linux-*.cdx.json"))
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			return Result{}, err
+		}
+	}
 	for _, b := range images {
 		p := Platform{Arch: b.arch, Digest: b.digest, SBOM: filepath.Join(o.Out, "sbom-linux-"+b.arch+".cdx.json")}
 		if err := os.WriteFile(p.SBOM, b.sbom, 0o644); err != nil {
