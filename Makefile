@@ -35,18 +35,45 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse:50000 \
 	host:./casetest:FuzzParse:15000
 
-.PHONY: pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+# The one version of a build, git describe of the checkout: a release tag
+# (v1.2.0), the commits since it (v1.2.0-3-gabc1234), -dirty with changes not
+# committed, the abbreviated commit where no v* tag is reachable; a VERSION
+# file instead outside a git checkout (a source archive). make build stamps it
+# into kubeplug, make image into the binary, the image's labels and its tag;
+# the chart's appVersion and the base's newTag name the release it is or
+# follows. make -s version prints it. Tags of the nested Go modules
+# (sdk/v1.0.0) are not versions of kubeplug: --match leaves them out.
+ifndef VERSION
+VERSION := $(shell cat VERSION 2>/dev/null || git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
+endif
+ifndef COMMIT
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+endif
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: version pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
 build:
-	cd host && $(GO) build -o $(KUBEPLUG) ./cmd/kubeplug
+	cd host && $(GO) build -ldflags '$(LDFLAGS)' -o $(KUBEPLUG) ./cmd/kubeplug
+
+version:
+	@echo $(VERSION)
 
 # The host's container image, without a container daemon: build/image/oci
-# (an OCI layout), build/image/kubeplug.tar (docker load) and its digest. The
-# same commit gives the same digest (SOURCE_DATE_EPOCH: the commit's time).
+# (an OCI layout: an image index of linux/amd64 and linux/arm64, each
+# image's CycloneDX SBOM attached as a referrer), build/image/kubeplug.tar
+# (docker load: this machine's platform), the SBOMs and the index's digest.
+# The same commit gives the same digests (SOURCE_DATE_EPOCH: the commit's
+# time). SIGN_KEY=key.pem (a PEM EC private key) signs the index, each image
+# and each SBOM in the layout, in the format modules are signed in (cosign's
+# bundle as a referrer); without it the image is unsigned, and says so.
+# PLATFORMS=linux/amd64 builds fewer.
+PLATFORMS ?= linux/amd64,linux/arm64
 image: guests
-	cd host && $(GO) run ./cmd/kubeplug-image -out $(BUILD)/image -modules $(GUESTDIR)
+	cd host && $(GO) run ./cmd/kubeplug-image -out $(BUILD)/image -modules $(GUESTDIR) \
+		-version '$(VERSION)' -commit '$(COMMIT)' -platforms '$(PLATFORMS)' $(if $(SIGN_KEY),-sign-key '$(abspath $(SIGN_KEY))')
 
 guests: $(GUESTS) $(AS_GUESTS)
 

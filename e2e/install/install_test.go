@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -39,10 +40,10 @@ import (
 // wait bounds each wait on a hung test; it is not a performance assertion.
 const wait = 3 * time.Minute
 
-// The image names the chart's values and the kustomize base give the pod.
+// The image name the chart's values give the pod; the kustomize base's is
+// its images: entry, the version.
 const (
-	chartImage     = "kubeplug:e2e"
-	kustomizeImage = "kubeplug:latest"
+	chartImage = "kubeplug:e2e"
 	// csiDriver is configured in the chart's hostConfig: reclaim puts
 	// external-provisioner's finalizer on the volumes of drivers the host
 	// knows (the socket is only dialled to delete a volume).
@@ -75,7 +76,7 @@ func TestHelmInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config",
+	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config", image: chartImage,
 		metrics: metrics, probes: probes, csi: true,
 		webhook: &webhook{configuration: release, secret: "kp-kubeplug-webhook-tls"}})
 }
@@ -112,7 +113,7 @@ func TestKustomizeInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config",
+	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config", image: c.Image,
 		metrics: metrics, probes: probes})
 }
 
@@ -121,7 +122,9 @@ type installed struct {
 	objs                  []*unstructured.Unstructured
 	namespace             string
 	deployment, configMap string
-	metrics, probes       int
+	// image is the image name the Deployment's pod runs.
+	image           string
+	metrics, probes int
 	// csi: reclaim knows csiDriver, so it writes a finalizer.
 	csi bool
 	// webhook, when set: storagepolicy's admit hook is registered for the
@@ -151,7 +154,7 @@ func exercise(t *testing.T, in installed) {
 	}
 	img := image(t)
 	rt := podrun.New(podrun.Options{
-		Images: map[string]v1.Image{chartImage: img, kustomizeImage: img},
+		Images: map[string]v1.Image{in.image: img},
 		Client: c, Host: server.Hostname(), Port: server.Port(), CA: cp.ServingCA,
 		Dir: t.TempDir(),
 	})
@@ -493,7 +496,9 @@ func buildImage() (string, error) {
 		}
 	}
 	out := filepath.Join(mods, "image")
-	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods)
+	// This node's platform only: the other's cross-compile would be
+	// built for nothing.
+	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods, "-platforms", "linux/"+goruntime.GOARCH)
 	cmd.Dir = filepath.Join(testenv.Root(), "host")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the image: %v\n%s", err, b)
@@ -501,6 +506,9 @@ func buildImage() (string, error) {
 	return filepath.Join(out, "oci"), nil
 }
 
+// readLayout returns the image a node of this machine runs from the
+// layout make image wrote: the image index it names by the version (the
+// signatures and SBOMs it lists beside are referrers), for this platform.
 func readLayout(dir string) (v1.Image, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
@@ -514,10 +522,16 @@ func readLayout(dir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(im.Manifests) != 1 {
-		return nil, fmt.Errorf("%s: %d images, want the one make image writes", dir, len(im.Manifests))
+	var named []v1.Descriptor
+	for _, d := range im.Manifests {
+		if d.Annotations["org.opencontainers.image.ref.name"] != "" {
+			named = append(named, d)
+		}
 	}
-	return p.Image(im.Manifests[0].Digest)
+	if len(named) != 1 {
+		return nil, fmt.Errorf("%s: %d tagged manifests, want the one make image writes", dir, len(named))
+	}
+	return podrun.PlatformImage(p, named[0])
 }
 
 func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {

@@ -4,7 +4,10 @@
 // wasm layout), checks its size before download and its digest after,
 // caches it on disk by digest, signs and verifies it with a public key in
 // the format cosign writes (a Sigstore bundle attached as an OCI referrer),
-// and watches a tag for a new digest.
+// and watches a tag for a new digest. The same signatures, and other
+// referrers such as an SBOM, are attached to and verified in an OCI image
+// layout too (Attach, SignManifest, Verifier.VerifyManifest): make image
+// signs the host's own image with them.
 //
 // Fetch is the one step that turns a host configuration's module entry
 // (a file or an image) into verified bytes; the host and `kubeplug test`

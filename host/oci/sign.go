@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry"
 
 	"github.com/kubeplug/kubeplug/host/internal/input"
 )
@@ -124,28 +124,46 @@ func Sign(ctx context.Context, ref string, s *Signer, o Options) (string, error)
 	if err != nil {
 		return "", err
 	}
+	data, err := s.bundle(ctx, r.desc)
+	if err != nil {
+		return "", fmt.Errorf("sign %s: %w", ref, err)
+	}
+	if _, err := Attach(ctx, r.repo, r.desc, MediaTypeSigstoreBundle, data, time.Time{}); err != nil {
+		return "", o.explain(ref, err)
+	}
+	return r.artifact().Pinned, nil
+}
+
+// SignManifest signs the manifest subject describes, in store (a
+// registry's repository or an OCI image layout), and attaches the
+// signature to it as a referrer, as Sign does for a module in a registry:
+// make image signs the host's image index and each platform's image with
+// it. It returns the signature's manifest.
+func SignManifest(ctx context.Context, store content.Storage, subject ocispec.Descriptor, s *Signer) (ocispec.Descriptor, error) {
+	data, err := s.bundle(ctx, subject)
+	if err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("sign %s: %w", subject.Digest, err)
+	}
+	return Attach(ctx, store, subject, MediaTypeSigstoreBundle, data, time.Time{})
+}
+
+// bundle is the Sigstore bundle, as JSON, of a cosign signature statement
+// naming subject's digest.
+func (s *Signer) bundle(ctx context.Context, subject ocispec.Descriptor) ([]byte, error) {
 	statement, err := json.Marshal(map[string]any{
 		"_type":         inTotoStatementType,
-		"subject":       []any{map[string]any{"digest": map[string]string{r.desc.Digest.Algorithm().String(): r.desc.Digest.Encoded()}}},
+		"subject":       []any{map[string]any{"digest": map[string]string{subject.Digest.Algorithm().String(): subject.Digest.Encoded()}}},
 		"predicateType": PredicateCosignSign,
 		"predicate":     map[string]any{},
 	})
 	if err != nil {
-		return "", fmt.Errorf("sign %s: %w", ref, err)
+		return nil, err
 	}
 	b, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: inTotoPayloadType}, (*keypair)(s), sign.BundleOptions{Context: ctx})
 	if err != nil {
-		return "", fmt.Errorf("sign %s: %w", ref, err)
+		return nil, err
 	}
-	data, err := protojson.Marshal(b)
-	if err != nil {
-		return "", fmt.Errorf("sign %s: %w", ref, err)
-	}
-	subject := r.desc
-	if _, err := pushManifest(ctx, r.repo, "", nil, MediaTypeSigstoreBundle, data, &subject); err != nil {
-		return "", o.explain(ref, err)
-	}
-	return r.artifact().Pinned, nil
+	return protojson.Marshal(b)
 }
 
 // keypair is a Signer as sigstore-go's sign.Keypair.
@@ -256,10 +274,41 @@ func (o *Options) checkSignature(ctx context.Context, r *resolved) error {
 	return c.putBundle(repo, r.desc.Digest, raw)
 }
 
+// VerifyManifest checks that one of the Sigstore bundles attached to desc
+// in store (an OCI image layout, or any store oras-go can find a
+// manifest's predecessors in) verifies with the key, as the host checks a
+// module's in a registry: the check of make image's signatures.
+func (v *Verifier) VerifyManifest(ctx context.Context, store content.ReadOnlyGraphStorage, desc ocispec.Descriptor) error {
+	_, err := v.verify(ctx, graphReferrers{store}, desc)
+	return err
+}
+
+// referrerSource is where the signatures of a manifest are found: a
+// registry's repository lists its referrers itself; graphReferrers lists
+// them in any other store.
+type referrerSource interface {
+	content.Fetcher
+	registry.ReferrerLister
+}
+
+// graphReferrers lists referrers from the manifests that name a manifest
+// as their subject, among the store's predecessors of it.
+type graphReferrers struct {
+	content.ReadOnlyGraphStorage
+}
+
+func (g graphReferrers) Referrers(ctx context.Context, desc ocispec.Descriptor, artifactType string, fn func([]ocispec.Descriptor) error) error {
+	rs, err := registry.Referrers(ctx, g.ReadOnlyGraphStorage, desc, artifactType)
+	if err != nil {
+		return err
+	}
+	return fn(rs)
+}
+
 // verify checks that one of the Sigstore bundles attached to desc verifies
 // with the key and names desc's digest as the subject of a cosign signature
 // statement, and returns that bundle.
-func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
+func (v *Verifier) verify(ctx context.Context, repo referrerSource, desc ocispec.Descriptor) ([]byte, error) {
 	// All referrers are listed, not those of the bundle's artifactType:
 	// some registries (go-containerregistry's among them) report a
 	// referrer's config media type as its artifactType, so a filter would
@@ -311,7 +360,7 @@ func (v *Verifier) verify(ctx context.Context, repo *remote.Repository, desc oci
 // bundleOf returns the Sigstore bundle the referrer r holds, parsed and
 // as sent, or nil when r is something else (an SBOM, an attestation of
 // another format).
-func bundleOf(ctx context.Context, repo *remote.Repository, r ocispec.Descriptor) (*bundle.Bundle, []byte, error) {
+func bundleOf(ctx context.Context, repo content.Fetcher, r ocispec.Descriptor) (*bundle.Bundle, []byte, error) {
 	raw, err := fetchSmall(ctx, repo, r)
 	if err != nil {
 		return nil, nil, err
@@ -361,7 +410,7 @@ func (v *Verifier) verifyBundle(b *bundle.Bundle, subject ocispec.Descriptor) er
 
 // fetchSmall fetches a manifest or blob of at most maxMetadata bytes,
 // checking its digest.
-func fetchSmall(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
+func fetchSmall(ctx context.Context, repo content.Fetcher, desc ocispec.Descriptor) ([]byte, error) {
 	if desc.Size < 0 || desc.Size > maxMetadata {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, desc.Size)
 	}

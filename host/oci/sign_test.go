@@ -2,10 +2,6 @@ package oci_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"os"
@@ -19,23 +15,11 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/kubeplug/kubeplug/host/oci"
+	"github.com/kubeplug/kubeplug/host/oci/ocitest"
 )
 
-// newKey writes a fresh P-256 key pair (PKCS#8 private, PKIX public) to dir
-// and returns their paths.
-func newKey(t *testing.T, dir, name string) (private, public string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	require.NoError(t, err)
-	pubDER, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	require.NoError(t, err)
-	private, public = filepath.Join(dir, name+".key"), filepath.Join(dir, name+".pub")
-	require.NoError(t, os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644))
-	return private, public
-}
+// newKey writes a fresh P-256 key pair to dir and returns its files.
+var newKey = ocitest.KeyPair
 
 func TestSignatures(t *testing.T) {
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,10 +18,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubeplug/kubeplug/host/oci"
 )
 
 // The image's fixed facts: what the Deployment, the chart and the install
@@ -49,13 +51,36 @@ var moduleName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}\.wasm$`)
 
 // Result is what Build wrote.
 type Result struct {
-	Tag     string
-	Digest  v1.Hash
-	Layout  string
-	Tarball string
+	Tag string
+	// Digest is the image index's, what a tag of the image names.
+	Digest    v1.Hash
+	Platforms []Platform
+	Layout    string
+	// Tarball holds the image of TarballArch alone, for docker load.
+	Tarball     string
+	TarballArch string
+	// Signed says whether the images carry signatures.
+	Signed bool
 }
 
-// Build compiles the binary and writes the image to o.Out.
+// Platform is one platform's image in the index.
+type Platform struct {
+	Arch   string
+	Digest v1.Hash
+	// SBOM is the file holding its SBOM, also attached to it in Layout.
+	SBOM string
+}
+
+// built is one platform's image, ready to be written.
+type built struct {
+	arch   string
+	image  v1.Image
+	digest v1.Hash
+	sbom   []byte
+}
+
+// Build cross-compiles the binary for each platform and writes the image
+// index to o.Out.
 func Build(ctx context.Context, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
@@ -64,10 +89,14 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("-repository %q with version %q is no image tag: %w", o.Repository, o.Version, err)
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return Result{}, err
+	// The inputs are read and checked before anything is written or
+	// compiled.
+	var signer *oci.Signer
+	if o.SignKey != "" {
+		if signer, err = oci.LoadSigner(o.SignKey); err != nil {
+			return Result{}, fmt.Errorf("-sign-key: %w", err)
+		}
 	}
-	// The inputs are read and checked before the binary is compiled.
 	base, err := baseLayer(o)
 	if err != nil {
 		return Result{}, err
@@ -76,34 +105,52 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	bin, err := compile(ctx, o)
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return Result{}, err
+	}
+	archs := slices.Sorted(slices.Values(o.Archs))
+	images := make([]built, 0, len(archs))
+	for _, arch := range archs {
+		b, err := buildPlatform(ctx, o, arch, base, mods)
+		if err != nil {
+			return Result{}, err
+		}
+		images = append(images, b)
+	}
+	idx, err := imageIndex(o, images)
 	if err != nil {
 		return Result{}, err
 	}
-	img, err := assemble(o, base, mods, bin)
+	digest, err := idx.Digest()
 	if err != nil {
+		return Result{}, fmt.Errorf("image index digest: %w", err)
+	}
+	res := Result{
+		Tag: tag.String(), Digest: digest, Signed: signer != nil, TarballArch: o.TarballArch,
+		Layout: filepath.Join(o.Out, "oci"), Tarball: filepath.Join(o.Out, "kubeplug.tar"),
+	}
+	if err := writeLayout(ctx, res.Layout, o, tag, idx, images, signer); err != nil {
 		return Result{}, err
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return Result{}, fmt.Errorf("image digest: %w", err)
+	// An earlier build's SBOMs of platforms not built now would read as
+	// this build's.
+	stale, _ := filepath.Glob(filepath.Join(o.Out, "sbom-linux-*.cdx.json"))
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			return Result{}, err
+		}
 	}
-	res := Result{Tag: tag.String(), Digest: digest, Layout: filepath.Join(o.Out, "oci"), Tarball: filepath.Join(o.Out, "kubeplug.tar")}
-	if err := os.RemoveAll(res.Layout); err != nil {
-		return Result{}, err
-	}
-	p, err := layout.Write(res.Layout, empty.Index)
-	if err != nil {
-		return Result{}, fmt.Errorf("write OCI layout %s: %w", res.Layout, err)
-	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": o.Version,
-		"io.containerd.image.name":          tag.String(),
-	})); err != nil {
-		return Result{}, fmt.Errorf("write OCI layout %s: %w", res.Layout, err)
-	}
-	if err := tarball.WriteToFile(res.Tarball, tag, img); err != nil {
-		return Result{}, fmt.Errorf("write image tarball %s: %w", res.Tarball, err)
+	for _, b := range images {
+		p := Platform{Arch: b.arch, Digest: b.digest, SBOM: filepath.Join(o.Out, "sbom-linux-"+b.arch+".cdx.json")}
+		if err := os.WriteFile(p.SBOM, b.sbom, 0o644); err != nil {
+			return Result{}, err
+		}
+		res.Platforms = append(res.Platforms, p)
+		if b.arch == o.TarballArch {
+			if err := tarball.WriteToFile(res.Tarball, tag, b.image); err != nil {
+				return Result{}, fmt.Errorf("write image tarball %s: %w", res.Tarball, err)
+			}
+		}
 	}
 	if err := os.WriteFile(filepath.Join(o.Out, "digest"), []byte(digest.String()+"\n"), 0o644); err != nil {
 		return Result{}, err
@@ -111,9 +158,42 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// assemble makes the image of three layers, base, modules and binary, in
-// the order they change least often to most.
-func assemble(o Options, base, mods []entry, bin []byte) (v1.Image, error) {
+// buildPlatform compiles the binary for linux/arch, makes its image and
+// the image's SBOM.
+func buildPlatform(ctx context.Context, o Options, arch string, base, mods []entry) (built, error) {
+	bin, err := compile(ctx, o, arch)
+	if err != nil {
+		return built{}, err
+	}
+	img, err := assemble(o, arch, base, mods, bin)
+	if err != nil {
+		return built{}, err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return built{}, fmt.Errorf("linux/%s image digest: %w", arch, err)
+	}
+	sbom, err := makeSBOM(sbomInput{o: o, arch: arch, image: d, binary: bin, mods: mods, ca: fileData(base, CABundlePath)})
+	if err != nil {
+		return built{}, fmt.Errorf("linux/%s: %w", arch, err)
+	}
+	return built{arch: arch, image: img, digest: d, sbom: sbom}, nil
+}
+
+// fileData is the content of the entry at path (absolute) in es.
+func fileData(es []entry, path string) []byte {
+	for _, e := range es {
+		if "/"+e.name == path {
+			return e.data
+		}
+	}
+	return nil
+}
+
+// assemble makes linux/arch's image of three layers, base, modules and
+// binary, in the order they change least often to most: only the last
+// differs between platforms.
+func assemble(o Options, arch string, base, mods []entry, bin []byte) (v1.Image, error) {
 	created := time.Unix(o.Epoch, 0).UTC()
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	for _, l := range []struct {
@@ -143,14 +223,8 @@ func assemble(o Options, base, mods []entry, bin []byte) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Created = v1.Time{Time: created}
-	cf.OS, cf.Architecture = "linux", o.Arch
-	labels := map[string]string{
-		"org.opencontainers.image.title":    "kubeplug",
-		"org.opencontainers.image.version":  o.Version,
-		"org.opencontainers.image.revision": o.Commit,
-		"org.opencontainers.image.created":  created.Format(time.RFC3339),
-		"org.opencontainers.image.licenses": "Apache-2.0",
-	}
+	cf.OS, cf.Architecture = "linux", arch
+	labels := imageLabels(o)
 	cf.Config = v1.Config{
 		Entrypoint: []string{Entrypoint},
 		User:       fmt.Sprintf("%d:%d", UID, GID),

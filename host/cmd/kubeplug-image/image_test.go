@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeplug/kubeplug/host/oci/ocitest"
 )
 
 const (
@@ -43,16 +47,19 @@ func fixture(t *testing.T, out string) Options {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	return Options{
-		Out: out, Modules: mods, CABundle: ca, Repository: "kubeplug", Arch: runtime.GOARCH,
+		Out: out, Modules: mods, CABundle: ca, Repository: "kubeplug",
+		Archs: []string{"arm64", "amd64"}, TarballArch: runtime.GOARCH,
 		Version: testVersion, Commit: testCommit, Epoch: testEpoch,
 		HostDir: filepath.Join(wd, "..", ".."),
 	}
 }
 
-// TestBuildTwiceSameDigest builds the image twice, binary included, from
-// the same sources into two directories at different times and with files
-// written in another order, and requires one digest; then checks what is
-// inside: what makes it reproducible and what the manifests rely on.
+// TestBuildTwiceSameDigest builds the image index twice, binaries
+// included, from the same sources into two directories at different times
+// and with files written in another order, the second time signed, and
+// requires one digest for the index and for each platform, and the same
+// SBOMs; then checks what is inside: what makes it reproducible and what
+// the manifests and the install test rely on.
 func TestBuildTwiceSameDigest(t *testing.T) {
 	ctx := context.Background()
 	first := fixture(t, t.TempDir())
@@ -61,21 +68,68 @@ func TestBuildTwiceSameDigest(t *testing.T) {
 	second := fixture(t, t.TempDir())
 	// Touch the inputs: their times must not reach the image.
 	require.NoError(t, os.Chtimes(filepath.Join(second.Modules, "alpha.wasm"), epoch0, epoch0))
+	// Signing adds referrers; it changes no image.
+	key, pub := ocitest.KeyPair(t, t.TempDir(), "kubeplug")
+	second.SignKey = key
 	r2, err := Build(ctx, second)
 	require.NoError(t, err)
-	require.Equal(t, r1.Digest, r2.Digest, "two builds of the same sources gave different images")
+	require.Equal(t, r1.Digest, r2.Digest, "two builds of the same sources gave different image indexes")
+	require.Len(t, r1.Platforms, 2)
+	for i, p := range r1.Platforms {
+		require.Equal(t, p.Digest, r2.Platforms[i].Digest, "linux/%s", p.Arch)
+		s1, err := os.ReadFile(p.SBOM)
+		require.NoError(t, err)
+		s2, err := os.ReadFile(r2.Platforms[i].SBOM)
+		require.NoError(t, err)
+		require.Equal(t, string(s1), string(s2), "linux/%s's SBOM", p.Arch)
+	}
+	b, err := os.ReadFile(filepath.Join(first.Out, "digest"))
+	require.NoError(t, err)
+	require.Equal(t, r1.Digest.String()+"\n", string(b))
 
-	// The OCI layout and the docker tarball hold the same image.
+	// The layout's index.json names the image index by the version; the
+	// index has one image per platform, each of its architecture.
 	p, err := layout.FromPath(r1.Layout)
 	require.NoError(t, err)
-	idx, err := p.ImageIndex()
+	top, err := p.ImageIndex()
 	require.NoError(t, err)
-	im, err := idx.IndexManifest()
+	im, err := top.IndexManifest()
 	require.NoError(t, err)
-	require.Len(t, im.Manifests, 1)
 	require.Equal(t, r1.Digest, im.Manifests[0].Digest)
+	require.Equal(t, types.OCIImageIndex, im.Manifests[0].MediaType)
 	require.Equal(t, testVersion, im.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
-	img, err := p.Image(r1.Digest)
+	idx, err := top.ImageIndex(r1.Digest)
+	require.NoError(t, err)
+	platforms, err := idx.IndexManifest()
+	require.NoError(t, err)
+	require.Equal(t, testVersion, platforms.Annotations["org.opencontainers.image.version"])
+	var archsSeen []string
+	for _, d := range platforms.Manifests {
+		archsSeen = append(archsSeen, d.Platform.Architecture)
+		require.Equal(t, "linux", d.Platform.OS)
+		img, err := idx.Image(d.Digest)
+		require.NoError(t, err)
+		cf, err := img.ConfigFile()
+		require.NoError(t, err)
+		require.Equal(t, d.Platform.Architecture, cf.Architecture)
+		root := t.TempDir()
+		extract(t, img, root)
+		f, err := elf.Open(filepath.Join(root, "kubeplug"))
+		require.NoError(t, err)
+		require.Equal(t, map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[d.Platform.Architecture], f.Machine,
+			"linux/%s's binary", d.Platform.Architecture)
+		require.NoError(t, f.Close())
+	}
+	require.Equal(t, []string{"amd64", "arm64"}, archsSeen)
+
+	// This machine's image: in the tarball too, and what it holds.
+	var local v1.Hash
+	for _, p := range r1.Platforms {
+		if p.Arch == runtime.GOARCH {
+			local = p.Digest
+		}
+	}
+	img, err := idx.Image(local)
 	require.NoError(t, err)
 	fromTar, err := tarball.ImageFromPath(r1.Tarball, nil)
 	require.NoError(t, err)
@@ -83,7 +137,7 @@ func TestBuildTwiceSameDigest(t *testing.T) {
 	require.NoError(t, err)
 	m2, err := fromTar.ConfigName()
 	require.NoError(t, err)
-	require.Equal(t, m1, m2, "the tarball holds another image than the layout")
+	require.Equal(t, m1, m2, "the tarball holds another image than the layout's linux/%s", runtime.GOARCH)
 
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
@@ -142,6 +196,9 @@ func TestBuildTwiceSameDigest(t *testing.T) {
 	require.NoError(t, err, "%s", file)
 	require.Contains(t, string(file), "CGO_ENABLED=0")
 	require.Contains(t, string(file), "-trimpath=true")
+
+	t.Run("SBOM", func(t *testing.T) { requireSBOM(t, r1, string(file)) })
+	t.Run("signatures", func(t *testing.T) { requireSigned(t, r1, r2, pub) })
 }
 
 // extract writes the image's flattened files under root (regular files
@@ -206,7 +263,11 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 		}, "holds no PEM certificate"},
 		{"version not a tag", func(t *testing.T, o *Options) { o.Version = "1.0+build" }, "to be an image tag"},
 		{"commit not hex", func(t *testing.T, o *Options) { o.Commit = "HEAD" }, "must be a git object name"},
-		{"arch", func(t *testing.T, o *Options) { o.Arch = "wasm" }, `arch "wasm"`},
+		{"platform", func(t *testing.T, o *Options) { o.Archs = []string{"amd64", "wasm"} }, `platform linux/wasm: "wasm" is not a linux GOARCH`},
+		{"platform twice", func(t *testing.T, o *Options) { o.Archs = []string{"amd64", "amd64"} }, "platform linux/amd64 is named twice"},
+		{"no platform", func(t *testing.T, o *Options) { o.Archs = nil }, "no platform"},
+		{"tarball's platform not built", func(t *testing.T, o *Options) { o.TarballArch = "s390x" }, "the tarball's platform linux/s390x is not among those built"},
+		{"signing key", func(t *testing.T, o *Options) { o.SignKey = o.CABundle }, "-sign-key: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

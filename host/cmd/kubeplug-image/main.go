@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -24,20 +27,38 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("kubeplug-image", flag.ContinueOnError)
 	o := Options{}
-	fs.StringVar(&o.Out, "out", "../build/image", "directory to write the OCI layout (oci/), the docker tarball (kubeplug.tar) and the digest into")
+	fs.StringVar(&o.Out, "out", "../build/image", "directory to write the OCI layout (oci/), the docker tarball (kubeplug.tar), the SBOMs and the digest into")
 	fs.StringVar(&o.Modules, "modules", "../build/guests", "directory whose *.wasm files go into the image under /modules")
 	fs.StringVar(&o.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA certificates installed as /etc/ssl/certs/ca-certificates.crt")
-	fs.StringVar(&o.Repository, "repository", "kubeplug", "repository the tarball's tag names (docker load tags the image REPOSITORY:VERSION)")
-	fs.StringVar(&o.Arch, "arch", envOr("GOARCH", runtime.GOARCH), "GOARCH of the binary and of the image's platform (linux/ARCH)")
-	fs.StringVar(&o.Version, "version", "", "version stamped into the binary and the image; default the VERSION file at the repository root, else git describe --tags --always --dirty")
+	fs.StringVar(&o.Repository, "repository", "kubeplug", "repository the image's tag names (docker load tags the image REPOSITORY:VERSION)")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "platforms of the image index, comma-separated: the binary is cross-compiled for each (CGO off)")
+	fs.StringVar(&o.TarballArch, "tarball-arch", "", "GOARCH of the one image in the docker tarball; default this machine's if built, else the first platform's")
+	fs.StringVar(&o.SignKey, "sign-key", "", "PEM EC private key (as kubeplug push --sign-key reads) that signs the index, each image and each SBOM, as cosign sign --key would; without it the image is unsigned")
+	fs.StringVar(&o.Version, "version", "", "version stamped into the binary and the image; default the VERSION file at the repository root, else git describe --tags --match 'v[0-9]*' --always --dirty, as make -s version prints it")
 	fs.StringVar(&o.Commit, "commit", "", "commit stamped into the binary and the image; default git rev-parse HEAD")
 	fs.Int64Var(&o.Epoch, "source-date-epoch", -1, "the image's creation time in Unix seconds; default $SOURCE_DATE_EPOCH, else the commit's time")
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fmt.Fprintln(stdout, "kubeplug-image builds the host's image index without a container daemon (make image runs it). Flags:")
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("%w (run with -h for the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every input is a flag", fs.Args())
+	}
+	archs, err := parsePlatforms(*platforms)
+	if err != nil {
+		return err
+	}
+	o.Archs = archs
+	if o.TarballArch == "" {
+		o.TarballArch = archs[0]
+		if slices.Contains(archs, runtime.GOARCH) {
+			o.TarballArch = runtime.GOARCH
+		}
 	}
 	if err := o.resolve(ctx); err != nil {
 		return err
@@ -46,13 +67,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s\n  digest  %s\n  layout  %s\n  tarball %s (docker load -i)\n", res.Tag, res.Digest, res.Layout, res.Tarball)
-	return err
+	return report(stdout, res)
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+// report says what was built, and whether it is signed.
+func report(w io.Writer, res Result) error {
+	b := &strings.Builder{}
+	fmt.Fprintf(b, "%s\n  %-13s %s\n", res.Tag, "index", res.Digest)
+	for _, p := range res.Platforms {
+		fmt.Fprintf(b, "  %-13s %s (SBOM %s)\n", "linux/"+p.Arch, p.Digest, p.SBOM)
 	}
-	return def
+	fmt.Fprintf(b, "  %-13s %s\n  %-13s %s (linux/%s, docker load -i)\n", "layout", res.Layout, "tarball", res.Tarball, res.TarballArch)
+	if res.Signed {
+		fmt.Fprintf(b, "  signed: the index, each image and each SBOM carry a signature (cosign's bundle format) in the layout\n")
+	} else {
+		fmt.Fprintf(b, "  unsigned: no -sign-key given (make image SIGN_KEY=key.pem signs)\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

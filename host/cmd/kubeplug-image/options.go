@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -21,10 +22,17 @@ type Options struct {
 	Modules string
 	// CABundle is the PEM bundle installed at CABundlePath.
 	CABundle string
-	// Repository and Version make the tarball's tag.
+	// Repository and Version make the image's tag.
 	Repository string
-	// Arch is the binary's GOARCH; the OS is linux.
-	Arch string
+	// Archs are the platforms' GOARCHs, linux/ARCH each: one image per
+	// platform, its binary cross-compiled, in one image index.
+	Archs []string
+	// TarballArch is the platform of the docker tarball, which holds one
+	// image; one of Archs.
+	TarballArch string
+	// SignKey, when set, is a PEM EC private key that signs the index,
+	// each platform's image and each SBOM, as modules are signed.
+	SignKey string
 	// Version and Commit are stamped into the binary (main.version,
 	// main.commit) and the image's labels.
 	Version, Commit string
@@ -58,7 +66,7 @@ func (o *Options) resolve(ctx context.Context) error {
 	if o.Version == "" {
 		if b, err := os.ReadFile(filepath.Join(root, "VERSION")); err == nil {
 			o.Version = strings.TrimSpace(string(b))
-		} else if v, err := output(ctx, root, "git", "describe", "--tags", "--always", "--dirty"); err == nil {
+		} else if v, err := output(ctx, root, "git", "describe", "--tags", "--match", "v[0-9]*", "--always", "--dirty"); err == nil {
 			o.Version = v
 		} else {
 			return fmt.Errorf("no VERSION file at %s and git describe failed (%w): pass -version", root, err)
@@ -99,8 +107,19 @@ func (o Options) validate() error {
 	if o.Epoch < 0 || o.Epoch > 1<<34 {
 		errs = append(errs, fmt.Errorf("source date epoch %d is out of range", o.Epoch))
 	}
-	if !archs[o.Arch] {
-		errs = append(errs, fmt.Errorf("arch %q is not a linux GOARCH images are built for", o.Arch))
+	seen := map[string]bool{}
+	for _, a := range o.Archs {
+		if !archs[a] {
+			errs = append(errs, fmt.Errorf("platform linux/%s: %q is not a linux GOARCH images are built for (%s)", a, a, knownArchs()))
+		} else if seen[a] {
+			errs = append(errs, fmt.Errorf("platform linux/%s is named twice", a))
+		}
+		seen[a] = true
+	}
+	if len(o.Archs) == 0 {
+		errs = append(errs, errors.New("no platform: name at least one, e.g. -platforms linux/amd64"))
+	} else if !seen[o.TarballArch] {
+		errs = append(errs, fmt.Errorf("the tarball's platform linux/%s is not among those built", o.TarballArch))
 	}
 	if o.HostDir == "" || o.Out == "" {
 		errs = append(errs, errors.New("the host module's directory and -out are needed"))
@@ -108,8 +127,32 @@ func (o Options) validate() error {
 	return errors.Join(errs...)
 }
 
-// compile builds the static, stripped, stamped binary and returns it.
-func compile(ctx context.Context, o Options) ([]byte, error) {
+// knownArchs lists archs, sorted, for messages.
+func knownArchs() string {
+	var as []string
+	for a := range archs {
+		as = append(as, "linux/"+a)
+	}
+	sort.Strings(as)
+	return strings.Join(as, ", ")
+}
+
+// parsePlatforms reads -platforms: linux/ARCH, comma-separated.
+func parsePlatforms(s string) ([]string, error) {
+	var as []string
+	for p := range strings.SplitSeq(s, ",") {
+		a, ok := strings.CutPrefix(strings.TrimSpace(p), "linux/")
+		if !ok || a == "" {
+			return nil, fmt.Errorf("-platforms %q: %q is not linux/ARCH (images are built for %s)", s, p, knownArchs())
+		}
+		as = append(as, a)
+	}
+	return as, nil
+}
+
+// compile cross-compiles the static, stripped, stamped binary for
+// linux/arch and returns it.
+func compile(ctx context.Context, o Options, arch string) ([]byte, error) {
 	tmp, err := os.MkdirTemp(o.Out, ".kubeplug-build-")
 	if err != nil {
 		return nil, err
@@ -119,9 +162,9 @@ func compile(ctx context.Context, o Options) ([]byte, error) {
 	ldflags := fmt.Sprintf("-s -w -buildid= -X main.version=%s -X main.commit=%s", o.Version, o.Commit)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", bin, "./cmd/kubeplug")
 	cmd.Dir = o.HostDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build ./cmd/kubeplug: %w\n%s", err, out)
+		return nil, fmt.Errorf("go build ./cmd/kubeplug for linux/%s: %w\n%s", arch, err, out)
 	}
 	return os.ReadFile(bin)
 }

@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
@@ -25,6 +20,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/kubeplug/kubeplug/host/oci"
+	"github.com/kubeplug/kubeplug/host/oci/ocitest"
 )
 
 // testRegistry serves go-containerregistry's in-memory registry on
@@ -39,18 +35,7 @@ func testRegistry(t *testing.T) string {
 // keyPair writes a P-256 key pair and returns the private and public key
 // files.
 func keyPair(t *testing.T) (private, public string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	require.NoError(t, err)
-	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	private, public = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	require.NoError(t, os.WriteFile(private, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644))
-	return private, public
+	return ocitest.KeyPair(t, t.TempDir(), "cosign")
 }
 
 // TestRegistryCommands: push, sign, inspect and pull a module through a
