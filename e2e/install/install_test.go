@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -454,70 +450,30 @@ var (
 )
 
 // image is the image `make image` built (KUBEPLUG_IMAGE, an OCI layout
-// directory), or, without it, one this test binary builds with
-// host/cmd/kubeplug-image from the modules it needs.
+// directory), or, without it, one testenv builds as make image does.
 func image(t *testing.T) v1.Image {
 	t.Helper()
 	imageOnce.Do(func() {
-		dir := os.Getenv("KUBEPLUG_IMAGE")
-		if dir == "" {
-			dir, imageErr = buildImage()
-			if imageErr != nil {
-				return
-			}
+		dir, err := testenv.ImageLayout()
+		if err != nil {
+			imageErr = err
+			return
 		}
-		theImage, imageErr = readLayout(dir)
+		imgs, err := podrun.ReadLayout(dir)
+		if err != nil {
+			imageErr = err
+			return
+		}
+		if len(imgs) != 1 {
+			imageErr = fmt.Errorf("%s: %d images, want the one make image writes", dir, len(imgs))
+			return
+		}
+		theImage = imgs[0].Image
 	})
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
 	return theImage
-}
-
-func buildImage() (string, error) {
-	mods, err := os.MkdirTemp("", "kubeplug-install-modules-")
-	if err != nil {
-		return "", err
-	}
-	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain", "examples/storagepolicy"} {
-		wasm, err := testenv.Guest(dir)
-		if err != nil {
-			return "", err
-		}
-		b, err := os.ReadFile(wasm)
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(mods, filepath.Base(dir)+".wasm"), b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	out := filepath.Join(mods, "image")
-	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods)
-	cmd.Dir = filepath.Join(testenv.Root(), "host")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the image: %v\n%s", err, b)
-	}
-	return filepath.Join(out, "oci"), nil
-}
-
-func readLayout(dir string) (v1.Image, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("KUBEPLUG_IMAGE %s: %w (make image writes build/image/oci)", dir, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	if len(im.Manifests) != 1 {
-		return nil, fmt.Errorf("%s: %d images, want the one make image writes", dir, len(im.Manifests))
-	}
-	return p.Image(im.Manifests[0].Digest)
 }
 
 func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {
