@@ -390,7 +390,7 @@ func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod) error {
 		if err := rt.Start(ctx, pod, func() { k.queue.Add(key) }); err != nil {
 			var w waiting
 			if errors.As(err, &w) {
-				return k.wait(ctx, pod, w.Reason(), err.Error())
+				return k.wait(ctx, pod, w.Reason(), w.Error())
 			}
 			return err
 		}
