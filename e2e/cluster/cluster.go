@@ -2,20 +2,20 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
 	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
+	"github.com/kubeplug/kubeplug/e2e/internal/manifests"
 	"github.com/kubeplug/kubeplug/e2e/internal/podrun"
 )
 
@@ -42,8 +42,11 @@ var Controllers = []string{
 type Options struct {
 	// Image is an OCI layout directory (make image's build/image/oci)
 	// whose images the node holds, each under the name the layout gives
-	// it and under its repository's tag latest, as a local build tagged
-	// latest too. Empty: the node holds no image.
+	// it. The layout's image (when it has one) is also tagged with the
+	// names of its repository that this checkout's installs give their
+	// pods (deploy/'s images:, the chart's appVersion), as docker tag
+	// would: the node runs the checkout's build where its install names
+	// the release. Empty: the node holds no image.
 	Image string
 	// Dir holds the pods' root filesystems; empty: a temporary directory,
 	// removed by Stop.
@@ -68,7 +71,13 @@ type Cluster struct {
 // Start starts the control plane, the node, and serves every namespace's
 // pods, present and future, on the node. Stop stops it all.
 func Start(ctx context.Context, o Options) (c *Cluster, err error) {
-	images, err := nodeImages(o.Image)
+	var also []string
+	if o.Image != "" {
+		if also, err = installImages(); err != nil {
+			return nil, err
+		}
+	}
+	images, err := nodeImages(o.Image, also)
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +157,10 @@ func (c *Cluster) Stop() {
 // Images are the image names the node holds, sorted.
 func (c *Cluster) Images() []string { return c.Runtime.Names() }
 
-// nodeImages reads the images of the layout in dir, by the names the node
-// holds them under.
-func nodeImages(dir string) (map[string]v1.Image, error) {
+// nodeImages reads the images of the layout in dir, each under its name
+// and, for the layout's one image, under each name in also of the same
+// repository: what docker tag would add.
+func nodeImages(dir string, also []string) (map[string]v1.Image, error) {
 	out := map[string]v1.Image{}
 	if dir == "" {
 		return out, nil
@@ -160,21 +170,47 @@ func nodeImages(dir string) (map[string]v1.Image, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for _, img := range imgs {
-		if img.Name == "" {
-			return nil, fmt.Errorf("cluster: an image of %s has no name (annotation io.containerd.image.name): build it with make image", dir)
-		}
-		tag, err := name.NewTag(img.Name)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: image %s of %s: %w", img.Name, dir, err)
-		}
 		out[img.Name] = img.Image
-		latest := strings.TrimSuffix(img.Name, ":"+tag.TagStr()) + ":latest"
-		if _, ok := out[latest]; !ok {
-			out[latest] = img.Image
+	}
+	if len(imgs) != 1 {
+		return out, nil
+	}
+	built, err := name.ParseReference(imgs[0].Name)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: image %s of %s: %w", imgs[0].Name, dir, err)
+	}
+	for _, n := range also {
+		if ref, err := name.ParseReference(n); err == nil && ref.Context() == built.Context() {
+			out[n] = imgs[0].Image
 		}
 	}
-	if len(out) == 0 {
-		return nil, errors.New("cluster: no image in " + dir)
+	return out, nil
+}
+
+// installImages are the images of the Deployments this checkout installs:
+// the kustomize base's (deploy/) and the chart's with its default values.
+func installImages() ([]string, error) {
+	_, base, err := manifests.Kustomize("deploy")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	_, chart, err := manifests.Helm(manifests.Release{Name: "kubeplug", Namespace: "kubeplug-system"})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	var out []string
+	for _, o := range append(base, chart...) {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				if img, ok := m["image"].(string); ok {
+					out = append(out, img)
+				}
+			}
+		}
 	}
 	return out, nil
 }

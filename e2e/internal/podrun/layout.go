@@ -18,8 +18,11 @@ type Image struct {
 	Image v1.Image
 }
 
-// ReadLayout reads the images of the OCI layout in dir (what `make
-// image` writes to build/image/oci), each with its name.
+// ReadLayout reads the named images of the OCI layout in dir (what `make
+// image` writes to build/image/oci), each with its name, the one for this
+// machine where a name is an image index. Manifests without a name (the
+// referrers a layout lists beside its images: SBOMs, signatures) are not
+// images to run.
 func ReadLayout(dir string) ([]Image, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
@@ -35,14 +38,18 @@ func ReadLayout(dir string) ([]Image, error) {
 	}
 	var out []Image
 	for _, d := range im.Manifests {
-		img, err := p.Image(d.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("OCI layout %s: image %s: %w", dir, d.Digest, err)
+		ref := d.Annotations[imageNameAnnotation]
+		if ref == "" {
+			continue
 		}
-		out = append(out, Image{Name: d.Annotations[imageNameAnnotation], Image: img})
+		img, err := PlatformImage(p, d)
+		if err != nil {
+			return nil, fmt.Errorf("OCI layout %s: %s: %w", dir, ref, err)
+		}
+		out = append(out, Image{Name: ref, Image: img})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("OCI layout %s holds no image", dir)
+		return nil, fmt.Errorf("OCI layout %s names no image (annotation %s): build it with make image", dir, imageNameAnnotation)
 	}
 	return out, nil
 }
