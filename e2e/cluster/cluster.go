@@ -51,6 +51,9 @@ type Options struct {
 	// Dir holds the pods' root filesystems; empty: a temporary directory,
 	// removed by Stop.
 	Dir string
+	// LogDir, when set, receives each pod's log as NAMESPACE_NAME_UID.log
+	// (podrun.Options.LogDir); it is made when missing.
+	LogDir string
 	// ComponentLogs keeps the components' own logs on standard error.
 	ComponentLogs bool
 	// Logf receives progress lines; nil discards them.
@@ -93,6 +96,11 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		}
 		c.dir = o.Dir
 	}
+	if o.LogDir != "" {
+		if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: Controllers, ComponentLogs: o.ComponentLogs, Logf: o.Logf})
 	if err != nil {
 		return nil, err
@@ -107,7 +115,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	c.Runtime = podrun.New(podrun.Options{
 		Images: images, Client: client,
 		Host: server.Hostname(), Port: server.Port(), CA: cp.ServingCA,
-		Dir: o.Dir, OwnNetwork: true,
+		Dir: o.Dir, LogDir: o.LogDir, OwnNetwork: true,
 	})
 	c.stop = append(c.stop, c.Runtime.StopAll)
 	if c.Kubelet, err = kubelet.Start(ctx, client, ""); err != nil {

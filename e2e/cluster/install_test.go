@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,6 +67,11 @@ func TestNode(t *testing.T) {
 // kubectl: apply the base, watch the Deployment's two pods become Ready
 // running the built image, delete the base and see the namespace go.
 func TestKustomizeInstall(t *testing.T) {
+	// The CRD first, where the checkout installs it apart from the host
+	// (deploy/crds, which Uninstall leaves): README's first step.
+	if _, err := os.Stat(filepath.Join(testenv.Root(), "deploy", "crds")); err == nil {
+		kubectl(t, "apply", "-k", "deploy/crds")
+	}
 	kubectl(t, "apply", "-k", "deploy/")
 	kubectl(t, "-n", installNamespace, "rollout", "status", "deployment/kubeplug", "--timeout="+wait.String())
 	pods := requireRunning(t, "kubeplug", 2)
@@ -168,7 +174,11 @@ func requireRunning(t *testing.T, name string, n int) []running {
 		require.NoError(t, err)
 		require.NotEqual(t, self, net, "pod %s shares the machine's network", p.Name)
 		nets[net] = true
-		require.NotContains(t, strings.ToLower(c.Runtime.Log(p)), "forbidden", "pod %s's log", p.Name)
+		log := c.Runtime.Log(p)
+		require.NotContains(t, strings.ToLower(log), "forbidden", "pod %s's log", p.Name)
+		onDisk, err := os.ReadFile(filepath.Join(logDir, installNamespace+"_"+p.Name+"_"+string(p.UID)+".log"))
+		require.NoError(t, err, "pod %s's log file", p.Name)
+		require.NotEmpty(t, onDisk, "pod %s's log file", p.Name)
 		out = append(out, running{p, s.PID})
 	}
 	require.Len(t, nets, n, "pods share a network namespace")

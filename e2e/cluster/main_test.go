@@ -11,8 +11,11 @@ import (
 )
 
 // c is the cluster the tests install kubeplug on, started as make cluster
-// starts it.
-var c *cluster.Cluster
+// starts it, with the pods' logs in logDir.
+var (
+	c      *cluster.Cluster
+	logDir string
+)
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -23,7 +26,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err = cluster.Start(context.Background(), cluster.Options{Image: image})
+	if logDir, err = os.MkdirTemp("", "kubeplug-cluster-logs-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(logDir)
+	c, err = cluster.Start(context.Background(), cluster.Options{Image: image, LogDir: logDir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

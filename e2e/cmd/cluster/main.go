@@ -40,8 +40,13 @@ func run(ctx context.Context, kubeconfig, image string, logs bool) error {
 		fmt.Printf("running as uid %d: the node needs root to run pods (chroot, their users, their network namespaces),\n"+
 			"so every pod will wait with CreateContainerError. Run make cluster as root to install kubeplug on it.\n", uid)
 	}
+	// The last run's pod logs go: they are this run's place.
+	podLogs := filepath.Join(filepath.Dir(kubeconfig), "logs")
+	if err := os.RemoveAll(podLogs); err != nil {
+		return err
+	}
 	fmt.Println("starting etcd, kube-apiserver, kube-controller-manager and a node in this process...")
-	c, err := cluster.Start(ctx, cluster.Options{Image: image, ComponentLogs: logs})
+	c, err := cluster.Start(ctx, cluster.Options{Image: image, LogDir: podLogs, ComponentLogs: logs})
 	if err != nil {
 		return err
 	}
@@ -69,6 +74,8 @@ The cluster is up at %s:
   in a network namespace of its own, from the images it holds:
   %s.
   It pulls no image: a pod of any other image stays Pending (ErrImageNeverPull).
+  The pods' logs are in %s/NAMESPACE_POD_UID.log
+  (it serves no kubelet API: no kubectl logs, exec or port-forward).
 
 Use it (README.md, "Install on make cluster"):
   export KUBECONFIG=%s
@@ -77,7 +84,7 @@ Use it (README.md, "Install on make cluster"):
   kubectl -n kubeplug-system get pods -w
 
 Press Ctrl-C to stop; everything is removed.
-`, c.Config.Host, controlplane.Version, wrap(strings.Join(cluster.Controllers, ", "), 60, "    "), c.Kubelet.Node(), images, kubeconfig)
+`, c.Config.Host, controlplane.Version, wrap(strings.Join(cluster.Controllers, ", "), 60, "    "), c.Kubelet.Node(), images, podLogs, kubeconfig)
 	<-ctx.Done()
 	fmt.Println("\nstopping the cluster")
 	return nil

@@ -57,6 +57,10 @@ type Options struct {
 	Dir string
 	// Sync is how often volumes are refreshed and probes run; default 500ms.
 	Sync time.Duration
+	// LogDir, when set, receives each pod's log as it is written, in
+	// NAMESPACE_NAME_UID.log (within the same 8 MiB as Log), kept after
+	// the pod is gone, as a node keeps its pods' logs under /var/log/pods.
+	LogDir string
 	// OwnNetwork runs each pod (but those with hostNetwork) in a network
 	// namespace of its own, with a loopback interface only, as a pod has
 	// a network of its own: two pods may listen on one port. Host must
@@ -175,6 +179,12 @@ func (r *Runtime) prepare(pod *corev1.Pod, changed func()) (*container, v1.Image
 // create makes the container's root filesystem, network and volumes from
 // img, and starts its process.
 func (c *container) create(ctx context.Context, img v1.Image) error {
+	if dir := c.rt.o.LogDir; dir != "" {
+		name := fmt.Sprintf("%s_%s_%s.log", c.pod.Namespace, c.pod.Name, c.pod.UID)
+		if err := c.log.openFile(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
 	if err := unpack(img, c.root); err != nil {
 		return fmt.Errorf("unpack %s: %w", c.spec.Image, err)
 	}
@@ -205,6 +215,7 @@ func (c *container) teardown() {
 	c.cancel()
 	c.wg.Wait()
 	c.net.close()
+	c.log.closeFile()
 	os.RemoveAll(c.root)
 }
 
@@ -498,6 +509,7 @@ func (c *container) stop() {
 	}
 	c.kill(grace)
 	c.net.close()
+	c.log.closeFile()
 	os.RemoveAll(c.root)
 }
 
@@ -857,11 +869,12 @@ func modeBits(m int64) os.FileMode {
 }
 
 // logBuffer keeps a container's output up to maxLog bytes, then the rest
-// is dropped with a note.
+// is dropped with a note; file, when set, gets the same bytes.
 type logBuffer struct {
 	mu      sync.Mutex
 	b       strings.Builder
 	dropped bool
+	file    *os.File
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
@@ -869,18 +882,48 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	if room := maxLog - l.b.Len(); room < len(p) {
 		if !l.dropped {
-			l.b.Write(p[:max(room, 0)])
-			l.b.WriteString("\npodrun: log truncated\n")
+			l.add(p[:max(room, 0)])
+			l.add([]byte("\npodrun: log truncated\n"))
 			l.dropped = true
 		}
 		return len(p), nil
 	}
-	l.b.Write(p)
+	l.add(p)
 	return len(p), nil
+}
+
+// add keeps p; a log file that cannot be written loses it, the buffer not.
+func (l *logBuffer) add(p []byte) {
+	l.b.Write(p)
+	if l.file != nil {
+		_, _ = l.file.Write(p)
+	}
 }
 
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// openFile has the log written to path too, from now on.
+func (l *logBuffer) openFile(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("the pod's log file: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.file = f
+	return nil
+}
+
+// closeFile closes the log file, if any.
+func (l *logBuffer) closeFile() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
+	}
 }

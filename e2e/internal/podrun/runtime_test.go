@@ -117,14 +117,15 @@ func awaitReady(t *testing.T, rt *podrun.Runtime, pod *corev1.Pod) {
 // TestOwnNetwork: two pods listening on one port both run and pass their
 // readiness probes, each in its own network namespace, and each reaches
 // the API server at the address it is given; on the machine's network the
-// second could not bind its port.
+// second could not bind its port. Each one's log is in LogDir too.
 func TestOwnNetwork(t *testing.T) {
 	requireRoot(t)
 	host, port := apiServer(t)
+	logs := t.TempDir()
 	rt := podrun.New(podrun.Options{
 		Images: map[string]v1.Image{listenerImage: listener(t)},
 		Client: fake.NewClientset(), Host: host, Port: port, Dir: t.TempDir(),
-		Sync: 100 * time.Millisecond, OwnNetwork: true,
+		Sync: 100 * time.Millisecond, OwnNetwork: true, LogDir: logs,
 	})
 	t.Cleanup(rt.StopAll)
 	// A port free on the machine, which the pods take in their own
@@ -144,6 +145,12 @@ func TestOwnNetwork(t *testing.T) {
 	b, _ := rt.Status(pods[1])
 	require.NotEqual(t, a.PID, b.PID)
 	require.Zero(t, a.Restarts+b.Restarts, "a pod restarted: %s%s", rt.Log(pods[0]), rt.Log(pods[1]))
+	for _, p := range pods {
+		b, err := os.ReadFile(filepath.Join(logs, "test_"+p.Name+"_"+string(p.UID)+".log"))
+		require.NoError(t, err, "the pod's log file")
+		require.Equal(t, rt.Log(p), string(b))
+		require.Contains(t, string(b), "listening on :"+strconv.Itoa(shared))
+	}
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(shared)), time.Second)
 	if err == nil {
 		c.Close()

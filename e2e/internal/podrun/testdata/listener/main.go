@@ -20,6 +20,7 @@ func main() {
 		}
 		c.Close()
 	})
+	os.Stderr.WriteString("listening on :" + os.Getenv("PORT") + "\n")
 	if err := http.ListenAndServe(":"+os.Getenv("PORT"), nil); err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(1)
