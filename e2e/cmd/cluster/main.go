@@ -77,13 +77,13 @@ The cluster is up at %s:
   The pods' logs are in %s/NAMESPACE_POD_UID.log
   (it serves no kubelet API: no kubectl logs, exec or port-forward).
 
-Use it (README.md, "Install on make cluster"):
+Use it (README.md, "Install on make cluster, step by step"):
   export KUBECONFIG=%s
   kubectl get nodes
   kubectl apply -k deploy/
   kubectl -n kubeplug-system get pods -w
 
-Press Ctrl-C to stop; everything is removed.
+Press Ctrl-C to stop; everything but the kubeconfig and the logs is removed.
 `, c.Config.Host, controlplane.Version, wrap(strings.Join(cluster.Controllers, ", "), 60, "    "), c.Kubelet.Node(), images, podLogs, kubeconfig)
 	<-ctx.Done()
 	fmt.Println("\nstopping the cluster")
