@@ -251,10 +251,13 @@ check-generate:
 demo: build guests
 	cd e2e && $(GO) run ./cmd/demo -kubeplug $(KUBEPLUG) -guests $(GUESTDIR) $(if $(filter-out 0,$(KEEP)),-keep)
 
-# The embedded control plane alone, kept running until Ctrl-C, with a
-# kubeconfig in build/cluster/kubeconfig.
-cluster: build
-	cd e2e && $(GO) run ./cmd/cluster -kubeconfig $(BUILD)/cluster/kubeconfig
+# A one-node cluster in one process, kept running until Ctrl-C, with a
+# kubeconfig in build/cluster/kubeconfig: the control plane with the
+# controllers an install needs, and a node that runs the image make image
+# built (build/image/oci) as processes, so kubectl apply -k deploy/ and helm
+# install work on it (README.md, "Install on make cluster"). Run as root.
+cluster: build image
+	cd e2e && $(GO) run ./cmd/cluster -kubeconfig $(BUILD)/cluster/kubeconfig -image $(BUILD)/image/oci
 
 fmt:
 	gofmt -l -w abi sdk host guests examples e2e 2>/dev/null || true

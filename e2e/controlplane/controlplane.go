@@ -119,6 +119,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if err := stampVersion(); err != nil {
+		return nil, err
+	}
 	if !opts.ComponentLogs {
 		quietComponents()
 	}

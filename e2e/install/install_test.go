@@ -4,17 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -457,81 +452,30 @@ var (
 )
 
 // image is the image `make image` built (KUBEPLUG_IMAGE, an OCI layout
-// directory), or, without it, one this test binary builds with
-// host/cmd/kubeplug-image from the modules it needs.
+// directory), or, without it, one testenv builds as make image does.
 func image(t *testing.T) v1.Image {
 	t.Helper()
 	imageOnce.Do(func() {
-		dir := os.Getenv("KUBEPLUG_IMAGE")
-		if dir == "" {
-			dir, imageErr = buildImage()
-			if imageErr != nil {
-				return
-			}
+		dir, err := testenv.ImageLayout()
+		if err != nil {
+			imageErr = err
+			return
 		}
-		theImage, imageErr = readLayout(dir)
+		imgs, err := podrun.ReadLayout(dir)
+		if err != nil {
+			imageErr = err
+			return
+		}
+		if len(imgs) != 1 {
+			imageErr = fmt.Errorf("%s: %d images, want the one make image writes", dir, len(imgs))
+			return
+		}
+		theImage = imgs[0].Image
 	})
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
 	return theImage
-}
-
-func buildImage() (string, error) {
-	mods, err := os.MkdirTemp("", "kubeplug-install-modules-")
-	if err != nil {
-		return "", err
-	}
-	for _, dir := range []string{"guests/retention", "guests/reclaim", "examples/warnretain", "examples/storagepolicy"} {
-		wasm, err := testenv.Guest(dir)
-		if err != nil {
-			return "", err
-		}
-		b, err := os.ReadFile(wasm)
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(mods, filepath.Base(dir)+".wasm"), b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	out := filepath.Join(mods, "image")
-	// This node's platform only: the other's cross-compile would be
-	// built for nothing.
-	cmd := exec.Command("go", "run", "./cmd/kubeplug-image", "-out", out, "-modules", mods, "-platforms", "linux/"+goruntime.GOARCH)
-	cmd.Dir = filepath.Join(testenv.Root(), "host")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the image: %v\n%s", err, b)
-	}
-	return filepath.Join(out, "oci"), nil
-}
-
-// readLayout returns the image a node of this machine runs from the
-// layout make image wrote: the image index it names by the version (the
-// signatures and SBOMs it lists beside are referrers), for this platform.
-func readLayout(dir string) (v1.Image, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("KUBEPLUG_IMAGE %s: %w (make image writes build/image/oci)", dir, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	var named []v1.Descriptor
-	for _, d := range im.Manifests {
-		if d.Annotations["org.opencontainers.image.ref.name"] != "" {
-			named = append(named, d)
-		}
-	}
-	if len(named) != 1 {
-		return nil, fmt.Errorf("%s: %d tagged manifests, want the one make image writes", dir, len(named))
-	}
-	return podrun.PlatformImage(p, named[0])
 }
 
 func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {

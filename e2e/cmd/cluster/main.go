@@ -1,8 +1,9 @@
-// Command cluster is `make cluster`: the embedded control plane the tests
-// and the demo use — etcd, kube-apiserver, kube-controller-manager with the
-// controllers kubeplug's policies meet, and a stand-in for a node's kubelet
-// that runs every pod — started in this process and kept running until
-// Ctrl-C, with a kubeconfig written for kubectl and kubeplug run.
+// Command cluster is `make cluster`: a one-node cluster started in this
+// process (e2e/cluster) and kept running until Ctrl-C, with a kubeconfig
+// written for kubectl, helm and kubeplug run. Its node runs the pods of
+// kubeplug's image (make image's build/image/oci) as processes, so that
+// kubeplug installs on it as the README shows: kubectl apply -k deploy/ or
+// helm install.
 package main
 
 import (
@@ -12,75 +13,46 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
-
+	"github.com/kubeplug/kubeplug/e2e/cluster"
 	"github.com/kubeplug/kubeplug/e2e/controlplane"
-	"github.com/kubeplug/kubeplug/e2e/internal/kubelet"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
-
-// controllers are kube-controller-manager's controllers that the reference
-// modules work beside.
-var controllers = []string{
-	"garbage-collector-controller",
-	"statefulset-controller",
-	"persistentvolume-binder-controller",
-	"persistentvolumeclaim-protection-controller",
-	"persistentvolume-protection-controller",
-}
 
 func main() {
 	root := testenv.Root()
 	kubeconfig := flag.String("kubeconfig", filepath.Join(root, "build", "cluster", "kubeconfig"), "where to write the kubeconfig")
+	image := flag.String("image", filepath.Join(root, "build", "image", "oci"), "OCI layout of the images the node holds (make image writes it); empty: none")
 	logs := flag.Bool("component-logs", false, "show the components' own logs on standard error")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, root, *kubeconfig, *logs); err != nil {
+	if err := run(ctx, *kubeconfig, *image, *logs); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, root, kubeconfig string, logs bool) error {
-	fmt.Println("starting etcd, kube-apiserver and kube-controller-manager in this process...")
-	cp, err := controlplane.Start(ctx, controlplane.Options{Controllers: controllers, ComponentLogs: logs})
+func run(ctx context.Context, kubeconfig, image string, logs bool) error {
+	if uid := os.Geteuid(); uid != 0 {
+		fmt.Printf("running as uid %d: the node needs root to run pods (chroot, their users, their network namespaces),\n"+
+			"so every pod will wait with CreateContainerError. Run make cluster as root to install kubeplug on it.\n", uid)
+	}
+	// The last run's pod logs go: they are this run's place.
+	podLogs := filepath.Join(filepath.Dir(kubeconfig), "logs")
+	if err := os.RemoveAll(podLogs); err != nil {
+		return err
+	}
+	fmt.Println("starting etcd, kube-apiserver, kube-controller-manager and a node in this process...")
+	c, err := cluster.Start(ctx, cluster.Options{Image: image, LogDir: podLogs, ComponentLogs: logs})
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
-	client := cp.Client()
+	defer c.Stop()
 
-	crd := filepath.Join(root, "deploy", "base", "volumeclaimupdate-crd.yaml")
-	if err := testenv.InstallCRDs(ctx, cp.Config, crd); err != nil {
-		return err
-	}
-
-	// One node, whose kubelet runs the pods of every namespace.
-	kl, err := kubelet.Start(ctx, client, "")
-	if err != nil {
-		return err
-	}
-	defer kl.Stop()
-	f := informers.NewSharedInformerFactory(client, 0)
-	_, err = f.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if ns, ok := obj.(*corev1.Namespace); ok {
-				kl.Serve(ns.Name)
-			}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	f.Start(ctx.Done())
-	defer f.Shutdown()
-
-	b, err := os.ReadFile(cp.Kubeconfig)
+	b, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -90,23 +62,51 @@ func run(ctx context.Context, root, kubeconfig string, logs bool) error {
 	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
 		return err
 	}
+	images := "none (-image is empty)"
+	if len(c.Images()) > 0 {
+		images = strings.Join(c.Images(), ", ") + " (from " + image + ")"
+	}
 	fmt.Printf(`
-The control plane is up at %s:
-  kube-apiserver 1.37 with RBAC, kube-controller-manager running %d controllers
-  (garbage collector, StatefulSets, volume binding and protection),
-  one node (%s) whose stand-in kubelet runs every pod, and the
-  VolumeClaimUpdate CRD (deploy/base/volumeclaimupdate-crd.yaml) installed.
+The cluster is up at %s:
+  kube-apiserver %s with RBAC and Pod Security admission,
+  kube-controller-manager running %s,
+  and one node, %s, whose stand-in kubelet runs each pod as a process
+  in a network namespace of its own, from the images it holds:
+  %s.
+  It pulls no image: a pod of any other image stays Pending (ErrImageNeverPull).
+  The pods' logs are in %s/NAMESPACE_POD_UID.log
+  (it serves no kubelet API: no kubectl logs, exec or port-forward).
 
-Use it:
+Use it (README.md, "Install on make cluster, step by step"):
   export KUBECONFIG=%s
-  kubectl get nodes,namespaces
-  build/kubeplug run --config host.yaml --kubeconfig $KUBECONFIG
+  kubectl get nodes
+  kubectl apply -k deploy/
+  kubectl -n kubeplug-system get pods -w
 
-Pods run without containers; claims bind to PersistentVolumes you create
-(the binder runs, no provisioner does). Press Ctrl-C to stop; everything is
-removed.
-`, cp.Config.Host, len(controllers), kl.Node(), kubeconfig)
+Press Ctrl-C to stop; everything but the kubeconfig and the logs is removed.
+`, c.Config.Host, controlplane.Version, wrap(strings.Join(cluster.Controllers, ", "), 60, "    "), c.Kubelet.Node(), images, podLogs, kubeconfig)
 	<-ctx.Done()
-	fmt.Println("\nstopping the control plane")
+	fmt.Println("\nstopping the cluster")
 	return nil
+}
+
+// wrap breaks s between words into lines of at most width bytes (a
+// longer word stays whole), each after the first starting with indent.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case line+1+len(word) > width:
+			b.WriteString("\n" + indent)
+			line = 0
+		default:
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
 }

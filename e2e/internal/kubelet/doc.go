@@ -23,10 +23,19 @@
 // every volume were at hand. A namespace served with a
 // Runtime (ServeWith; e2e/internal/podrun runs containers as processes from
 // an image) has its pods' containers started for real, reported ready only
-// while their readiness probes pass, and stopped before a deletion
-// completes. It never changes a pod's spec,
-// labels or owners, and never creates or deletes anything but what is said
-// above (and its Node object).
+// while their readiness probes pass, with the image the runtime runs as
+// imageID, and stopped before a deletion completes; a pod the runtime
+// cannot run (an image the node does not hold) is never reported Running:
+// it stays Pending, its containers Waiting with the runtime's reason, and a
+// Warning event says why. Without a Runtime, pods are reported running
+// while nothing runs: what the tests of StatefulSets need, and nothing more.
+//
+// The node itself is registered with a status (Ready, its capacity, the
+// loopback address, the API server's version as its kubelet's) and holds
+// its Lease in kube-node-lease, renewed every 10 s and its status posted
+// every 5 minutes, as a kubelet's heartbeats. It never changes a pod's
+// spec, labels or owners, and never creates or deletes anything but what is
+// said above (its Node, its Lease, and the events of pods it cannot run).
 //
 // It must not import the host (github.com/kubeplug/kubeplug/host) or the
 // guest modules: it plays the cluster's part, not kubeplug's.

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -46,17 +47,14 @@ type Kubelet struct {
 	wg      sync.WaitGroup
 }
 
-// Start registers node (DefaultNode when empty) as a Node, starts a pod
-// informer on c for every namespace and the workers, and returns once the
-// cache has synced. It serves no namespace yet: see Serve. Stop, or the end
+// Start registers node (DefaultNode when empty) as a Node with its status
+// (Ready) and Lease, which it keeps renewing, starts a pod informer on c
+// for every namespace and the workers, and returns once the cache has
+// synced. It serves no namespace yet: see Serve. Stop, or the end
 // of ctx, stops it.
 func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, error) {
 	if node == "" {
 		node = DefaultNode
-	}
-	_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("kubelet: register node %s: %w", node, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	k := &Kubelet{
@@ -72,6 +70,10 @@ func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, 
 		runtimes: map[string]Runtime{},
 		cancel:   cancel,
 		factory:  informers.NewSharedInformerFactory(c, 0),
+	}
+	if err := k.register(ctx); err != nil {
+		cancel()
+		return nil, err
 	}
 	inf := k.factory.Core().V1().Pods()
 	k.pods = inf.Lister()
@@ -92,6 +94,7 @@ func Start(ctx context.Context, c kubernetes.Interface, node string) (*Kubelet, 
 	for range workers {
 		k.wg.Go(func() { wait.UntilWithContext(ctx, k.runWorker, time.Second) })
 	}
+	k.wg.Go(func() { k.heartbeat(ctx) })
 	go func() {
 		<-ctx.Done()
 		k.queue.ShutDown()
@@ -123,13 +126,21 @@ func (k *Kubelet) Serve(ns string) {
 // running.
 type Runtime interface {
 	// Start runs the pod's containers unless they run already; changed
-	// is called whenever what Ready reports may have changed.
+	// is called whenever what Ready reports may have changed. An error
+	// with a Reason (a Waiting reason of the kubelet's, such as
+	// ErrImageNeverPull or CreateContainerConfigError) says that the
+	// containers cannot run as the pod asks: the pod is reported Pending
+	// with its containers waiting for that reason, and a Warning event
+	// says why. Any other error is retried.
 	Start(ctx context.Context, pod *corev1.Pod, changed func()) error
 	// Ready reports whether the pod's containers run and pass their
 	// readiness probes, and how often they were restarted.
 	Ready(pod *corev1.Pod) (ready bool, restarts int32)
 	// Stop stops the pod's containers, as at the end of its grace period.
 	Stop(pod *corev1.Pod)
+	// ImageID is the image the pod's container runs, by digest, as the
+	// kubelet reports it in the container's imageID; "" when not known.
+	ImageID(pod *corev1.Pod) string
 }
 
 // ServeWith makes the pods of ns this node's, as Serve does, with their
@@ -377,6 +388,10 @@ func (k *Kubelet) runContainers(ctx context.Context, pod *corev1.Pod) error {
 	if rt := k.runtime(pod.Namespace); rt != nil {
 		key := pod.Namespace + "/" + pod.Name
 		if err := rt.Start(ctx, pod, func() { k.queue.Add(key) }); err != nil {
+			var w waiting
+			if errors.As(err, &w) {
+				return k.wait(ctx, pod, w.Reason(), w.Error())
+			}
 			return err
 		}
 		ready, restarts = rt.Ready(pod)
@@ -411,10 +426,14 @@ func (k *Kubelet) run(ctx context.Context, pod *corev1.Pod, ready bool, restarts
 	started := true
 	p.Status.ContainerStatuses = nil
 	for _, c := range p.Spec.Containers {
+		id := c.Image
+		if rt := k.runtime(p.Namespace); rt != nil {
+			id = rt.ImageID(p)
+		}
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
 			Name:         c.Name,
 			Image:        c.Image,
-			ImageID:      c.Image,
+			ImageID:      id,
 			Ready:        ready,
 			RestartCount: restarts,
 			Started:      &started,

@@ -192,6 +192,8 @@ func (f *fakeRuntime) Start(_ context.Context, p *corev1.Pod, changed func()) er
 	return nil
 }
 
+func (f *fakeRuntime) ImageID(p *corev1.Pod) string { return "id-of-" + p.Spec.Containers[0].Image }
+
 func (f *fakeRuntime) Ready(*corev1.Pod) (bool, int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -237,6 +239,9 @@ func TestServeWith(t *testing.T) {
 	}
 	rt.set(true, 0)
 	awaitRunning(t, c, k, "run", "host-0")
+	if id := get(t, c, "run", "host-0").Status.ContainerStatuses[0].ImageID; id != "id-of-pause" {
+		t.Errorf("imageID %q, want the runtime's", id)
+	}
 	rt.set(false, 2)
 	eventually(t, "host-0 not ready after two restarts", func() (bool, error) {
 		p := get(t, c, "run", "host-0")

@@ -6,9 +6,20 @@
 //
 // For a pod it:
 //
-//   - unpacks the container's image (an OCI image from `make image`, looked
-//     up by the pod's image name) into a root filesystem of its own, owners
-//     and modes as the layers say;
+//   - checks, before it writes anything, what it can tell from the pod and
+//     the image's configuration: one container, an image it holds (looked
+//     up by name as containerd does, or by REPOSITORY@DIGEST), a user, env
+//     sources and volumes it supports; what it cannot run is an *Error
+//     whose Reason is the kubelet's Waiting reason (ErrImageNeverPull,
+//     CreateContainerConfigError, ...), which the kubelet stand-in reports
+//     on the pod instead of calling it Running;
+//   - unpacks the container's image (an OCI image from `make image`; see
+//     ReadLayout) into a root filesystem of its own, owners and modes as
+//     the layers say;
+//   - with Options.OwnNetwork, makes the pod a network namespace of its
+//     own with only a loopback interface, so that pods may listen on one
+//     port, and forwards the API server's address inside it to the API
+//     server (at most 64 connections at once per pod);
 //   - writes the pod's ConfigMap and Secret volumes and emptyDirs into it at
 //     their mount paths, ConfigMaps and Secrets with the kubelet's own
 //     AtomicWriter (a `..data` symlink swapped atomically), and keeps them
@@ -27,13 +38,15 @@
 //     KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT at the test API
 //     server, chrooted into the root filesystem and as the user the pod's
 //     securityContext or the image names;
-//   - probes it as the kubelet does (httpGet on 127.0.0.1): readiness sets
-//     the pod's Ready condition, a failed liveness probe or an exit restarts
-//     the container and counts the restart.
+//   - probes it as the kubelet does (httpGet on 127.0.0.1, in the pod's
+//     network namespace when it has one): readiness sets the pod's Ready
+//     condition, a failed liveness probe or an exit restarts the container
+//     and counts the restart.
 //
-// The processes share the test machine's network: two pods must not listen
-// on the same port. Running as another user and chroot need root, which the
-// e2e tests have.
+// Without OwnNetwork the processes share the machine's network: two pods
+// must not listen on the same port. Running as another user, chroot and
+// network namespaces need root, which the e2e tests and make cluster have.
+// It pulls no image, whatever a pod's imagePullPolicy says.
 //
 // It must not import the host: it plays the node's part.
 package podrun

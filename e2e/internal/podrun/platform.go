@@ -3,24 +3,20 @@ package podrun
 import (
 	"fmt"
 	"runtime"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// PlatformImage returns the image a node of this machine runs for the
-// manifest d of the OCI layout p: d itself when it is an image, or, when
-// it is an image index (make image writes one of linux/amd64 and
-// linux/arm64), the index's image for linux and this machine's GOARCH, as
-// containerd picks one from an index.
+// PlatformImage is the image a node of this machine runs for descriptor d
+// of layout p: the image d is, or, when d is an image index, the index's
+// image for linux on this machine's architecture, as containerd picks one.
 func PlatformImage(p layout.Path, d v1.Descriptor) (v1.Image, error) {
-	switch {
-	case d.MediaType.IsImage():
+	if d.MediaType.IsImage() {
 		return p.Image(d.Digest)
-	case d.MediaType.IsIndex():
-	default:
-		return nil, fmt.Errorf("manifest %s is a %s, neither an image nor an image index", d.Digest, d.MediaType)
+	}
+	if !d.MediaType.IsIndex() {
+		return nil, fmt.Errorf("%s is a %s: no image", d.Digest, d.MediaType)
 	}
 	top, err := p.ImageIndex()
 	if err != nil {
@@ -34,16 +30,11 @@ func PlatformImage(p layout.Path, d v1.Descriptor) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image index %s: %w", d.Digest, err)
 	}
-	var has []string
+	want := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 	for _, m := range im.Manifests {
-		if m.Platform == nil {
-			continue
-		}
-		if m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH && m.MediaType.IsImage() {
+		if m.MediaType.IsImage() && m.Platform != nil && m.Platform.Satisfies(want) {
 			return idx.Image(m.Digest)
 		}
-		has = append(has, m.Platform.OS+"/"+m.Platform.Architecture)
 	}
-	return nil, fmt.Errorf("image index %s has no image for linux/%s, this node's platform (it has %s): build one with make image",
-		d.Digest, runtime.GOARCH, strings.Join(has, ", "))
+	return nil, fmt.Errorf("image index %s holds no image for %s, this node's platform", d.Digest, want.String())
 }

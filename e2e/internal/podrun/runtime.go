@@ -6,16 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -38,7 +42,10 @@ const (
 
 // Options say what a Runtime runs pods with.
 type Options struct {
-	// Images maps the image names pods may use to images.
+	// Images maps the image names pods may use to images. A name is
+	// matched as containerd matches it: kubeplug:latest is
+	// docker.io/library/kubeplug:latest; REPOSITORY@DIGEST names an image
+	// by its digest too.
 	Images map[string]v1.Image
 	// Client reads ConfigMaps and Secrets and asks for tokens.
 	Client kubernetes.Interface
@@ -50,14 +57,26 @@ type Options struct {
 	Dir string
 	// Sync is how often volumes are refreshed and probes run; default 500ms.
 	Sync time.Duration
+	// LogDir, when set, receives each pod's log as it is written, in
+	// NAMESPACE_NAME_UID.log (within the same 8 MiB as Log), kept after
+	// the pod is gone, as a node keeps its pods' logs under /var/log/pods.
+	LogDir string
+	// OwnNetwork runs each pod (but those with hostNetwork) in a network
+	// namespace of its own, with a loopback interface only, as a pod has
+	// a network of its own: two pods may listen on one port. Host must
+	// then be a loopback address: the runtime forwards Host:Port inside
+	// the namespace to the API server, and probes the pod there. Without
+	// it the pods share the machine's network.
+	OwnNetwork bool
 }
 
 // Runtime runs pods' containers as processes. Its methods are safe for
 // concurrent use.
 type Runtime struct {
-	o    Options
-	mu   sync.Mutex
-	pods map[types.UID]*container
+	o      Options
+	images map[string]v1.Image // by normalized reference
+	mu     sync.Mutex
+	pods   map[types.UID]*container
 }
 
 // New returns a Runtime.
@@ -65,7 +84,21 @@ func New(o Options) *Runtime {
 	if o.Sync == 0 {
 		o.Sync = 500 * time.Millisecond
 	}
-	return &Runtime{o: o, pods: map[types.UID]*container{}}
+	r := &Runtime{o: o, images: map[string]v1.Image{}, pods: map[types.UID]*container{}}
+	for ref, img := range o.Images {
+		r.images[normalize(ref)] = img
+		if d, err := img.Digest(); err == nil {
+			if repo, err := name.ParseReference(ref); err == nil {
+				r.images[normalize(repo.Context().Name()+"@"+d.String())] = img
+			}
+		}
+	}
+	return r
+}
+
+// Names are the image names pods may use, as Options gave them, sorted.
+func (r *Runtime) Names() []string {
+	return slices.Sorted(maps.Keys(r.o.Images))
 }
 
 // Status is what the node reports of a pod's container.
@@ -77,44 +110,23 @@ type Status struct {
 }
 
 // Start runs pod's container unless it runs already; changed is called
-// when its Status changes (probes, exits, restarts).
+// when its Status changes (probes, exits, restarts). An *Error says why
+// the pod cannot run here; any other error may pass (a ConfigMap not yet
+// there) and Start may be called again.
 func (r *Runtime) Start(ctx context.Context, pod *corev1.Pod, changed func()) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.pods[pod.UID]; ok {
 		return nil
 	}
-	if len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 {
-		return fmt.Errorf("pod %s/%s: podrun runs pods of exactly one container and no init containers", pod.Namespace, pod.Name)
-	}
-	spec := pod.Spec.Containers[0]
-	img, ok := r.o.Images[spec.Image]
-	if !ok {
-		return fmt.Errorf("pod %s/%s: image %q is not one the test built", pod.Namespace, pod.Name, spec.Image)
-	}
-	c := &container{rt: r, pod: pod.DeepCopy(), spec: spec, changed: changed, log: &logBuffer{}}
-	c.root = filepath.Join(r.o.Dir, string(pod.UID))
-	cf, err := img.ConfigFile()
+	c, img, err := r.prepare(pod, changed)
 	if err != nil {
-		return err
-	}
-	c.image = cf.Config
-	if err := unpack(img, c.root); err != nil {
-		return fmt.Errorf("pod %s/%s: unpack %s: %w", pod.Namespace, pod.Name, spec.Image, err)
-	}
-	if sc := spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-		if err := readOnly(c.root); err != nil {
-			return fmt.Errorf("pod %s/%s: readOnlyRootFilesystem: %w", pod.Namespace, pod.Name, err)
-		}
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	if err := c.mountVolumes(runCtx); err != nil {
-		cancel()
-		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if err := c.start(); err != nil {
-		cancel()
+	if err := c.create(runCtx, img); err != nil {
+		c.teardown()
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	r.pods[pod.UID] = c
@@ -122,11 +134,102 @@ func (r *Runtime) Start(ctx context.Context, pod *corev1.Pod, changed func()) er
 	return nil
 }
 
+// prepare checks, before anything is written, what podrun can tell from
+// the pod and the image's configuration alone: one container, an image
+// it has, a user, env sources and volumes it supports.
+func (r *Runtime) prepare(pod *corev1.Pod, changed func()) (*container, v1.Image, error) {
+	if uid := os.Geteuid(); uid != 0 {
+		return nil, nil, refuse(ReasonCreateContainer, "this node runs as uid %d: it needs root to run a pod (chroot, the pod's user, its network namespace)", uid)
+	}
+	if len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 {
+		return nil, nil, refuse(ReasonCreateContainer, "podrun runs pods of exactly one container and no init containers")
+	}
+	spec := pod.Spec.Containers[0]
+	img, ok := r.images[normalize(spec.Image)]
+	if !ok {
+		return nil, nil, refuse(ReasonImageNeverPull, "image %q is not on this node, which pulls no image: it runs only %s",
+			spec.Image, strings.Join(r.Names(), ", "))
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	c := &container{rt: r, pod: pod.DeepCopy(), spec: spec, image: cf.Config, changed: changed, log: &logBuffer{}}
+	c.imageID = spec.Image + "@" + digest.String()
+	if ref, err := name.ParseReference(spec.Image); err == nil {
+		c.imageID = ref.Context().Name() + "@" + digest.String()
+	}
+	c.root = filepath.Join(r.o.Dir, string(pod.UID))
+	if _, _, err := c.user(); err != nil {
+		return nil, nil, refuse(ReasonCreateContainerConfig, "%v", err)
+	}
+	if _, err := c.environment(); err != nil {
+		return nil, nil, refuse(ReasonCreateContainerConfig, "%v", err)
+	}
+	if err := c.checkVolumes(); err != nil {
+		return nil, nil, refuse(ReasonCreateContainerConfig, "%v", err)
+	}
+	return c, img, nil
+}
+
+// create makes the container's root filesystem, network and volumes from
+// img, and starts its process.
+func (c *container) create(ctx context.Context, img v1.Image) error {
+	if dir := c.rt.o.LogDir; dir != "" {
+		name := fmt.Sprintf("%s_%s_%s.log", c.pod.Namespace, c.pod.Name, c.pod.UID)
+		if err := c.log.openFile(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	if err := unpack(img, c.root); err != nil {
+		return fmt.Errorf("unpack %s: %w", c.spec.Image, err)
+	}
+	if sc := c.spec.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		if err := readOnly(c.root); err != nil {
+			return fmt.Errorf("readOnlyRootFilesystem: %w", err)
+		}
+	}
+	if c.rt.o.OwnNetwork && !c.pod.Spec.HostNetwork {
+		ns, err := newNetNS()
+		if err != nil {
+			return err
+		}
+		c.net = ns
+		api := net.JoinHostPort(c.rt.o.Host, c.rt.o.Port)
+		if err := ns.forward(api, api); err != nil {
+			return err
+		}
+	}
+	if err := c.mountVolumes(ctx); err != nil {
+		return err
+	}
+	return c.start()
+}
+
+// teardown undoes what a failed create did.
+func (c *container) teardown() {
+	c.cancel()
+	c.wg.Wait()
+	c.net.close()
+	c.log.closeFile()
+	os.RemoveAll(c.root)
+}
+
+// container is pod's container, if it runs here.
+func (r *Runtime) container(pod *corev1.Pod) (*container, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.pods[pod.UID]
+	return c, ok
+}
+
 // Status returns what the runtime knows of pod's container.
 func (r *Runtime) Status(pod *corev1.Pod) (Status, bool) {
-	r.mu.Lock()
-	c, ok := r.pods[pod.UID]
-	r.mu.Unlock()
+	c, ok := r.container(pod)
 	if !ok {
 		return Status{}, false
 	}
@@ -140,16 +243,22 @@ func (r *Runtime) Ready(pod *corev1.Pod) (bool, int32) {
 	return s.Running && s.Ready, s.Restarts
 }
 
+// ImageID is the image pod's container runs, as REPOSITORY@DIGEST: what
+// the kubelet stand-in reports as its imageID.
+func (r *Runtime) ImageID(pod *corev1.Pod) string {
+	if c, ok := r.container(pod); ok {
+		return c.imageID
+	}
+	return ""
+}
+
 // Log returns what pod's container wrote to standard output and error,
 // over all its restarts.
 func (r *Runtime) Log(pod *corev1.Pod) string {
-	r.mu.Lock()
-	c, ok := r.pods[pod.UID]
-	r.mu.Unlock()
-	if !ok {
-		return ""
+	if c, ok := r.container(pod); ok {
+		return c.log.String()
 	}
-	return c.log.String()
+	return ""
 }
 
 // Stop stops pod's container as the kubelet does (SIGTERM, then SIGKILL
@@ -180,11 +289,14 @@ type container struct {
 	pod     *corev1.Pod
 	spec    corev1.Container
 	image   v1.Config
+	imageID string
 	root    string
 	changed func()
 	log     *logBuffer
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// net is the pod's network namespace; nil: the machine's.
+	net *netNS
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -223,7 +335,7 @@ func (c *container) start() error {
 	}
 	argv = append(append([]string(nil), argv...), args...)
 	if len(argv) == 0 {
-		return errors.New("the container has no command and the image no entrypoint")
+		return refuse(ReasonRunContainer, "the container has no command and the image no entrypoint")
 	}
 	env, err := c.environment()
 	if err != nil {
@@ -250,8 +362,13 @@ func (c *container) start() error {
 			Pdeathsig:  syscall.SIGKILL,
 		},
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", argv[0], err)
+	run := cmd.Start
+	if c.net != nil {
+		// The child is forked from a thread inside the namespace.
+		run = func() error { return c.net.do(cmd.Start) }
+	}
+	if err := run(); err != nil {
+		return refuse(ReasonRunContainer, "start %s: %v", argv[0], err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -337,7 +454,11 @@ func (c *container) probe(ctx context.Context, p *corev1.Probe) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if c.net != nil {
+		client = &http.Client{Transport: &http.Transport{DialContext: c.net.dial, DisableKeepAlives: true}}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}
@@ -387,6 +508,8 @@ func (c *container) stop() {
 		grace = time.Duration(*g) * time.Second
 	}
 	c.kill(grace)
+	c.net.close()
+	c.log.closeFile()
 	os.RemoveAll(c.root)
 }
 
@@ -501,6 +624,26 @@ func containerNonRoot(c corev1.Container) *bool {
 		return nil
 	}
 	return c.SecurityContext.RunAsNonRoot
+}
+
+// checkVolumes refuses what mountVolumes cannot mount.
+func (c *container) checkVolumes() error {
+	vols := map[string]corev1.Volume{}
+	for _, v := range c.pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, m := range c.spec.VolumeMounts {
+		v, ok := vols[m.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("volume mount %s names no volume of the pod", m.Name)
+		case m.SubPath != "" || m.SubPathExpr != "":
+			return fmt.Errorf("volume mount %s: subPath is not supported by podrun", m.Name)
+		case v.EmptyDir == nil && v.ConfigMap == nil && v.Secret == nil:
+			return fmt.Errorf("volume %s: only emptyDir, configMap and secret volumes are supported by podrun", v.Name)
+		}
+	}
+	return nil
 }
 
 // mountVolumes puts each of the container's volumes at its mount path in
@@ -666,7 +809,7 @@ func unpack(img v1.Image, root string) error {
 			}
 		case tar.TypeReg:
 			if total += h.Size; total > maxRootfs {
-				return fmt.Errorf("the image is larger than %d bytes unpacked", maxRootfs)
+				return refuse(ReasonCreateContainer, "the image is larger than %d bytes unpacked", maxRootfs)
 			}
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return err
@@ -688,7 +831,7 @@ func unpack(img v1.Image, root string) error {
 			}
 			continue
 		default:
-			return fmt.Errorf("%s: entry type %c is not supported by podrun", h.Name, h.Typeflag)
+			return refuse(ReasonCreateContainer, "%s: entry type %c is not supported by podrun", h.Name, h.Typeflag)
 		}
 		if err := os.Lchown(path, h.Uid, h.Gid); err != nil {
 			return err
@@ -726,11 +869,12 @@ func modeBits(m int64) os.FileMode {
 }
 
 // logBuffer keeps a container's output up to maxLog bytes, then the rest
-// is dropped with a note.
+// is dropped with a note; file, when set, gets the same bytes.
 type logBuffer struct {
 	mu      sync.Mutex
 	b       strings.Builder
 	dropped bool
+	file    *os.File
 }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
@@ -738,18 +882,48 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	if room := maxLog - l.b.Len(); room < len(p) {
 		if !l.dropped {
-			l.b.Write(p[:max(room, 0)])
-			l.b.WriteString("\npodrun: log truncated\n")
+			l.add(p[:max(room, 0)])
+			l.add([]byte("\npodrun: log truncated\n"))
 			l.dropped = true
 		}
 		return len(p), nil
 	}
-	l.b.Write(p)
+	l.add(p)
 	return len(p), nil
+}
+
+// add keeps p; a log file that cannot be written loses it, the buffer not.
+func (l *logBuffer) add(p []byte) {
+	l.b.Write(p)
+	if l.file != nil {
+		_, _ = l.file.Write(p)
+	}
 }
 
 func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// openFile has the log written to path too, from now on.
+func (l *logBuffer) openFile(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("the pod's log file: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.file = f
+	return nil
+}
+
+// closeFile closes the log file, if any.
+func (l *logBuffer) closeFile() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
+	}
 }

@@ -29,21 +29,28 @@ func Kubeplug() (string, error) {
 	if bin := os.Getenv("KUBEPLUG_BIN"); bin != "" {
 		return filepath.Abs(bin)
 	}
+	return binary("kubeplug", "host", "./cmd/kubeplug")
+}
+
+// binary builds pkg, from module directory dir of the repository, with
+// args once per test binary into the scratch directory as name, and
+// returns its path.
+func binary(name, dir, pkg string, args ...string) (string, error) {
 	if err := scratch(); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(buildDir, "kubeplug")
+	bin := filepath.Join(buildDir, name)
 	guestMu.Lock()
 	defer guestMu.Unlock()
-	if _, ok := guests["kubeplug"]; ok {
+	if _, ok := guests[name]; ok {
 		return bin, nil
 	}
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubeplug")
-	cmd.Dir = filepath.Join(Root(), "host")
+	cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", bin, pkg)...)
+	cmd.Dir = filepath.Join(Root(), dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build kubeplug: %v\n%s", err, out)
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
 	}
-	guests["kubeplug"] = bin
+	guests[name] = bin
 	return bin, nil
 }
 
