@@ -3,6 +3,7 @@ package podrun
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -31,10 +32,15 @@ func PlatformImage(p layout.Path, d v1.Descriptor) (v1.Image, error) {
 		return nil, fmt.Errorf("image index %s: %w", d.Digest, err)
 	}
 	want := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	var has []string
 	for _, m := range im.Manifests {
 		if m.MediaType.IsImage() && m.Platform != nil && m.Platform.Satisfies(want) {
 			return idx.Image(m.Digest)
 		}
+		if m.Platform != nil {
+			has = append(has, m.Platform.String())
+		}
 	}
-	return nil, fmt.Errorf("image index %s holds no image for %s, this node's platform", d.Digest, want.String())
+	return nil, fmt.Errorf("image index %s has no image for %s, this node's platform (it has %s): build one with make image",
+		d.Digest, want.String(), strings.Join(has, ", "))
 }
