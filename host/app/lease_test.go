@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeplug/kubeplug/host/metrics"
 )
 
 // TestLostLeaseCancelsWrites: when the Lease can no longer be renewed, the
@@ -60,4 +62,60 @@ func TestLostLeaseCancelsWrites(t *testing.T) {
 		require.Contains(t, logs.String(), `level=INFO msg="stopped leading: reconciles in flight finished, the Lease released" lease=kube-system/kubeplug`,
 			"a leadership change in the log at info, as its start is")
 	})
+}
+
+// TestLeaderSeries: the elector reports leader_election_master_status, by
+// the Lease's name as kube-controller-manager's does: 1 while this host
+// leads, 0 once it has lost the Lease.
+func TestLeaderSeries(t *testing.T) {
+	le := LeaderElection{Namespace: "kube-system", Name: "kubeplug-series", Identity: "a",
+		LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}
+	m := metrics.New()
+	status := func() (float64, bool) {
+		return seriesValue(t, m, "leader_election_master_status", map[string]string{"name": le.Name})
+	}
+	client := fake.NewClientset()
+	var leading float64
+	var shown bool
+	run := func(_, writes context.Context) {
+		leading, shown = status()
+		client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("renewal refused")
+		})
+		<-writes.Done()
+	}
+	require.ErrorIs(t, lead(context.Background(), client, le, run, slog.New(slog.DiscardHandler)), ErrLostLease)
+	require.True(t, shown, "no leader_election_master_status while leading")
+	require.Equal(t, 1.0, leading, "while leading")
+	lost, _ := status()
+	require.Zero(t, lost, "after the Lease was lost")
+}
+
+// seriesValue is the value of the gauge or counter name whose labels
+// include want, and whether there is one.
+func seriesValue(t *testing.T, m *metrics.Metrics, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Errorf("gather: %v", err)
+		return 0, false
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			if s.Gauge != nil {
+				return s.Gauge.GetValue(), true
+			}
+			return s.GetCounter().GetValue(), true
+		}
+	}
+	return 0, false
 }

@@ -149,10 +149,11 @@ func Run(ctx context.Context, opts Options) error {
 		return out
 	})
 	deps := controller.Deps{
-		Lister:  cache,
-		Cluster: &kube.Cluster{Dynamic: writes, Events: events},
-		Metrics: m,
-		Logger:  log,
+		Lister:     cache,
+		Cluster:    &kube.Cluster{Dynamic: writes, Events: events},
+		Metrics:    m,
+		WorkQueues: m.WorkQueues(),
+		Logger:     log,
 
 		ReconcileTimeout: file.ReconcileTimeout,
 	}

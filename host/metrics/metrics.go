@@ -73,9 +73,13 @@ type Metrics struct {
 	// which a shadow module with compareWith decided as, or otherwise than,
 	// the module it names, by shadow module and compared module.
 	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
+
+	// queues are client-go's workqueue_* series (WorkQueues).
+	queues *queueSeries
 }
 
-// New creates the metrics in a new registry, with Go and process collectors.
+// New creates the metrics in a new registry, with Go and process collectors
+// and client-go's series (clientgo.go).
 func New() *Metrics {
 	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 	m := &Metrics{
@@ -155,7 +159,11 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "shadow_disagreements_total",
 			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
 		}, []string{"module", "compare_with"}),
+		queues: newQueueSeries(),
 	}
+	installRequestMetrics()
+	m.Registry.MustRegister(processCollectors()...)
+	m.Registry.MustRegister(m.queues.collectors()...)
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
