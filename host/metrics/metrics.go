@@ -66,8 +66,9 @@ type Metrics struct {
 	// before, if any, goes on serving).
 	ModuleSwaps *prometheus.CounterVec
 	// ConfigReloads counts reloads of the host configuration by result:
-	// success, or failed (the file did not validate and nothing of it was
-	// applied).
+	// success; partial (the file changed settings that take a restart, such
+	// as csiDrivers, and the rest of it was applied); or failed (the file
+	// did not validate and nothing of it was applied). Each starts at 0.
 	ConfigReloads *prometheus.CounterVec
 	// ShadowAgreements and ShadowDisagreements count the reconciles on
 	// which a shadow module with compareWith decided as, or otherwise than,
@@ -149,7 +150,7 @@ func New() *Metrics {
 		}, []string{"module", "result"}),
 		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "config_reloads_total",
-			Help: "Reloads of the host configuration by result (success, failed: nothing of the file was applied).",
+			Help: "Reloads of the host configuration by result (success; partial: settings that take a restart were not applied, the rest was; failed: nothing of the file was applied).",
 		}, []string{"result"}),
 		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_agreements_total",
@@ -160,6 +161,11 @@ func New() *Metrics {
 			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
 		}, []string{"module", "compare_with"}),
 		queues: newQueueSeries(),
+	}
+	// Each result is there from the start, so that the first failure is an
+	// increase an alert sees, not a new series.
+	for _, r := range []string{"success", "partial", "failed"} {
+		m.ConfigReloads.WithLabelValues(r)
 	}
 	installRequestMetrics()
 	m.Registry.MustRegister(processCollectors()...)
