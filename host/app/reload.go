@@ -585,12 +585,18 @@ func (r *Reloader) refuse(module, reason string, err error) {
 // warning records err as a Warning event on the host's object, from module
 // ("" for the host itself).
 func (r *Reloader) warning(module, reason string, err error) {
-	msg := metrics.Clip(err.Error(), actions.MaxEventMessage)
+	r.hostEvent(module, abi.EventWarning, reason, err.Error())
+}
+
+// hostEvent records an event on the host's object, from module ("" for the
+// host itself).
+func (r *Reloader) hostEvent(module, eventType, reason, message string) {
+	msg := metrics.Clip(message, actions.MaxEventMessage)
 	source := module
 	if source == "" {
 		source = "host"
 	}
-	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, abi.EventWarning, reason, msg, source); err != nil {
+	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, eventType, reason, msg, source); err != nil {
 		r.log.Warn("record the host's event", "reason", reason, "err", err)
 	}
 }

@@ -157,8 +157,9 @@ func Run(ctx context.Context, opts Options) error {
 
 		ReconcileTimeout: file.ReconcileTimeout,
 	}
+	var volumes *csi.Client
 	if len(file.CSIDrivers) > 0 {
-		volumes, err := csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
+		volumes, err = csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
 		if err != nil {
 			return fmt.Errorf("%w: %s: csiDrivers: %w", ErrConfig, file.Path, err)
 		}
@@ -166,6 +167,11 @@ func Run(ctx context.Context, opts Options) error {
 		deps.Volumes, deps.Drivers = volumes, volumes.Drivers
 	}
 	rl.deps, rl.fleet = deps, newFleet(cache, log)
+	if volumes != nil {
+		// Before the caches sync: a driver that does not answer shows
+		// from the start, and stops being probed before it is closed.
+		defer probeDrivers(ctx, volumes, ready, m, rl, log)()
+	}
 	if err := rl.start(file, mods); err != nil {
 		return err
 	}

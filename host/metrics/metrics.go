@@ -70,6 +70,9 @@ type Metrics struct {
 	// as csiDrivers, and the rest of it was applied); or failed (the file
 	// did not validate and nothing of it was applied). Each starts at 0.
 	ConfigReloads *prometheus.CounterVec
+	// CSIDriverReady is 1 while a configured CSI driver answers the host's
+	// probe (its name, its capabilities), else 0, by driver.
+	CSIDriverReady *prometheus.GaugeVec
 	// ShadowAgreements and ShadowDisagreements count the reconciles on
 	// which a shadow module with compareWith decided as, or otherwise than,
 	// the module it names, by shadow module and compared module.
@@ -152,6 +155,10 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "config_reloads_total",
 			Help: "Reloads of the host configuration by result (success; partial: settings that take a restart were not applied, the rest was; failed: nothing of the file was applied).",
 		}, []string{"result"}),
+		CSIDriverReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "csi_driver_ready",
+			Help: "1 while a configured CSI driver answers the host's probe as the driver configured, able to delete volumes; else 0. By driver.",
+		}, []string{"driver"}),
 		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_agreements_total",
 			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
@@ -176,7 +183,7 @@ func New() *Metrics {
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
-		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
+		m.ModuleSwaps, m.ConfigReloads, m.CSIDriverReady, m.ShadowAgreements, m.ShadowDisagreements,
 	)
 	return m
 }
