@@ -318,6 +318,7 @@ func (r *Reloader) Reload(reason string) {
 	file, err := config.Load(r.path)
 	if err != nil {
 		r.m.ConfigReloads.WithLabelValues("failed").Inc()
+		r.m.ConfigLastReloadSuccessful.Set(0)
 		r.refuse("", ReasonConfigRejected, fmt.Errorf("host configuration not reloaded, nothing of it applied, the modules running go on: %w", err))
 		return
 	}
@@ -607,6 +608,7 @@ func (r *Reloader) hostEvent(module, eventType, reason, message string) {
 // the last reload's: until a restart, every reload of such a file is
 // partly applied, and says so.
 func (r *Reloader) reportApplied(file *config.File) {
+	r.m.ConfigLastReloadSuccessful.Set(1)
 	fields := restartOnly(r.started, file)
 	if len(fields) == 0 {
 		r.m.ConfigReloads.WithLabelValues("success").Inc()

@@ -178,6 +178,7 @@ func TestReload(t *testing.T) {
 		h.write(t, "host.yaml", []byte("modules: [{path: "+mod+", bogus: 1}]\n"))
 		h.r.Reload("test")
 		require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigReloads.WithLabelValues("failed")))
+		require.Zero(t, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful), "until a reload succeeds")
 		require.NotNil(t, h.r.fleet.get("warn"))
 	})
 	t.Run("entries added and removed", func(t *testing.T) {
@@ -189,6 +190,7 @@ func TestReload(t *testing.T) {
 		require.False(t, hasSeries(t, h.m, "warn", ""))
 		require.NoError(t, reconcile("other").Err)
 		require.True(t, info("other", "1"))
+		require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful))
 	})
 }
 
@@ -278,6 +280,7 @@ func TestReloadPartlyApplied(t *testing.T) {
 	h.r.Reload("test")
 	require.Equal(t, 1.0, reloads("partial"))
 	require.Zero(t, reloads("success"), "a reload that leaves csiDrivers unapplied is no success")
+	require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful), "but it was applied, partly")
 	require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation(), "the module's new config is applied")
 	msgs := partlyApplied()
 	require.Len(t, msgs, 1)

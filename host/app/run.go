@@ -49,6 +49,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	m := metrics.New()
 	ready := metrics.NewReadiness("loading modules")
+	m.WatchReadiness(ready)
 	health := &metrics.Health{}
 
 	// The health endpoints come up first, so that a slow start shows as

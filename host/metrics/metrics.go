@@ -70,6 +70,13 @@ type Metrics struct {
 	// as csiDrivers, and the rest of it was applied); or failed (the file
 	// did not validate and nothing of it was applied). Each starts at 0.
 	ConfigReloads *prometheus.CounterVec
+	// ConfigLastReloadSuccessful is 1 when the host's last reload of its
+	// configuration was applied, wholly or partly, or none has run since
+	// it started; 0 when it was refused. Prometheus' own
+	// prometheus_config_last_reload_successful says the same of Prometheus:
+	// an alert on it lasts until a reload succeeds, where one on the
+	// counter would end by itself with the file still refused.
+	ConfigLastReloadSuccessful prometheus.Gauge
 	// CSIDriverReady is 1 while a configured CSI driver answers the host's
 	// probe (its name, its capabilities), else 0, by driver.
 	CSIDriverReady *prometheus.GaugeVec
@@ -155,6 +162,10 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "config_reloads_total",
 			Help: "Reloads of the host configuration by result (success; partial: settings that take a restart were not applied, the rest was; failed: nothing of the file was applied).",
 		}, []string{"result"}),
+		ConfigLastReloadSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "config_last_reload_successful",
+			Help: "1 when the last reload of the host configuration was applied (wholly or partly), or none has run since start; 0 when it was refused.",
+		}),
 		CSIDriverReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "csi_driver_ready",
 			Help: "1 while a configured CSI driver answers the host's probe as the driver configured, able to delete volumes; else 0. By driver.",
@@ -174,6 +185,7 @@ func New() *Metrics {
 	for _, r := range []string{"success", "partial", "failed"} {
 		m.ConfigReloads.WithLabelValues(r)
 	}
+	m.ConfigLastReloadSuccessful.Set(1) // a host starts only on a configuration it accepted
 	installRequestMetrics()
 	m.Registry.MustRegister(processCollectors()...)
 	m.Registry.MustRegister(m.queues.collectors()...)
@@ -183,7 +195,7 @@ func New() *Metrics {
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
-		m.ModuleSwaps, m.ConfigReloads, m.CSIDriverReady, m.ShadowAgreements, m.ShadowDisagreements,
+		m.ModuleSwaps, m.ConfigReloads, m.ConfigLastReloadSuccessful, m.CSIDriverReady, m.ShadowAgreements, m.ShadowDisagreements,
 	)
 	return m
 }
@@ -196,6 +208,21 @@ func (m *Metrics) WatchEventsPending(pending func() int) {
 		Namespace: Namespace, Name: "events_pending",
 		Help: "Events recorded for modules and not yet stored, refused or given up on: what an unreachable API server holds back.",
 	}, func() float64 { return float64(pending()) }))
+}
+
+// WatchReadiness registers kubeplug_ready, read from ready at each scrape:
+// 1 while /readyz answers 200, else 0, for an alert on a host that stays
+// unready (modules loading, caches syncing). Call it once.
+func (m *Metrics) WatchReadiness(ready *Readiness) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "ready",
+		Help: "1 while the host is ready (/readyz answers 200: modules loaded, caches synced, webhook serving), else 0.",
+	}, func() float64 {
+		if ready.Reason() != "" {
+			return 0
+		}
+		return 1
+	}))
 }
 
 // GuestCallClass is one class of calls into modules (admit, reconcile) at

@@ -126,3 +126,17 @@ func TestReadinessNotes(t *testing.T) {
 	ready.Note("long", strings.Repeat("x", 5000))
 	require.Len(t, ready.Notes()[0], len("long: ")+1024, "a note's detail is cut to 1 KiB")
 }
+
+// kubeplug_ready follows the readiness: 1 while /readyz answers 200.
+func TestWatchReadiness(t *testing.T) {
+	m := metrics.New()
+	ready := metrics.NewReadiness("caches syncing")
+	m.WatchReadiness(ready)
+	v, ok := sample(t, m.Registry, "kubeplug_ready", nil)
+	require.True(t, ok)
+	require.Zero(t, v)
+	ready.Note("csi driver", "does not answer")
+	ready.Ready()
+	v, _ = sample(t, m.Registry, "kubeplug_ready", nil)
+	require.Equal(t, 1.0, v, "a note leaves the host ready")
+}
