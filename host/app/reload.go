@@ -208,6 +208,7 @@ func (r *Reloader) start(file *config.File, mods []loaded) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.file, r.started = file, file
+	r.initSwaps(file)
 	for _, l := range inOrder(mods) {
 		if err := r.add(l, 1); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
@@ -323,6 +324,7 @@ func (r *Reloader) Reload(reason string) {
 		return
 	}
 	r.reportApplied(file)
+	r.initSwaps(file)
 
 	// Load every new or changed module file before applying any, so that
 	// the controllers change together and the slow part runs while they
@@ -361,6 +363,17 @@ func (r *Reloader) Reload(reason string) {
 	}
 	r.file = file
 	r.publish()
+}
+
+// initSwaps shows kubeplug_module_swaps_total of every entry of file at 0
+// until it counts: an alert on its increase sees a module's first refused
+// swap only if the series was there before it.
+func (r *Reloader) initSwaps(file *config.File) {
+	for _, c := range file.Modules {
+		for _, result := range []string{"success", "failed"} {
+			r.m.ModuleSwaps.WithLabelValues(c.Name, result)
+		}
+	}
 }
 
 // failed reports that the module of the entry name was not loaded: its

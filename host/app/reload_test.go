@@ -123,6 +123,7 @@ func TestReload(t *testing.T) {
 	h, mod, wasm, entry := newWarnHost(t)
 	info := func(module, gen string) bool { return hasSeries(t, h.m, module, gen) }
 	require.True(t, info("warn", "1"))
+	require.Equal(t, 2, testutil.CollectAndCount(h.m.ModuleSwaps), "a module's swaps are counted from 0, before the first")
 	reconcile := func(name string) controller.Outcome {
 		ctrl := h.r.fleet.get(name)
 		require.NotNil(t, ctrl, "controller %s", name)
