@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -49,8 +50,16 @@ const maxNote = 1024
 // Note shows detail under name in /readyz's answer, without making the
 // host not ready: something it works around that an operator should see,
 // such as a CSI driver that does not answer. An empty detail removes the
-// note. Callers keep the names few (one per configured driver).
+// note. Callers keep the names few (one per configured driver). The detail
+// may quote what a driver said: it is kept to one line of at most 1 KiB, so
+// that it cannot pass for another line of the answer.
 func (r *Readiness) Note(name, detail string) {
+	detail = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, detail)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if detail == "" {

@@ -125,6 +125,13 @@ func TestReadinessNotes(t *testing.T) {
 
 	ready.Note("long", strings.Repeat("x", 5000))
 	require.Len(t, ready.Notes()[0], len("long: ")+1024, "a note's detail is cut to 1 KiB")
+	ready.Note("long", "")
+
+	ready.Ready()
+	ready.Note(`csi driver "a.csi.example.com"`, "rpc error: code = Unavailable desc = down\nok\r\n")
+	_, body = get(t, probes.Addr(), "/readyz")
+	require.Equal(t, "ok\nwarning: csi driver \"a.csi.example.com\": rpc error: code = Unavailable desc = down ok  \n", body,
+		"what a driver says stays on its line")
 }
 
 // kubeplug_ready follows the readiness: 1 while /readyz answers 200.
