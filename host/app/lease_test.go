@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,14 +28,12 @@ func TestLostLeaseCancelsWrites(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 
 	t.Run("lost", func(t *testing.T) {
-		client := fake.NewClientset()
+		client, refuse := refusingClient()
 		writesEnded := make(chan struct{})
 		run := func(_, writes context.Context) {
 			// From now on every renewal fails, as when the API server
 			// cannot be reached.
-			client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-				return true, nil, errors.New("renewal refused")
-			})
+			refuse.Store(true)
 			<-writes.Done()
 			close(writesEnded)
 		}
@@ -74,14 +73,12 @@ func TestLeaderSeries(t *testing.T) {
 	status := func() (float64, bool) {
 		return seriesValue(t, m, "leader_election_master_status", map[string]string{"name": le.Name})
 	}
-	client := fake.NewClientset()
+	client, refuse := refusingClient()
 	var leading float64
 	var shown bool
 	run := func(_, writes context.Context) {
 		leading, shown = status()
-		client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, errors.New("renewal refused")
-		})
+		refuse.Store(true)
 		<-writes.Done()
 	}
 	require.ErrorIs(t, lead(context.Background(), client, le, run, slog.New(slog.DiscardHandler)), ErrLostLease)
@@ -118,4 +115,20 @@ func seriesValue(t *testing.T, m *metrics.Metrics, name string, want map[string]
 		}
 	}
 	return 0, false
+}
+
+// refusingClient is a fake clientset whose Lease updates fail once refuse
+// is set, as when the API server cannot be reached. The reactor is in place
+// before the elector runs: the fake's reactors are not safe to change while
+// it calls them.
+func refusingClient() (*fake.Clientset, *atomic.Bool) {
+	client := fake.NewClientset()
+	refuse := &atomic.Bool{}
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, errors.New("renewal refused")
+		}
+		return false, nil, nil
+	})
+	return client, refuse
 }
