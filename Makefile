@@ -107,6 +107,7 @@ test-unit:
 	cd host && $(GO) vet ./... && $(GO) test ./...
 	cd host && $(GO) test -race -run 'TestPoolUnderConcurrentCalls|TestExtismPoolUnderConcurrentCalls' ./runtime
 	cd host && $(GO) test -race -run 'TestSwapUnderLoad' ./controller
+	cd host/metrics/alerts && $(GO) vet ./... && $(GO) test ./...
 
 test-guests: build guests
 	@set -e; for d in $(GUEST_SRC); do \

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kubeplug/kubeplug/host/metrics"
 )
 
 // lead runs run while this host holds the Lease. It returns nil when ctx is
@@ -38,6 +40,7 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 	// controllers have drained: with ReleaseOnCancel it gives up the Lease
 	// when that context ends, and no other host may start writing while
 	// this one still finishes a reconcile.
+	leaderelection.SetProvider(leaderMetrics{})
 	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
 	started := make(chan struct{})
@@ -108,6 +111,14 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 		return ErrLostLease
 	}
 }
+
+// leaderMetrics hands client-go's elector leader_election_master_status
+// and leader_election_slowpath_total (metrics.LeaderElection), labelled
+// with the Lease's name as kube-controller-manager's are. client-go takes
+// the first provider of the process and ignores the others.
+type leaderMetrics struct{}
+
+func (leaderMetrics) NewLeaderMetric() leaderelection.LeaderMetric { return metrics.LeaderElection }
 
 func (le LeaderElection) leaseDuration() time.Duration {
 	return orDefault(le.LeaseDuration, 15*time.Second)

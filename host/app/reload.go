@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ import (
 const (
 	ReasonModuleRejected = "ModuleRejected"
 	ReasonConfigRejected = "ConfigRejected"
+	// ReasonConfigPartlyApplied: the reload changed settings that take a
+	// restart, and applied the rest.
+	ReasonConfigPartlyApplied = "ConfigPartlyApplied"
 )
 
 // Reloader applies changes of the host configuration and of its module
@@ -67,8 +71,11 @@ type Reloader struct {
 	// health is the reload loop's heartbeat, for /healthz.
 	health reloadHealth
 
-	mu      sync.Mutex // one reload at a time
-	file    *config.File
+	mu   sync.Mutex // one reload at a time
+	file *config.File
+	// started is the configuration the host started with, whose
+	// restart-only settings (restartOnly) it runs with until it stops.
+	started *config.File
 	applied map[string]*appliedEntry
 	// pulls are the image entries being pulled, by module name: each in
 	// its own goroutine, under its own deadline (the fetch's timeout) and
@@ -200,7 +207,8 @@ func (r *Reloader) loadSource(c *config.Module, src *oci.Source) (loaded, error)
 func (r *Reloader) start(file *config.File, mods []loaded) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.file = file
+	r.file, r.started = file, file
+	r.initSwaps(file)
 	for _, l := range inOrder(mods) {
 		if err := r.add(l, 1); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrConfig, file.Path, err)
@@ -311,11 +319,12 @@ func (r *Reloader) Reload(reason string) {
 	file, err := config.Load(r.path)
 	if err != nil {
 		r.m.ConfigReloads.WithLabelValues("failed").Inc()
+		r.m.ConfigLastReloadSuccessful.Set(0)
 		r.refuse("", ReasonConfigRejected, fmt.Errorf("host configuration not reloaded, nothing of it applied, the modules running go on: %w", err))
 		return
 	}
-	r.m.ConfigReloads.WithLabelValues("success").Inc()
-	r.warnRestartOnly(file)
+	r.reportApplied(file)
+	r.initSwaps(file)
 
 	// Load every new or changed module file before applying any, so that
 	// the controllers change together and the slow part runs while they
@@ -354,6 +363,17 @@ func (r *Reloader) Reload(reason string) {
 	}
 	r.file = file
 	r.publish()
+}
+
+// initSwaps shows kubeplug_module_swaps_total of every entry of file at 0
+// until it counts: an alert on its increase sees a module's first refused
+// swap only if the series was there before it.
+func (r *Reloader) initSwaps(file *config.File) {
+	for _, c := range file.Modules {
+		for _, result := range []string{"success", "failed"} {
+			r.m.ModuleSwaps.WithLabelValues(c.Name, result)
+		}
+	}
 }
 
 // failed reports that the module of the entry name was not loaded: its
@@ -573,41 +593,69 @@ func (r *Reloader) replaceShadow(l loaded, old *appliedEntry, gen uint64) error 
 // Warning event on the host's object.
 func (r *Reloader) refuse(module, reason string, err error) {
 	r.log.Error("reload refused", "module", module, "err", err)
-	msg := metrics.Clip(err.Error(), actions.MaxEventMessage)
+	r.warning(module, reason, err)
+}
+
+// warning records err as a Warning event on the host's object, from module
+// ("" for the host itself).
+func (r *Reloader) warning(module, reason string, err error) {
+	r.hostEvent(module, abi.EventWarning, reason, err.Error())
+}
+
+// hostEvent records an event on the host's object, from module ("" for the
+// host itself).
+func (r *Reloader) hostEvent(module, eventType, reason, message string) {
+	msg := metrics.Clip(message, actions.MaxEventMessage)
 	source := module
 	if source == "" {
 		source = "host"
 	}
-	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, abi.EventWarning, reason, msg, source); err != nil {
-		r.log.Warn("record reload event", "err", err)
+	if err := r.deps.Cluster.RecordEvent(r.ctx, r.host, eventType, reason, msg, source); err != nil {
+		r.log.Warn("record the host's event", "reason", reason, "err", err)
 	}
 }
 
-// warnRestartOnly logs the settings of file that a reload cannot apply.
-func (r *Reloader) warnRestartOnly(file *config.File) {
-	old := r.file
+// reportApplied counts and reports a reload of file that validated: a
+// success, or, when file changes settings the host sets up once at start
+// (restartOnly), partly applied. Those are compared with the start's, not
+// the last reload's: until a restart, every reload of such a file is
+// partly applied, and says so.
+func (r *Reloader) reportApplied(file *config.File) {
+	r.m.ConfigLastReloadSuccessful.Set(1)
+	fields := restartOnly(r.started, file)
+	if len(fields) == 0 {
+		r.m.ConfigReloads.WithLabelValues("success").Inc()
+		return
+	}
+	r.m.ConfigReloads.WithLabelValues("partial").Inc()
+	err := fmt.Errorf("host configuration partly applied: %s changed and take a restart, so the host goes on with those it started with; "+
+		"the modules were reloaded. Restart the host (kubectl rollout restart) to apply them", strings.Join(fields, ", "))
+	r.log.Warn("reload partly applied", "fields", fields, "err", err)
+	r.warning("", ReasonConfigPartlyApplied, err)
+}
+
+// restartOnly names the settings of file that differ from those of
+// running, which a reload cannot apply.
+func restartOnly(running, file *config.File) []string {
 	var fields []string
-	if file.Resync != old.Resync {
+	if file.Resync != running.Resync {
 		fields = append(fields, "resync")
 	}
-	if file.ReconcileTimeout != old.ReconcileTimeout {
+	if file.ReconcileTimeout != running.ReconcileTimeout {
 		fields = append(fields, "reconcileTimeout")
 	}
-	if !reflect.DeepEqual(file.CSIDrivers, old.CSIDrivers) {
+	if !reflect.DeepEqual(file.CSIDrivers, running.CSIDrivers) {
 		fields = append(fields, "csiDrivers")
 	}
 	// The API client's rate and the informers' shard are set up once, at
 	// start (Run, cacheOptions).
-	if file.APIQPS != old.APIQPS {
+	if file.APIQPS != running.APIQPS {
 		fields = append(fields, "apiQPS")
 	}
-	if file.Shard.Namespace != old.Shard.Namespace || selectorString(file.Shard.LabelSelector) != selectorString(old.Shard.LabelSelector) {
+	if file.Shard.Namespace != running.Shard.Namespace || selectorString(file.Shard.LabelSelector) != selectorString(running.Shard.LabelSelector) {
 		fields = append(fields, "shard")
 	}
-	if len(fields) > 0 {
-		r.log.Warn("host configuration changes that take a restart were not applied; the modules were reloaded",
-			"fields", fields)
-	}
+	return fields
 }
 
 // selectorString is sel as a string, "" for none.

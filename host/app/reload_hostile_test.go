@@ -20,12 +20,7 @@ import (
 // reload that returns at once, the running module going on; the corrected
 // file is then applied by the next reload.
 func TestReloadHostileFiles(t *testing.T) {
-	wasm := workload.Guest(t, "examples/warnretain")
-	dir := t.TempDir()
-	mod := filepath.Join(dir, "warn.wasm")
-	require.NoError(t, os.WriteFile(mod, wasm, 0o644))
-	entry := fmt.Sprintf("modules:\n- path: %s\n  name: warn\n%s", mod, allow["examples/warnretain"])
-	h := newTestHost(t, entry, set("default", "web"))
+	h, mod, wasm, entry := newWarnHost(t)
 	swaps := func(result string) float64 {
 		return testutil.ToFloat64(h.m.ModuleSwaps.WithLabelValues("warn", result))
 	}

@@ -70,6 +70,18 @@ func newTestHost(tb testing.TB, yaml string, objs ...map[string]any) *testHost {
 	return &testHost{dir: dir, r: r, m: m, c: c}
 }
 
+// newWarnHost is a test host running the warnretain example from a file
+// of its own, mod, as the entry "warn" (entry, its YAML), on a cluster with
+// the StatefulSet default/web; wasm is the module's bytes.
+func newWarnHost(t *testing.T) (h *testHost, mod string, wasm []byte, entry string) {
+	t.Helper()
+	wasm = workload.Guest(t, "examples/warnretain")
+	mod = filepath.Join(t.TempDir(), "warn.wasm")
+	require.NoError(t, os.WriteFile(mod, wasm, 0o644))
+	entry = fmt.Sprintf("modules:\n- path: %s\n  name: warn\n%s", mod, allow["examples/warnretain"])
+	return newTestHost(t, entry, set("default", "web")), mod, wasm, entry
+}
+
 // write puts data at name in the host's directory by a rename.
 func (h *testHost) write(tb testing.TB, name string, data []byte) string {
 	tb.Helper()
@@ -108,14 +120,10 @@ func set(ns, name string) map[string]any {
 // entry added starts a controller and one removed stops it; a
 // configuration that does not validate changes nothing.
 func TestReload(t *testing.T) {
-	wasm := workload.Guest(t, "examples/warnretain")
-	dir := t.TempDir()
-	mod := filepath.Join(dir, "warn.wasm")
-	require.NoError(t, os.WriteFile(mod, wasm, 0o644))
-	entry := fmt.Sprintf("modules:\n- path: %s\n  name: warn\n%s", mod, allow["examples/warnretain"])
-	h := newTestHost(t, entry, set("default", "web"))
+	h, mod, wasm, entry := newWarnHost(t)
 	info := func(module, gen string) bool { return hasSeries(t, h.m, module, gen) }
 	require.True(t, info("warn", "1"))
+	require.Equal(t, 2, testutil.CollectAndCount(h.m.ModuleSwaps), "a module's swaps are counted from 0, before the first")
 	reconcile := func(name string) controller.Outcome {
 		ctrl := h.r.fleet.get(name)
 		require.NotNil(t, ctrl, "controller %s", name)
@@ -171,10 +179,11 @@ func TestReload(t *testing.T) {
 		h.write(t, "host.yaml", []byte("modules: [{path: "+mod+", bogus: 1}]\n"))
 		h.r.Reload("test")
 		require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigReloads.WithLabelValues("failed")))
+		require.Zero(t, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful), "until a reload succeeds")
 		require.NotNil(t, h.r.fleet.get("warn"))
 	})
 	t.Run("entries added and removed", func(t *testing.T) {
-		other := filepath.Join(dir, "other.wasm")
+		other := filepath.Join(filepath.Dir(mod), "other.wasm")
 		require.NoError(t, os.WriteFile(other, wasm, 0o644))
 		h.write(t, "host.yaml", []byte(fmt.Sprintf("modules:\n- path: %s\n  name: other\n%s", other, allow["examples/warnretain"])))
 		h.r.Reload("test")
@@ -182,6 +191,7 @@ func TestReload(t *testing.T) {
 		require.False(t, hasSeries(t, h.m, "warn", ""))
 		require.NoError(t, reconcile("other").Err)
 		require.True(t, info("other", "1"))
+		require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful))
 	})
 }
 
@@ -245,4 +255,43 @@ func TestReloadShadow(t *testing.T) {
 	require.False(t, hasSeries(t, h.m, "cand", ""))
 	reconcile()
 	require.Equal(t, 3.0, agreed(), "removed: compared no more")
+}
+
+// TestReloadPartlyApplied: a reload that changes csiDrivers, which take a
+// restart, applies the rest of the file and is counted and reported as
+// partly applied, not as a success; so is every later reload until the
+// file agrees again with what the host started with.
+func TestReloadPartlyApplied(t *testing.T) {
+	h, _, _, entry := newWarnHost(t)
+	reloads := func(result string) float64 { return testutil.ToFloat64(h.m.ConfigReloads.WithLabelValues(result)) }
+	partlyApplied := func() []string {
+		var msgs []string
+		for _, e := range h.c.Events() {
+			if e.Reason == ReasonConfigPartlyApplied {
+				require.Equal(t, "Warning", e.Type)
+				msgs = append(msgs, e.Message)
+			}
+		}
+		return msgs
+	}
+	require.Zero(t, reloads("partial"), "the series is there from the start")
+
+	drivers := "csiDrivers:\n- name: hostpath.csi.k8s.io\n  endpoint: /run/csi/hostpath.sock\n"
+	h.write(t, "host.yaml", []byte(drivers+entry+"  config: {ignoreNamespaces: [default]}\n"))
+	h.r.Reload("test")
+	require.Equal(t, 1.0, reloads("partial"))
+	require.Zero(t, reloads("success"), "a reload that leaves csiDrivers unapplied is no success")
+	require.Equal(t, 1.0, testutil.ToFloat64(h.m.ConfigLastReloadSuccessful), "but it was applied, partly")
+	require.Equal(t, uint64(2), h.r.fleet.get("warn").Generation(), "the module's new config is applied")
+	msgs := partlyApplied()
+	require.Len(t, msgs, 1)
+	require.Contains(t, msgs[0], "csiDrivers changed and take a restart")
+
+	h.r.Reload("test")
+	require.Equal(t, 2.0, reloads("partial"), "the host still runs the drivers it started with")
+
+	h.write(t, "host.yaml", []byte(entry))
+	h.r.Reload("test")
+	require.Equal(t, 1.0, reloads("success"), "back to what the host started with")
+	require.Equal(t, 2.0, reloads("partial"))
 }

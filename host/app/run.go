@@ -49,6 +49,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	m := metrics.New()
 	ready := metrics.NewReadiness("loading modules")
+	m.WatchReadiness(ready)
 	health := &metrics.Health{}
 
 	// The health endpoints come up first, so that a slow start shows as
@@ -149,15 +150,17 @@ func Run(ctx context.Context, opts Options) error {
 		return out
 	})
 	deps := controller.Deps{
-		Lister:  cache,
-		Cluster: &kube.Cluster{Dynamic: writes, Events: events},
-		Metrics: m,
-		Logger:  log,
+		Lister:     cache,
+		Cluster:    &kube.Cluster{Dynamic: writes, Events: events},
+		Metrics:    m,
+		WorkQueues: m.WorkQueues(),
+		Logger:     log,
 
 		ReconcileTimeout: file.ReconcileTimeout,
 	}
+	var volumes *csi.Client
 	if len(file.CSIDrivers) > 0 {
-		volumes, err := csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
+		volumes, err = csi.New(file.CSIDrivers, kube.SecretGetter(client), log)
 		if err != nil {
 			return fmt.Errorf("%w: %s: csiDrivers: %w", ErrConfig, file.Path, err)
 		}
@@ -165,6 +168,11 @@ func Run(ctx context.Context, opts Options) error {
 		deps.Volumes, deps.Drivers = volumes, volumes.Drivers
 	}
 	rl.deps, rl.fleet = deps, newFleet(cache, log)
+	if volumes != nil {
+		// Before the caches sync: a driver that does not answer shows
+		// from the start, and stops being probed before it is closed.
+		defer probeDrivers(ctx, volumes, ready, m, rl, log)()
+	}
 	if err := rl.start(file, mods); err != nil {
 		return err
 	}

@@ -76,7 +76,12 @@ type Deps struct {
 	// Drivers lists the CSI drivers the host may act for.
 	Drivers func() []string
 	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// WorkQueues, when set, reports each controller's queue in the
+	// workqueue_* series (the live host's); nil reports none, for callers
+	// that call controllers and never queue (kubeplug test and check make
+	// thousands, and a queue with metrics keeps a goroutine ticking).
+	WorkQueues *metrics.WorkQueues
+	Logger     *slog.Logger
 	// Now is the clock given to modules; nil is time.Now.
 	Now func() time.Time
 	// ReconcileTimeout bounds one whole reconcile, every API and CSI call
@@ -135,13 +140,17 @@ func New(mod Module, deps Deps) *Controller {
 		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities)
 	}
 	order := newChangesFirst()
+	var queueMetrics workqueue.MetricsProvider // nil: none
+	if deps.WorkQueues != nil {
+		queueMetrics = deps.WorkQueues
+	}
 	return &Controller{
 		name:    mod.Name,
 		subject: g.manifest.Subject,
 		workers: mod.Workers,
 		deps:    deps,
 		builder: &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
-		queue:   newQueue(mod.Name, order),
+		queue:   newQueue(mod.Name, order, queueMetrics),
 		order:   order,
 		log:     log,
 		h:       handle{cur: g, log: log},
@@ -177,8 +186,14 @@ func (c *Controller) Generation() uint64 { return c.h.current().n }
 
 // Close retires the controller's module, once Run has returned, and waits
 // (until ctx ends) for it and every module swapped out before it to be
-// closed.
+// closed. Its queue is shut down, if Run never did, and its workqueue_*
+// series go with it: a controller of the same name made later starts them
+// afresh.
 func (c *Controller) Close(ctx context.Context) error {
+	c.queue.ShutDown()
+	if wq := c.deps.WorkQueues; wq != nil {
+		wq.Forget(c.name)
+	}
 	return c.h.closeAll(ctx, c.name)
 }
 

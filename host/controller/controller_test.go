@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -146,4 +147,42 @@ func TestInNamespace(t *testing.T) {
 			require.Equal(t, tt.want, m.InNamespace(tt.ns))
 		})
 	}
+}
+
+// TestQueueSeries: a controller given WorkQueues reports its queue in
+// client-go's workqueue_* series under the module's name, as
+// kube-controller-manager and controller-runtime name theirs; Close removes
+// them. Without WorkQueues (kubeplug test and check) there are none.
+func TestQueueSeries(t *testing.T) {
+	c := newCluster(t, set("default", "web", nil), set("default", "db", nil))
+	m := metrics.New()
+	ctrl := controller.New(controller.Module{Runtime: warnretain(t), Name: "warn"},
+		controller.Deps{Lister: c, Cluster: c, Metrics: m, WorkQueues: m.WorkQueues()})
+	ctrl.Enqueue("default/web")
+	ctrl.Enqueue("default/db")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctrl.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(c.Events()) == 2 }, testTimeout, pollEvery)
+	cancel()
+	<-done
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(`
+# HELP workqueue_adds_total Total number of adds handled by workqueue.
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{controller="warn",name="warn"} 2
+# HELP workqueue_depth Current depth of workqueue: keys waiting in a module's queue.
+# TYPE workqueue_depth gauge
+workqueue_depth{controller="warn",name="warn"} 0
+`), "workqueue_adds_total", "workqueue_depth"))
+	require.Equal(t, 1, testutil.CollectAndCount(m.Registry, "workqueue_work_duration_seconds"))
+
+	require.NoError(t, ctrl.Close(context.Background()))
+	require.Zero(t, testutil.CollectAndCount(m.Registry, "workqueue_adds_total", "workqueue_work_duration_seconds"),
+		"a closed controller's queue leaves no series")
+
+	bare := metrics.New()
+	other := controller.New(controller.Module{Runtime: warnretain(t), Name: "warn"}, controller.Deps{Lister: c, Cluster: c, Metrics: bare})
+	other.Enqueue("default/web")
+	require.Zero(t, testutil.CollectAndCount(bare.Registry, "workqueue_adds_total"))
+	require.NoError(t, other.Close(context.Background()))
 }

@@ -35,13 +35,17 @@ func newChangesFirst() *changesFirst {
 }
 
 // newQueue is a controller's work queue: client-go's, with the default
-// controller rate limiter, over order.
-func newQueue(name string, order *changesFirst) workqueue.TypedRateLimitingInterface[string] {
+// controller rate limiter, over order, reporting to mp (the workqueue_*
+// series under name; nil reports nothing).
+func newQueue(name string, order *changesFirst, mp workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name,
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: mp,
+			// The retries are the delaying queue's to count, the rest the
+			// queue's: each takes the provider from its own config.
 			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
-				Name: name, Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: order}),
+				Name: name, MetricsProvider: mp,
+				Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: order, MetricsProvider: mp}),
 			})},
 	)
 }

@@ -41,7 +41,7 @@ func TestChangesBeforeResyncs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			order := newChangesFirst()
-			q := newQueue("", order)
+			q := newQueue("", order, nil)
 			defer q.ShutDown()
 			tc.steps(func(key string, change bool) {
 				if change {
@@ -65,7 +65,7 @@ func TestChangesBeforeResyncs(t *testing.T) {
 // once the reconcile is done: client-go's queue re-adds it then.
 func TestChangeDuringReconcile(t *testing.T) {
 	order := newChangesFirst()
-	q := newQueue("", order)
+	q := newQueue("", order, nil)
 	defer q.ShutDown()
 	q.Add("k")
 	k, _ := q.Get()

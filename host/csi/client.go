@@ -100,6 +100,25 @@ func (c *Client) DeleteVolume(ctx context.Context, driver, handle string, ref *a
 	return nil
 }
 
+// Probe asks driver what its first DeleteVolume would: whether it answers
+// on its socket (GetPluginInfo), is the driver configured there, and can
+// delete volumes (ControllerGetCapabilities). It asks each time, so that a
+// driver that went away since it last passed is found; one that passes is
+// ready for DeleteVolume without being asked again. The host probes its
+// drivers from its start, so that one that does not answer shows before a
+// volume waits on it.
+func (c *Client) Probe(ctx context.Context, driver string) error {
+	d := c.drivers[driver]
+	if d == nil {
+		return fmt.Errorf("probe CSI driver %q: %w: it is not one of the host's CSI drivers (%s); add it under csiDrivers: in the host configuration",
+			driver, ErrDriverNotConfigured, c.list())
+	}
+	if err := d.probe(ctx); err != nil {
+		return fmt.Errorf("CSI driver %q: %w", driver, err)
+	}
+	return nil
+}
+
 // list names the drivers for an error message.
 func (c *Client) list() string {
 	if len(c.names) == 0 {

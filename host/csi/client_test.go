@@ -125,6 +125,8 @@ func TestDeleteVolumeRefused(t *testing.T) {
 		errIs  error
 		code   codes.Code // gRPC code the error carries, if any
 		errHas []string
+		// probed: Probe passes (the driver is fine until DeleteVolume).
+		probed bool
 	}{
 		{
 			name:   "socket serves another driver",
@@ -165,6 +167,7 @@ func TestDeleteVolumeRefused(t *testing.T) {
 			errIs:  csi.ErrCall,
 			code:   codes.Internal,
 			errHas: []string{"DeleteVolume", "injected failure", "logs"},
+			probed: true,
 		},
 	}
 	for _, tt := range tests {
@@ -182,6 +185,18 @@ func TestDeleteVolumeRefused(t *testing.T) {
 				call = tt.call
 			}
 			c := newClient(t, fakeName, sock, nil)
+
+			// Probe finds at once what the first DeleteVolume would.
+			perr := c.Probe(t.Context(), call)
+			if tt.probed {
+				require.NoError(t, perr)
+			} else {
+				require.ErrorIs(t, perr, tt.errIs)
+				require.ErrorContains(t, perr, `"`+call+`"`)
+				for _, s := range tt.errHas {
+					require.ErrorContains(t, perr, s)
+				}
+			}
 
 			err := c.DeleteVolume(t.Context(), call, "vol-7", nil)
 			t.Log(err)
@@ -230,6 +245,30 @@ func TestDeleteVolumeDriverReplaced(t *testing.T) {
 	err = c.DeleteVolume(t.Context(), fakeName, "vol-3", nil)
 	require.ErrorIs(t, err, csi.ErrWrongDriver)
 	require.Zero(t, other.Calls("DeleteVolume"))
+}
+
+// TestProbe: Probe asks the driver each time, so a driver that went away
+// since it passed is found, and one that comes back passes again; a
+// DeleteVolume after a probe that passed asks nothing more.
+func TestProbe(t *testing.T) {
+	sock := socketPath(t)
+	c := newClient(t, fakeName, sock, nil)
+	err := c.Probe(t.Context(), fakeName)
+	require.Equal(t, codes.Unavailable, status.Code(err), "nothing listens yet: %v", err)
+
+	f := csitest.New(fakeName)
+	stop := serveAt(t, f, sock)
+	require.NoError(t, c.Probe(t.Context(), fakeName))
+	require.NoError(t, c.Probe(t.Context(), fakeName))
+	require.Equal(t, 2, f.Calls("GetPluginInfo"), "each probe asks")
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
+	require.Equal(t, 2, f.Calls("GetPluginInfo"), "a DeleteVolume after a probe that passed asks nothing more")
+
+	stop()
+	err = c.Probe(t.Context(), fakeName)
+	require.Equal(t, codes.Unavailable, status.Code(err), "gone since it passed: %v", err)
+	serveAt(t, csitest.New(fakeName), sock)
+	require.NoError(t, c.Probe(t.Context(), fakeName), "back")
 }
 
 func TestDeleteVolumeConcurrent(t *testing.T) {

@@ -8,7 +8,8 @@
 // unreachable; before the first DeleteVolume on a connection the client asks
 // the driver its name (GetPluginInfo) and its controller capabilities, so
 // that a socket pointing at the wrong driver, or at one that cannot delete
-// volumes, is refused rather than sent deletes.
+// volumes, is refused rather than sent deletes. Probe asks the same at any
+// time: the host probes its drivers from its start.
 // Every call is bounded by the driver's configured timeout. A volume that is
 // already gone counts as deleted, as the CSI specification makes DeleteVolume
 // idempotent.

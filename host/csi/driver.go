@@ -54,65 +54,88 @@ func (d *driver) deleteVolume(ctx context.Context, handle string, secrets map[st
 // each verify; the calls are read-only, and holding no lock across them
 // lets Close cancel them.
 func (d *driver) ready(ctx context.Context) (*grpc.ClientConn, error) {
+	conn, verified, err := d.dial()
+	if err != nil || verified {
+		return conn, err
+	}
+	if err := d.check(ctx, conn); err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// probe verifies the driver's connection whether or not it passed before:
+// a driver that went away since is found now, not at the next DeleteVolume.
+func (d *driver) probe(ctx context.Context) error {
+	conn, _, err := d.dial()
+	if err != nil {
+		return err
+	}
+	return d.check(ctx, conn)
+}
+
+// dial returns the driver's connection, made on first use, and whether it
+// passed verification.
+func (d *driver) dial() (*grpc.ClientConn, bool, error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.closed {
-		d.mu.Unlock()
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if d.conn == nil {
 		// NewClient does not connect; the first call does, and fails fast
 		// with Unavailable when nothing listens on the socket.
 		conn, err := grpc.NewClient("unix://"+d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
-			d.mu.Unlock()
-			return nil, fmt.Errorf("connect to %s: %w", d.Endpoint, err)
+			return nil, false, fmt.Errorf("connect to %s: %w", d.Endpoint, err)
 		}
 		d.conn = conn
 	}
-	conn, verified := d.conn, d.verified
-	d.mu.Unlock()
-	if verified {
-		return conn, nil
-	}
-	if err := d.verify(ctx, conn); err != nil {
-		return nil, err
+	return d.conn, d.verified, nil
+}
+
+// check verifies conn and, when it passes, marks it verified.
+func (d *driver) check(ctx context.Context, conn *grpc.ClientConn) error {
+	vendorVersion, err := d.verify(ctx, conn)
+	if err != nil {
+		return err
 	}
 	d.mu.Lock()
-	if d.conn == conn {
+	defer d.mu.Unlock()
+	if d.conn == conn && !d.verified {
 		d.verified = true
+		d.log.Info("connected to CSI driver", "endpoint", d.Endpoint, "vendorVersion", vendorVersion)
 	}
-	d.mu.Unlock()
-	return conn, nil
+	return nil
 }
 
 // verify checks that conn reaches the configured driver and that the driver
-// can delete volumes.
-func (d *driver) verify(ctx context.Context, conn *grpc.ClientConn) error {
+// can delete volumes, and returns the driver's vendor version.
+func (d *driver) verify(ctx context.Context, conn *grpc.ClientConn) (string, error) {
 	callCtx, cancel := context.WithTimeout(ctx, d.Timeout)
 	info, err := csipb.NewIdentityClient(conn).GetPluginInfo(callCtx, &csipb.GetPluginInfoRequest{})
 	cancel()
 	if err != nil {
-		return d.fail(conn, "GetPluginInfo", err)
+		return "", d.fail(conn, "GetPluginInfo", err)
 	}
 	if info.GetName() != d.Name {
-		return fmt.Errorf("%w: %s serves driver %q, not %q; point endpoint: for %q at its controller's socket",
+		return "", fmt.Errorf("%w: %s serves driver %q, not %q; point endpoint: for %q at its controller's socket",
 			ErrWrongDriver, d.Endpoint, info.GetName(), d.Name, d.Name)
 	}
 	callCtx, cancel = context.WithTimeout(ctx, d.Timeout)
 	caps, err := csipb.NewControllerClient(conn).ControllerGetCapabilities(callCtx, &csipb.ControllerGetCapabilitiesRequest{})
 	cancel()
 	if err != nil {
-		return d.fail(conn, "ControllerGetCapabilities", err)
+		return "", d.fail(conn, "ControllerGetCapabilities", err)
 	}
 	canDelete := slices.ContainsFunc(caps.GetCapabilities(), func(c *csipb.ControllerServiceCapability) bool {
 		return c.GetRpc().GetType() == csipb.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME
 	})
 	if !canDelete {
-		return fmt.Errorf("%w: the controller at %s does not advertise CREATE_DELETE_VOLUME; remove %q from csiDrivers: in the host configuration and leave its volumes to their provisioner",
+		return "", fmt.Errorf("%w: the controller at %s does not advertise CREATE_DELETE_VOLUME; remove %q from csiDrivers: in the host configuration and leave its volumes to their provisioner",
 			ErrCannotDelete, d.Endpoint, d.Name)
 	}
-	d.log.Info("connected to CSI driver", "endpoint", d.Endpoint, "vendorVersion", info.GetVendorVersion())
-	return nil
+	return info.GetVendorVersion(), nil
 }
 
 // fail describes a failed call on conn. When the driver is unreachable it

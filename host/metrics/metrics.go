@@ -66,16 +66,31 @@ type Metrics struct {
 	// before, if any, goes on serving).
 	ModuleSwaps *prometheus.CounterVec
 	// ConfigReloads counts reloads of the host configuration by result:
-	// success, or failed (the file did not validate and nothing of it was
-	// applied).
+	// success; partial (the file changed settings that take a restart, such
+	// as csiDrivers, and the rest of it was applied); or failed (the file
+	// did not validate and nothing of it was applied). Each starts at 0.
 	ConfigReloads *prometheus.CounterVec
+	// ConfigLastReloadSuccessful is 1 when the host's last reload of its
+	// configuration was applied, wholly or partly, or none has run since
+	// it started; 0 when it was refused. Prometheus' own
+	// prometheus_config_last_reload_successful says the same of Prometheus:
+	// an alert on it lasts until a reload succeeds, where one on the
+	// counter would end by itself with the file still refused.
+	ConfigLastReloadSuccessful prometheus.Gauge
+	// CSIDriverReady is 1 while a configured CSI driver answers the host's
+	// probe (its name, its capabilities), else 0, by driver.
+	CSIDriverReady *prometheus.GaugeVec
 	// ShadowAgreements and ShadowDisagreements count the reconciles on
 	// which a shadow module with compareWith decided as, or otherwise than,
 	// the module it names, by shadow module and compared module.
 	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
+
+	// queues are client-go's workqueue_* series (WorkQueues).
+	queues *queueSeries
 }
 
-// New creates the metrics in a new registry, with Go and process collectors.
+// New creates the metrics in a new registry, with Go and process collectors
+// and client-go's series (clientgo.go).
 func New() *Metrics {
 	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 	m := &Metrics{
@@ -145,8 +160,16 @@ func New() *Metrics {
 		}, []string{"module", "result"}),
 		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "config_reloads_total",
-			Help: "Reloads of the host configuration by result (success, failed: nothing of the file was applied).",
+			Help: "Reloads of the host configuration by result (success; partial: settings that take a restart were not applied, the rest was; failed: nothing of the file was applied).",
 		}, []string{"result"}),
+		ConfigLastReloadSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "config_last_reload_successful",
+			Help: "1 when the last reload of the host configuration was applied (wholly or partly), or none has run since start; 0 when it was refused.",
+		}),
+		CSIDriverReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "csi_driver_ready",
+			Help: "1 while a configured CSI driver answers the host's probe as the driver configured, able to delete volumes; else 0. By driver.",
+		}, []string{"driver"}),
 		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_agreements_total",
 			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
@@ -155,14 +178,24 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "shadow_disagreements_total",
 			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
 		}, []string{"module", "compare_with"}),
+		queues: newQueueSeries(),
 	}
+	// Each result is there from the start, so that the first failure is an
+	// increase an alert sees, not a new series.
+	for _, r := range []string{"success", "partial", "failed"} {
+		m.ConfigReloads.WithLabelValues(r)
+	}
+	m.ConfigLastReloadSuccessful.Set(1) // a host starts only on a configuration it accepted
+	installRequestMetrics()
+	m.Registry.MustRegister(processCollectors()...)
+	m.Registry.MustRegister(m.queues.collectors()...)
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
-		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
+		m.ModuleSwaps, m.ConfigReloads, m.ConfigLastReloadSuccessful, m.CSIDriverReady, m.ShadowAgreements, m.ShadowDisagreements,
 	)
 	return m
 }
@@ -175,6 +208,21 @@ func (m *Metrics) WatchEventsPending(pending func() int) {
 		Namespace: Namespace, Name: "events_pending",
 		Help: "Events recorded for modules and not yet stored, refused or given up on: what an unreachable API server holds back.",
 	}, func() float64 { return float64(pending()) }))
+}
+
+// WatchReadiness registers kubeplug_ready, read from ready at each scrape:
+// 1 while /readyz answers 200, else 0, for an alert on a host that stays
+// unready (modules loading, caches syncing). Call it once.
+func (m *Metrics) WatchReadiness(ready *Readiness) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "ready",
+		Help: "1 while the host is ready (/readyz answers 200: modules loaded, caches synced, webhook serving), else 0.",
+	}, func() float64 {
+		if ready.Reason() != "" {
+			return 0
+		}
+		return 1
+	}))
 }
 
 // GuestCallClass is one class of calls into modules (admit, reconcile) at

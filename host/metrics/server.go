@@ -8,16 +8,20 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Readiness is what /readyz reports: ready once every check has passed.
+// Readiness is what /readyz reports: ready once every check has passed,
+// with notes of what the host works around and an operator should see.
 type Readiness struct {
 	mu     sync.Mutex
 	reason string
+	notes  map[string]string
 }
 
 // NewReadiness starts not ready, for reason.
@@ -38,6 +42,58 @@ func (r *Readiness) Reason() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.reason
+}
+
+// maxNote bounds a note's detail, which may quote what a driver answered.
+const maxNote = 1024
+
+// Note shows detail under name in /readyz's answer, without making the
+// host not ready: something it works around that an operator should see,
+// such as a CSI driver that does not answer. An empty detail removes the
+// note. Callers keep the names few (one per configured driver). The detail
+// may quote what a driver said: it is kept to one line of at most 1 KiB, so
+// that it cannot pass for another line of the answer.
+func (r *Readiness) Note(name, detail string) {
+	detail = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, detail)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if detail == "" {
+		delete(r.notes, name)
+		return
+	}
+	if r.notes == nil {
+		r.notes = map[string]string{}
+	}
+	r.notes[name] = Clip(detail, maxNote)
+}
+
+// Notes returns the notes as /readyz shows them, "name: detail", sorted.
+func (r *Readiness) Notes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.notes))
+	for name, detail := range r.notes {
+		out = append(out, name+": "+detail)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// answer is /readyz's body after its first line: each note on a line of
+// its own.
+func (r *Readiness) answer() string {
+	var b strings.Builder
+	for _, n := range r.Notes() {
+		b.WriteString("warning: ")
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Health is what /healthz reports: healthy while every check passes. A check
@@ -115,10 +171,11 @@ func listen(what, addr string, health *Health, ready *Readiness) (*Server, error
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if reason := ready.Reason(); reason != "" {
-			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+			// http.Error ends the body with a newline of its own.
+			http.Error(w, strings.TrimSuffix("not ready: "+reason+"\n"+ready.answer(), "\n"), http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprint(w, "ok\n"+ready.answer())
 	})
 	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, mux: mux}, nil
 }

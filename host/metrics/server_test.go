@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,62 @@ func TestProbes(t *testing.T) {
 		code, _ = get(t, addr, "/readyz")
 		require.Equal(t, http.StatusOK, code)
 	}
+}
+
+// A note shows in /readyz's answer without changing its code, ready or
+// not, and goes when cleared.
+func TestReadinessNotes(t *testing.T) {
+	ready := metrics.NewReadiness("caches syncing")
+	probes, err := metrics.ListenProbes("127.0.0.1:0", &metrics.Health{}, ready)
+	require.NoError(t, err)
+	go func() { _ = probes.Serve() }()
+	t.Cleanup(func() { _ = probes.Shutdown(context.Background()) })
+
+	ready.Note(`csi driver "b.csi.example.com"`, "GetPluginInfo at /run/csi/b.sock: connection refused; probing again")
+	ready.Note(`csi driver "a.csi.example.com"`, "wrong driver")
+	code, body := get(t, probes.Addr(), "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "not ready: caches syncing\n"+
+		"warning: csi driver \"a.csi.example.com\": wrong driver\n"+
+		"warning: csi driver \"b.csi.example.com\": GetPluginInfo at /run/csi/b.sock: connection refused; probing again\n", body)
+
+	ready.Ready()
+	code, body = get(t, probes.Addr(), "/readyz")
+	require.Equal(t, http.StatusOK, code, "a note does not make the host unready")
+	require.Equal(t, "ok\n"+
+		"warning: csi driver \"a.csi.example.com\": wrong driver\n"+
+		"warning: csi driver \"b.csi.example.com\": GetPluginInfo at /run/csi/b.sock: connection refused; probing again\n", body)
+
+	ready.Note(`csi driver "a.csi.example.com"`, "")
+	ready.Note(`csi driver "b.csi.example.com"`, "")
+	code, body = get(t, probes.Addr(), "/readyz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok\n", body)
+	ready.NotReady("loading modules")
+	_, body = get(t, probes.Addr(), "/readyz")
+	require.Equal(t, "not ready: loading modules\n", body)
+
+	ready.Note("long", strings.Repeat("x", 5000))
+	require.Len(t, ready.Notes()[0], len("long: ")+1024, "a note's detail is cut to 1 KiB")
+	ready.Note("long", "")
+
+	ready.Ready()
+	ready.Note(`csi driver "a.csi.example.com"`, "rpc error: code = Unavailable desc = down\nok\r\n")
+	_, body = get(t, probes.Addr(), "/readyz")
+	require.Equal(t, "ok\nwarning: csi driver \"a.csi.example.com\": rpc error: code = Unavailable desc = down ok  \n", body,
+		"what a driver says stays on its line")
+}
+
+// kubeplug_ready follows the readiness: 1 while /readyz answers 200.
+func TestWatchReadiness(t *testing.T) {
+	m := metrics.New()
+	ready := metrics.NewReadiness("caches syncing")
+	m.WatchReadiness(ready)
+	v, ok := sample(t, m.Registry, "kubeplug_ready", nil)
+	require.True(t, ok)
+	require.Zero(t, v)
+	ready.Note("csi driver", "does not answer")
+	ready.Ready()
+	v, _ = sample(t, m.Registry, "kubeplug_ready", nil)
+	require.Equal(t, 1.0, v, "a note leaves the host ready")
 }
