@@ -71,7 +71,10 @@ type Metrics struct {
 	ConfigReloads *prometheus.CounterVec
 	// ShadowAgreements and ShadowDisagreements count the reconciles on
 	// which a shadow module with compareWith decided as, or otherwise than,
-	// the module it names, by shadow module and compared module.
+	// the module it names, by shadow module and compared module; and for a
+	// shadow module without compareWith (compare_with "cluster"), the
+	// reconciles on which the cluster already was as it would make it, and
+	// the subjects where the cluster stayed otherwise past the settle time.
 	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
 }
 
@@ -149,11 +152,11 @@ func New() *Metrics {
 		}, []string{"result"}),
 		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_agreements_total",
-			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
+			Help: "Reconciles on which a shadow module decided as the module it is compared with, or (compare_with=\"cluster\") found the cluster already as it would make it.",
 		}, []string{"module", "compare_with"}),
 		ShadowDisagreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_disagreements_total",
-			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
+			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with, or (compare_with=\"cluster\") subjects the cluster kept otherwise than it would make them past the settle time; the log has each.",
 		}, []string{"module", "compare_with"}),
 	}
 	m.Registry.MustRegister(
