@@ -208,10 +208,16 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 // modulePath resolves a module path against the configuration's directory
 // and checks that it names a file.
 func (p *parser) modulePath(n *yaml.Node, field, given string) string {
-	path, _ := p.checkFile(n, field, given, fileKind{
+	k := fileKind{
 		empty: "the module's file, e.g. guests/retention.wasm", noun: "module file ", fix: "build the module or fix the path",
 		what: "module file", dir: "the module's .wasm file",
-	})
+	}
+	if rel, ok := strings.CutPrefix(filepath.Clean(given), ImageModulesDir+"/"); ok && p.modulesDir != "" {
+		given = filepath.Join(p.modulesDir, rel)
+		k.noun = fmt.Sprintf("the image's %s/%s, read from the modules directory as ", ImageModulesDir, rel)
+		k.fix = "build the modules (make guests) or name the directory they are in"
+	}
+	path, _ := p.checkFile(n, field, given, k)
 	return path
 }
 
