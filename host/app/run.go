@@ -118,6 +118,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
+	owner := installOwner(ctx, opts, client, log)
+	if wc := opts.WebhookCert; wc != nil {
+		c := *wc
+		c.owner = owner
+		opts.WebhookCert = &c
+	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
@@ -237,6 +243,7 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	le := *opts.LeaderElection
+	le.owner = owner
 	le.watchDog = leaderelection.NewLeaderHealthzAdaptor(LeaderHealthTimeout)
 	health.Add("leader-election", le.watchDog.Check)
 	return lead(ctx, client, le, run, log)

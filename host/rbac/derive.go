@@ -194,6 +194,14 @@ func Derive(h Host) (Rules, error) {
 		// hook's namespaceSelector and input see.
 		b.add(nil, "", "namespaces", "", "list", "watch")
 	}
+	if h.Lease != nil || h.WebhookCertSecret != nil {
+		// app.installOwner (kube.InstallOwner): the host's own Pod and
+		// its ReplicaSet, read to find the Deployment that owns the
+		// Lease and the Secret it makes. The Pod's name is the
+		// ReplicaSet's and a suffix, known only at run time.
+		b.add([]string{h.PodNamespace}, "", "pods", "", "get")
+		b.add([]string{h.PodNamespace}, "apps", "replicasets", "", "get")
+	}
 	if l := h.Lease; l != nil {
 		// client-go's LeaseLock: get and update its Lease by name; create
 		// it when absent (create cannot be limited to a name).

@@ -161,8 +161,13 @@ func TestHostNeeds(t *testing.T) {
 	require.True(t, allowed(r, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "kubeplug"))
 	require.False(t, allowed(r, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "other"))
 
+	require.True(t, allowed(r, "get", "apps", "replicasets", "kubeplug-system", "kubeplug-5d8f"), "the owner of the Lease and the Secret is found through them, in the host's namespace")
+	require.True(t, allowed(r, "get", "", "pods", "kubeplug-system", "kubeplug-5d8f-x2x9z"))
+	require.False(t, allowed(r, "get", "apps", "replicasets", "default", "x"))
+
 	without := derive(t, rbac.Host{Modules: []rbac.Module{warnretain}})
 	require.False(t, allows(without.Cluster, "watch", "", "namespaces", ""))
+	require.False(t, allowed(without, "get", "apps", "replicasets", "kubeplug-system", "x"), "no Lease nor Secret: no owner to find")
 	_, err := rbac.Derive(rbac.Host{})
 	require.Error(t, err, "no Pod namespace")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/host/app"
 	"github.com/kubeplug/kubeplug/host/config"
+	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/oci"
 	"github.com/kubeplug/kubeplug/host/rbac"
 )
@@ -44,7 +45,9 @@ prints the RBAC rules the host needs, and no more:
   - namespaces list and watch when a module has an admit hook;
   - the host's own events in --pod-namespace, the leader Lease with
     --leader-elect, and its webhook certificate Secret and webhook
-    configurations with --webhook-cert-secret.
+    configurations with --webhook-cert-secret; with either of these, the
+    reads of its own Pod and ReplicaSet that find the Deployment the Lease
+    and the Secret belong to (deleted with it).
 
 Modules in shadow mode get reads only: the host writes nothing for them.
 -o yaml (the default) prints a ClusterRole, Roles and their bindings to the
@@ -149,28 +152,40 @@ func printRBAC(ctx context.Context, opts *globalOptions, s streams, o rbacOption
 	return out, nil
 }
 
-// rbacModule is what rbac.Derive needs of entry: the module the host would
-// run, read as the host reads it, and checked against its entry as the host
-// checks it.
+// rbacModule is what rbac.Derive needs of entry.
 func rbacModule(ctx context.Context, opts *globalOptions, s streams, file *config.File, entry *config.Module) (rbac.Module, error) {
+	var m rbac.Module
+	err := withEntry(ctx, opts, s, file, entry, func(l *loadedModule, mod controller.Module) error {
+		man := l.module.Manifest()
+		m = rbac.Module{
+			Name: entry.Name, Subject: man.Subject, Hooks: slices.Clone(man.Hooks),
+			Namespaces: entry.Namespaces, Granted: mod.Allowed, Shadow: mod.Shadow,
+		}
+		return nil
+	})
+	return m, err
+}
+
+// withEntry calls use with the module the host would run for entry: read
+// or pulled as the host reads it, loaded with the entry's limits, and
+// checked against the entry as the host checks it (app.EntryModule). The
+// module is closed when use returns.
+func withEntry(ctx context.Context, opts *globalOptions, s streams, file *config.File, entry *config.Module,
+	use func(l *loadedModule, mod controller.Module) error) error {
 	src, err := oci.Fetch(ctx, entry, opts.fetchOptions())
 	if err != nil {
-		return rbac.Module{}, inputError(err)
+		return inputError(err)
 	}
 	l, err := loadInput(ctx, opts, s, src.Name, src.Wasm, entry.Limits)
 	if err != nil {
-		return rbac.Module{}, err
+		return err
 	}
 	defer l.close(ctx)
 	mod, err := app.EntryModule(entry, l.module)
 	if err != nil {
-		return rbac.Module{}, inputError(fmt.Errorf("%s: %w", file.Path, err))
+		return inputError(fmt.Errorf("%s: %w", file.Path, err))
 	}
-	man := l.module.Manifest()
-	return rbac.Module{
-		Name: entry.Name, Subject: man.Subject, Hooks: slices.Clone(man.Hooks),
-		Namespaces: entry.Namespaces, Granted: mod.Allowed, Shadow: mod.Shadow,
-	}, nil
+	return use(l, mod)
 }
 
 // parseRef reads a NAMESPACE/NAME flag.
