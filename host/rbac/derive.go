@@ -171,7 +171,16 @@ func Derive(h Host) (Rules, error) {
 		if m.Shadow {
 			continue
 		}
-		admits = admits || slices.Contains(m.Hooks, abi.HookAdmit)
+		if slices.Contains(m.Hooks, abi.HookAdmit) {
+			admits = true
+			if m.Subject == abi.SubjectStatefulSet {
+				// admission.Reviewer.LiveStatefulSet: the set a claim
+				// or pod under review belongs to, read from the API
+				// server when the host's cache has not got it yet,
+				// where the webhook admits (the entry's namespaces).
+				b.addKind(m.Namespaces, abi.KindStatefulSet, "", "get")
+			}
+		}
 		deletesVolumes = deletesVolumes || slices.Contains(m.Hooks, abi.HookReconcile) &&
 			slices.ContainsFunc(m.Granted, func(c abi.Capability) bool { return c.Action == abi.ActionDeleteVolume })
 	}

@@ -155,6 +155,7 @@ func TestHostNeeds(t *testing.T) {
 	require.False(t, allowed(r, "update", "coordination.k8s.io", "leases", "kp", "other"))
 	require.True(t, allowed(r, "create", "coordination.k8s.io", "leases", "kp", ""))
 	require.True(t, allows(r.Cluster, "watch", "", "namespaces", ""))
+	require.True(t, allows(r.Cluster, "get", "apps", "statefulsets", ""), "the set of a claim under review, when the cache has not got it")
 	require.True(t, allowed(r, "update", "", "secrets", "kp", "certs"))
 	require.False(t, allowed(r, "get", "", "secrets", "kp", "other"))
 	require.False(t, allowed(r, "get", "", "secrets", "default", "certs"))
