@@ -266,7 +266,7 @@ func warnUnservedClaimUpdates(log *slog.Logger, cache *kube.Cache, mods []loaded
 	served := cache.Informer(abi.KindVolumeClaimUpdate) != nil
 	for _, name := range claimUpdateModules(served, mods) {
 		log.Warn("the API server does not serve volumeclaimupdates.kubeplug.dev, so this module sees none: "+
-			"apply deploy/base/volumeclaimupdate-crd.yaml, then restart the host", "module", name)
+			"apply deploy/crds/volumeclaimupdate-crd.yaml, then restart the host", "module", name)
 	}
 }
 

@@ -55,7 +55,7 @@ func run(ctx context.Context, root, kubeconfig string, logs bool) error {
 	defer cp.Stop()
 	client := cp.Client()
 
-	crd := filepath.Join(root, "deploy", "base", "volumeclaimupdate-crd.yaml")
+	crd := filepath.Join(root, "deploy", "crds", "volumeclaimupdate-crd.yaml")
 	if err := testenv.InstallCRDs(ctx, cp.Config, crd); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ The control plane is up at %s:
   kube-apiserver 1.37 with RBAC, kube-controller-manager running %d controllers
   (garbage collector, StatefulSets, volume binding and protection),
   one node (%s) whose stand-in kubelet runs every pod, and the
-  VolumeClaimUpdate CRD (deploy/base/volumeclaimupdate-crd.yaml) installed.
+  VolumeClaimUpdate CRD (deploy/crds/volumeclaimupdate-crd.yaml) installed.
 
 Use it:
   export KUBECONFIG=%s
