@@ -35,7 +35,7 @@ FUZZ_TARGETS := \
 	host:./config:FuzzParse:50000 \
 	host:./casetest:FuzzParse:15000
 
-.PHONY: pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: rbac pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -211,6 +211,12 @@ faults: build
 
 generate:
 	hack/gen-abi.sh
+
+# The RBAC of the kustomize base and its overlays, from their own host.yaml
+# files with kubeplug rbac (hack/gen-rbac.sh); e2e/internal/manifests fails
+# when a file differs from what this writes.
+rbac: build guests
+	hack/gen-rbac.sh
 
 # Generated code must match its sources: regenerate into a scratch copy and compare.
 check-generate:
