@@ -67,6 +67,7 @@ func (c *Controller) compareWithCluster(key string, gen uint64, rep actions.Repo
 	m := c.deps.Metrics
 	c.diffs.mu.Lock()
 	defer c.diffs.mu.Unlock()
+	defer c.reportDiffering()
 	d := c.diffs.since[key]
 	if len(writes) == 0 {
 		if m != nil {
@@ -109,7 +110,17 @@ func (c *Controller) compareWithCluster(key string, gen uint64, rep actions.Repo
 func (c *Controller) forgetDiff(key string) {
 	c.diffs.mu.Lock()
 	defer c.diffs.mu.Unlock()
-	delete(c.diffs.since, key)
+	if _, ok := c.diffs.since[key]; ok {
+		delete(c.diffs.since, key)
+		c.reportDiffering()
+	}
+}
+
+// reportDiffering sets the gauge of differing subjects; c.diffs.mu is held.
+func (c *Controller) reportDiffering() {
+	if m := c.deps.Metrics; m != nil {
+		m.ShadowDiffering.WithLabelValues(c.name).Set(float64(len(c.diffs.since)))
+	}
 }
 
 // now is the controller's clock: Deps.Now, or time.Now.

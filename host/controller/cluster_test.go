@@ -53,9 +53,11 @@ func TestShadowComparedWithTheCluster(t *testing.T) {
 	require.Equal(t, 0.0, disagreements(), "the series exists from the start, at zero")
 	writes := c.WriteCount()
 
+	differing := func() float64 { return testutil.ToFloat64(m.ShadowDiffering.WithLabelValues("kept")) }
 	out := ctrl.Reconcile(context.Background(), "default/web")
 	require.NoError(t, out.Err)
 	require.Equal(t, settle, out.RequeueAfter, "looked at again once the difference should have settled")
+	require.Equal(t, 1.0, differing())
 	require.Equal(t, 0.0, disagreements(), "not yet: the controller in charge may not have acted")
 	require.Equal(t, 0.0, agreements())
 
@@ -72,6 +74,7 @@ func TestShadowComparedWithTheCluster(t *testing.T) {
 	}
 	require.Equal(t, 1.0, disagreements(), "the difference outlasted the settle time: one disagreement, however often reconciled")
 	require.Equal(t, 0.0, agreements())
+	require.Equal(t, 1.0, differing())
 
 	// The cluster comes to what the module asks (another controller
 	// wrote it): agreement, and a new difference starts over.
@@ -83,6 +86,7 @@ func TestShadowComparedWithTheCluster(t *testing.T) {
 	require.Zero(t, out.RequeueAfter)
 	require.Equal(t, 1.0, agreements(), "the event alone changes nothing in the cluster: it is no difference")
 	require.Equal(t, 1.0, disagreements())
+	require.Equal(t, 0.0, differing())
 
 	require.Empty(t, c.Events(), "shadow mode records nothing, the module's event included")
 	require.Equal(t, writes+1, c.WriteCount(), "only the other controller's write")
@@ -102,6 +106,7 @@ func TestShadowForgetsAGoneSubject(t *testing.T) {
 	meta := s["metadata"].(map[string]any)
 	require.NoError(t, c.Delete(context.Background(), abi.KindStatefulSet, "default", "web", meta["uid"].(string), meta["resourceVersion"].(string)))
 	ctrl.Reconcile(context.Background(), "default/web")
+	require.Equal(t, 0.0, testutil.ToFloat64(m.ShadowDiffering.WithLabelValues("kept")), "gone: differs no more")
 	require.NoError(t, c.Load(set("default", "web", nil)))
 	now = now.Add(time.Hour)
 	out := ctrl.Reconcile(context.Background(), "default/web")

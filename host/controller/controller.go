@@ -560,6 +560,7 @@ func initSeries(m *metrics.Metrics, name string, caps []abi.Capability, shadow b
 	if shadow {
 		m.ShadowAgreements.WithLabelValues(name, CompareCluster)
 		m.ShadowDisagreements.WithLabelValues(name, CompareCluster)
+		m.ShadowDiffering.WithLabelValues(name)
 	}
 	for _, r := range outcomes {
 		m.Reconciles.WithLabelValues(name, r)

@@ -76,6 +76,10 @@ type Metrics struct {
 	// reconciles on which the cluster already was as it would make it, and
 	// the subjects where the cluster stayed otherwise past the settle time.
 	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
+	// ShadowDiffering is, for each shadow module compared with the
+	// cluster, the subjects whose last reconcile asked for writes the
+	// cluster does not show: not settled yet, or disagreements.
+	ShadowDiffering *prometheus.GaugeVec
 }
 
 // New creates the metrics in a new registry, with Go and process collectors.
@@ -158,6 +162,10 @@ func New() *Metrics {
 			Namespace: Namespace, Name: "shadow_disagreements_total",
 			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with, or (compare_with=\"cluster\") subjects the cluster kept otherwise than it would make them past the settle time; the log has each.",
 		}, []string{"module", "compare_with"}),
+		ShadowDiffering: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "shadow_differing_subjects",
+			Help: "Subjects a shadow module compared with the cluster would write, as of their last reconcile: within the settle time or disagreements.",
+		}, []string{"module"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -165,7 +173,7 @@ func New() *Metrics {
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
-		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements,
+		m.ModuleSwaps, m.ConfigReloads, m.ShadowAgreements, m.ShadowDisagreements, m.ShadowDiffering,
 	)
 	return m
 }
