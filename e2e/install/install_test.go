@@ -86,7 +86,7 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config", lease: release,
-		rbac: rbac, metrics: metrics, probes: probes, csi: true,
+		rbac: rbac, metrics: metrics, probes: probes, csi: true, helm: true,
 		webhook: &webhook{configuration: release, secret: "kp-kubeplug-webhook-tls"}})
 }
 
@@ -147,6 +147,9 @@ type installed struct {
 	// shadow mode it disagrees with the cluster, where no
 	// external-provisioner protects that driver's volumes.
 	csi bool
+	// helm: installed by helm install, so that helm uninstall leaves the
+	// CRDs of the chart's crds/.
+	helm bool
 	// webhook, when set: storagepolicy's admit hook is registered for the
 	// namespaces labelled webhookLabel=namespace.
 	webhook *webhook

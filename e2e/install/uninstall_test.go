@@ -58,7 +58,8 @@ func ownedByTheInstall(t *testing.T, in installed) {
 
 // uninstall removes what objs installed, as `kubectl delete -k` and `helm
 // uninstall` do (each object deleted, dependents in the background; Helm
-// leaves what its crds/ installed, and the base holds no CRD), and shows
+// leaves what its crds/ installed, kubectl deletes whatever the
+// kustomization holds), and shows
 // what stays and what goes: a VolumeClaimUpdate made before stays, with its
 // CRD; the host's Lease and Secret go, and no object the host labelled as
 // its own is left in its namespace.
@@ -83,7 +84,7 @@ func uninstall(t *testing.T, in installed, work string) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
 	bg := metav1.DeletePropagationBackground
 	for _, o := range in.objs {
-		if o.GetKind() == "CustomResourceDefinition" {
+		if in.helm && o.GetKind() == "CustomResourceDefinition" {
 			continue // Helm never deletes what crds/ installed
 		}
 		gvk := o.GroupVersionKind()
