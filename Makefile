@@ -51,7 +51,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
 endif
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: version pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
+.PHONY: version rbac pgo faults cluster bench-scale all build image guests test test-unit test-guests test-cases test-check test-fuzz fuzz e2e bench generate check-generate demo fmt vet clean
 
 all: build guests
 
@@ -239,6 +239,12 @@ faults: build
 
 generate:
 	hack/gen-abi.sh
+
+# The RBAC of the kustomize base and its overlays, from their own host.yaml
+# files with kubeplug rbac (hack/gen-rbac.sh); e2e/internal/manifests fails
+# when a file differs from what this writes.
+rbac: build guests
+	hack/gen-rbac.sh
 
 # Generated code must match its sources: regenerate into a scratch copy and compare.
 check-generate:

@@ -1,4 +1,4 @@
-// Package crd tests deploy/base/volumeclaimupdate-crd.yaml against the real
+// Package crd tests deploy/crds/volumeclaimupdate-crd.yaml against the real
 // kube-apiserver: that it installs, that the API server fills its defaults
 // and refuses, with a message saying what is wrong, the objects its schema
 // and rules refuse, that its status subresource keeps spec and status apart,

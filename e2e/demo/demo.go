@@ -105,10 +105,10 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	if slices.Contains(mods, "templateupdate") {
 		// The host looks for the resource once, when it starts.
-		if err := testenv.InstallCRDs(ctx, cp.Config, filepath.Join(o.Root, "deploy", "base", "volumeclaimupdate-crd.yaml")); err != nil {
+		if err := testenv.InstallCRDs(ctx, cp.Config, filepath.Join(o.Root, "deploy", "crds", "volumeclaimupdate-crd.yaml")); err != nil {
 			return err
 		}
-		n.step("installed the VolumeClaimUpdate CRD (deploy/base/volumeclaimupdate-crd.yaml)")
+		n.step("installed the VolumeClaimUpdate CRD (deploy/crds/volumeclaimupdate-crd.yaml)")
 	}
 
 	cfg, err := hostConfig(mods, o.Guests, socket)

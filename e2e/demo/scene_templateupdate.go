@@ -25,7 +25,7 @@ import (
 )
 
 // claimUpdateResource is the VolumeClaimUpdate resource of
-// deploy/base/volumeclaimupdate-crd.yaml.
+// deploy/crds/volumeclaimupdate-crd.yaml.
 var claimUpdateResource = schema.GroupVersionResource{Group: "kubeplug.dev", Version: "v1alpha1", Resource: "volumeclaimupdates"}
 
 const (

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,39 +50,54 @@ const (
 )
 
 // TestHelmInstall installs the chart with its default modules (retention
-// and reclaim) and storagepolicy, whose admit hook the chart registers as
-// a webhook with the host's own certificate (webhook.certificate.mode
-// self), a CSI driver in hostConfig and one replica, into a namespace that
-// enforces Pod Security restricted.
+// and reclaim, in shadow mode) and storagepolicy, whose admit hook the
+// chart registers as a webhook with the host's own certificate
+// (webhook.certificate.mode self), a CSI driver in hostConfig and one
+// replica, into a namespace that enforces Pod Security restricted, then
+// uninstalls it.
 func TestHelmInstall(t *testing.T) {
 	ns := restrictedNamespace(t, "kubeplug-helm")
 	metrics, probes, webhookPort := freePort(t), freePort(t), freePort(t)
 	const release, service = "kp-kubeplug", "kp-kubeplug-webhook"
 	services.Store(ns+"/"+service, fmt.Sprintf("127.0.0.1:%d", webhookPort))
 	t.Cleanup(func() { services.Delete(ns + "/" + service) })
+	hostConfig := map[string]any{"csiDrivers": []any{map[string]any{"name": csiDriver, "endpoint": "unix:///var/run/csi/csi.sock"}}}
+	modules := append(chartModules(t), storagePolicy)
+	rbac := []string{"--name", release, "--service-account", ns + "/" + release, "--leader-elect", "--leader-elect-name", release,
+		"--webhook-cert-secret", ns + "/kp-kubeplug-webhook-tls", "--webhook-config-name", release}
 	_, objs, err := manifests.Helm(manifests.Release{Name: "kp", Namespace: ns, Values: map[string]any{
 		"image":        map[string]any{"repository": "kubeplug", "tag": "e2e"},
 		"replicaCount": 1,
 		"metrics":      map[string]any{"port": metrics},
 		"probes":       map[string]any{"port": probes},
-		"hostConfig": map[string]any{"csiDrivers": []any{map[string]any{
-			"name": csiDriver, "endpoint": "unix:///var/run/csi/csi.sock"}}},
-		"modules": append(chartModules(t), storagePolicy),
+		"hostConfig":   hostConfig,
+		"modules":      modules,
 		"webhook": map[string]any{"enabled": true, "port": webhookPort,
 			"mutating": webhookValues(t, storagePolicy, ns+"/"+service, release, ns)},
+		// storagepolicy's admission reads namespaces and StatefulSets,
+		// which the default modules in shadow mode never needed: the
+		// values kubeplug rbac -o helm prints for these modules, as the
+		// chart's values.yaml says.
+		"rbac": rbacValues(t, merged(hostConfig, map[string]any{"modules": modules}), rbac),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config", image: chartImage,
-		metrics: metrics, probes: probes, csi: true,
+	exercise(t, installed{objs: objs, namespace: ns, deployment: release, configMap: "kp-kubeplug-config", image: chartImage, lease: release,
+		rbac: rbac, metrics: metrics, probes: probes, csi: true, helm: true,
 		webhook: &webhook{configuration: release, secret: "kp-kubeplug-webhook-tls"}})
 }
 
-// TestKustomizeInstall installs deploy/ (the base) as kubectl apply -k
-// would, with the two changes the test machine needs: one replica, and the
-// ports moved to free ones, since the pods share the machine's network.
+// TestKustomizeInstall installs deploy/crds and then deploy/ (the base) as
+// kubectl apply -k would, with the two changes the test machine needs: one
+// replica, and the ports moved to free ones, since the pods share the
+// machine's network; then deletes deploy/ as kubectl delete -k would.
 func TestKustomizeInstall(t *testing.T) {
+	_, crds, err := manifests.Kustomize("deploy/crds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, crds)
 	_, objs, err := manifests.Kustomize("deploy")
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +126,8 @@ func TestKustomizeInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config", image: c.Image,
-		metrics: metrics, probes: probes})
+	exercise(t, installed{objs: objs, namespace: "kubeplug-system", deployment: "kubeplug", configMap: "kubeplug-config", image: c.Image, lease: "kubeplug",
+		rbac: []string{"--leader-elect"}, metrics: metrics, probes: probes})
 }
 
 // installed is one install to exercise.
@@ -118,10 +136,20 @@ type installed struct {
 	namespace             string
 	deployment, configMap string
 	// image is the image name the Deployment's pod runs.
-	image           string
+	image string
+	// lease is the host's leader Lease, in namespace.
+	lease string
+	// rbac are the flags of kubeplug rbac that name the install's roles,
+	// account and Lease as it does.
+	rbac            []string
 	metrics, probes int
-	// csi: reclaim knows csiDriver, so it writes a finalizer.
+	// csi: reclaim knows csiDriver, so it would write a finalizer: in
+	// shadow mode it disagrees with the cluster, where no
+	// external-provisioner protects that driver's volumes.
 	csi bool
+	// helm: installed by helm install, so that helm uninstall leaves the
+	// CRDs of the chart's crds/.
+	helm bool
 	// webhook, when set: storagepolicy's admit hook is registered for the
 	// namespaces labelled webhookLabel=namespace.
 	webhook *webhook
@@ -136,8 +164,12 @@ type webhook struct {
 
 // exercise applies the objects, runs the Deployment's pod and shows the
 // host working with exactly the installed rights: probes pass, retention
-// and reclaim reconcile, a host.yaml change reaches the running process,
-// and the API server forbids nothing it asks.
+// agrees with kube-controller-manager over a scale-down and a deletion and
+// fights it nowhere, reclaim reconciles (and disagrees, reported, where the
+// cluster does not protect a volume as it would), a host.yaml change
+// reaches the running process, and the API server forbids nothing it asks.
+// Then the uninstall keeps the CRD and the users' VolumeClaimUpdates, and
+// removes the Lease and Secret the host made.
 func exercise(t *testing.T, in installed) {
 	ctx := t.Context()
 	c := cp.Client()
@@ -163,12 +195,21 @@ func exercise(t *testing.T, in installed) {
 	// The Deployment controller makes a ReplicaSet, which makes the pod;
 	// the restricted profile admits it; podrun runs it and reports it
 	// ready once its readiness probe passes.
-	pod := awaitReadyPod(t, in)
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("log of pod %s:\n%s", pod.Name, rt.Log(pod))
+		if !t.Failed() {
+			return
+		}
+		pods, err := c.CoreV1().Pods(in.namespace).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Logf("list the pods of %s: %v", in.namespace, err)
+			return
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			t.Logf("pod %s: %s %+v\nits log:\n%s", p.Name, p.Status.Phase, p.Status.ContainerStatuses, rt.Log(p))
 		}
 	})
+	pod := awaitReadyPod(t, in)
 	probeAddr := fmt.Sprintf("127.0.0.1:%d", in.probes)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		code, body, err := testenv.Get(probeAddr, path)
@@ -184,43 +225,51 @@ func exercise(t *testing.T, in installed) {
 		admits(t, in)
 	}
 
-	// retention: a set whose claims go with it.
+	// retention, in shadow mode beside kube-controller-manager's KEP-1847
+	// code: a set scaled down and deleted.
 	kl.Serve(work)
-	web, err := setctl.Create(ctx, c, setctl.NewStatefulSet(work, "web", "data", setctl.Policy{WhenDeleted: setctl.Delete, WhenScaled: setctl.Delete}, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ord := range int32(2) {
-		if err := web.AwaitOwners(ctx, ord); err != nil {
-			t.Fatalf("%v\nlog of the host:\n%s", err, rt.Log(pod))
-		}
-	}
-
+	log := func() string { return rt.Log(pod) }
 	if in.webhook != nil {
-		mutates(t, work, "web")
+		// storagepolicy labels the claims kube-controller-manager makes.
+		createSet(t, setctl.NewStatefulSet(work, "labelled", "data", setctl.Policy{}, 1))
+		mutates(t, work, "labelled")
 	}
+	besideKCM(t, in, work, log)
 
 	// reclaim: a bound CSI volume with reclaim policy Delete.
 	pv := boundVolume(t, work)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", in.metrics)
-	if in.csi {
-		testenv.Eventually(t, wait, "reclaim's finalizer on "+pv, func() (bool, error) {
-			v, err := c.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, f := range v.Finalizers {
-				if f == provisionerFinalizer {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-	}
-	testenv.Eventually(t, wait, "reclaim to reconcile", func() (bool, error) {
-		m, err := testenv.Scrape(metricsAddr)
-		return err == nil && m.Sum("kubeplug_reconciles_total", "module", "reclaim", "result", "success") > 0, err
+	reclaim := moduleSeries(t, in, "reclaim")
+	testenv.Eventually(t, wait, "reclaim to reconcile "+pv, func() (bool, error) {
+		return reclaim("kubeplug_reconciles_total") > 0 && reclaim("kubeplug_shadow_differing_subjects")+reclaim("kubeplug_shadow_agreements_total") > 0, nil
 	})
+	if in.csi {
+		// Nothing in this cluster protects csiDriver's volumes as reclaim
+		// would (no external-provisioner runs for it): a disagreement,
+		// once the settle time has passed, naming the volume; and no
+		// finalizer, since shadow mode writes nothing.
+		testenv.Eventually(t, wait, "reclaim's disagreement on "+pv, func() (bool, error) {
+			return reclaim("kubeplug_shadow_disagreements_total", "compare_with", "cluster") == 1, nil
+		})
+		l := log()
+		if !strings.Contains(l, "shadow disagrees with the cluster") || !strings.Contains(l, pv) || !strings.Contains(l, provisionerFinalizer) {
+			t.Errorf("no log line says that reclaim would add %s to %s:\n%s", provisionerFinalizer, pv, l)
+		}
+		v, err := c.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Finalizers) > 0 && slices.Contains(v.Finalizers, provisionerFinalizer) {
+			t.Errorf("%s has %s: reclaim in shadow mode wrote it", pv, provisionerFinalizer)
+		}
+	} else {
+		testenv.Eventually(t, wait, "reclaim to agree with the cluster on "+pv, func() (bool, error) {
+			return reclaim("kubeplug_shadow_agreements_total", "compare_with", "cluster") > 0, nil
+		})
+		if n := reclaim("kubeplug_shadow_disagreements_total"); n != 0 {
+			t.Errorf("reclaim disagreed %v times with the cluster on a volume of a driver the host does not know:\n%s", n, log())
+		}
+	}
 
 	// A host.yaml change: warnretain added in the ConfigMap reaches the
 	// running process through the kubelet's ..data swap, and it warns
@@ -230,12 +279,14 @@ func exercise(t *testing.T, in installed) {
 		t.Fatal(err)
 	}
 	cm.Data["host.yaml"] = addWarnRetain(t, cm.Data["host.yaml"])
+	// warnretain enforcing records events where sets are, which the
+	// default modules in shadow mode never needed: the rules kubeplug rbac
+	// prints for the new host.yaml come first, as README.md says.
+	grant(t, in, cm.Data["host.yaml"])
 	if _, err := c.CoreV1().ConfigMaps(in.namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := setctl.Create(ctx, c, setctl.NewStatefulSet(work, "kept", "data", setctl.Policy{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain}, 1)); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, setctl.NewStatefulSet(work, "kept", "data", setctl.Policy{WhenDeleted: setctl.Retain, WhenScaled: setctl.Retain}, 1))
 	testenv.Eventually(t, wait, "warnretain's Warning on "+work+"/kept", func() (bool, error) {
 		evs, err := c.CoreV1().Events(work).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kept,reason=ClaimsRetainedForever"})
 		return err == nil && len(evs.Items) > 0, err
@@ -263,9 +314,12 @@ func exercise(t *testing.T, in installed) {
 	if n := m.Sum("kubeplug_api_requests_total", "code", "403"); n != 0 {
 		t.Errorf("the API server forbade %v of the host's requests: the installed RBAC lacks a rule", n)
 	}
-	if log := rt.Log(pod); strings.Contains(strings.ToLower(log), "forbidden") {
-		t.Errorf("the host's log reports a forbidden request: the installed RBAC lacks a rule\n%s", log)
+	if l := log(); strings.Contains(strings.ToLower(l), "forbidden") {
+		t.Errorf("the host's log reports a forbidden request: the installed RBAC lacks a rule\n%s", l)
 	}
+
+	ownedByTheInstall(t, in)
+	uninstall(t, in, work)
 }
 
 // restrictedNamespace creates a namespace that enforces Pod Security's
@@ -303,10 +357,7 @@ func awaitReadyPod(t *testing.T, in installed) *corev1.Pod {
 	t.Helper()
 	ctx := t.Context()
 	c := cp.Client()
-	d, err := c.AppsV1().Deployments(in.namespace).Get(ctx, in.deployment, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := deploymentOf(t, in)
 	requireEnforced(t, in.namespace)
 	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
 	var pod *corev1.Pod
@@ -372,6 +423,61 @@ func boundVolume(t *testing.T, ns string) string {
 		return err == nil && cl.Status.Phase == corev1.ClaimBound, err
 	})
 	return pv.Name
+}
+
+// grant applies what kubeplug rbac prints for hostYAML, with the install's
+// names: its roles' rules become those.
+func grant(t *testing.T, in installed, hostYAML string) {
+	t.Helper()
+	objs, err := manifests.Decode(string(kubeplugRBAC(t, hostYAML, in.rbac)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, objs)
+}
+
+// rbacValues is the chart's rbac value for host.yaml's content, as
+// kubeplug rbac -o helm prints it with args.
+func rbacValues(t *testing.T, hostYAML map[string]any, args []string) map[string]any {
+	t.Helper()
+	b, err := yaml.Marshal(hostYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		RBAC map[string]any `json:"rbac"`
+	}
+	if err := yaml.Unmarshal(kubeplugRBAC(t, string(b), append([]string{"-o", "helm"}, args...)), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.RBAC
+}
+
+// kubeplugRBAC is what kubeplug rbac prints for hostYAML with args, the
+// image's modules read from the build.
+func kubeplugRBAC(t *testing.T, hostYAML string, args []string) []byte {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "host.yaml")
+	if err := os.WriteFile(config, []byte(hostYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := testenv.KubeplugOutput(append([]string{"rbac", "--config", config, "--modules-dir", modulesDir(t), "--cache-dir", ""}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// merged returns a's entries and b's, b's winning.
+func merged(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
 // addWarnRetain appends the warnretain example module, as the image has
@@ -476,6 +582,31 @@ func image(t *testing.T) v1.Image {
 		t.Fatal(imageErr)
 	}
 	return theImage
+}
+
+// modulesDir builds testenv.ImageModules and returns the directory they are in,
+// for --modules-dir.
+func modulesDir(t *testing.T) string {
+	t.Helper()
+	var dir string
+	for _, m := range testenv.ImageModules {
+		wasm, err := testenv.Guest(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Dir(wasm)
+	}
+	return dir
+}
+
+// deploymentOf reads the installed Deployment.
+func deploymentOf(t *testing.T, in installed) *appsv1.Deployment {
+	t.Helper()
+	d, err := cp.Client().AppsV1().Deployments(in.namespace).Get(t.Context(), in.deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func toDeployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {

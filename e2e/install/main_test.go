@@ -1,9 +1,12 @@
 // Package install installs kubeplug as a user does, from the Helm chart
 // (rendered with the Helm v3 SDK) and from the kustomize base (rendered with
-// the kustomize API), into a real kube-apiserver with Pod Security
-// "restricted" enforced on the host's namespace, and runs the host from
-// what was installed: kube-controller-manager's Deployment and ReplicaSet
-// controllers make its pod, the kubelet stand-in with e2e/internal/podrun
+// the kustomize API, its CRDs from deploy/crds first), into a real
+// kube-apiserver with Pod Security "restricted" enforced on the host's
+// namespace, runs the host from what was installed beside
+// kube-controller-manager's StatefulSet controller and garbage collector,
+// and uninstalls it as kubectl delete -k and helm uninstall do.
+// kube-controller-manager's Deployment and ReplicaSet controllers make its
+// pod, the kubelet stand-in with e2e/internal/podrun
 // runs the pod's container from the image `make image` built (its
 // entrypoint, args, env, ConfigMap volume and service-account token, as the
 // image's user in its root filesystem), and the host reaches the API server
@@ -32,6 +35,12 @@ func TestMain(m *testing.M) {
 			"deployment-controller",
 			"replicaset-controller",
 			"persistentvolume-binder-controller",
+			// KEP-1847 as kube-controller-manager runs it, beside the
+			// default install's retention in shadow mode; and what
+			// removes the host's Lease and Secret with its Deployment.
+			"statefulset-controller",
+			"garbage-collector-controller",
+			"persistentvolumeclaim-protection-controller",
 		}, ServiceResolver: resolveService},
 	}))
 }

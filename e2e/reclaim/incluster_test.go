@@ -33,19 +33,21 @@ const (
 )
 
 // TestInClusterWithDeployRBAC runs the host as deploy/ runs it in a
-// cluster: as the service account kubeplug-system/kubeplug, with nothing but
-// what deploy/base/rbac.yaml grants it on an API server that authorizes with
-// RBAC, through client-go's in-cluster configuration (no kubeconfig), with
-// leader election on, and with the modules deploy/ names: retention,
-// reclaim and warnretain. Each write the modules make is of a kind the
-// others are not: a Lease, owner references on claims, a Warning event, a
-// finalizer on a volume, a provisioner Secret read, a backing volume deleted
-// and then its object. Every one of them must happen, and the API server
-// must forbid none of the host's requests.
+// cluster, with retention, reclaim and warnretain enforcing, as an operator
+// whose kube-controller-manager does not do retention's and reclaim's work
+// would run them: as the service account kubeplug-system/kubeplug of
+// deploy/base, with nothing but what `kubeplug rbac --leader-elect` prints
+// for that host.yaml (README.md says to apply it when enforcing) on an API
+// server that authorizes with RBAC, through client-go's in-cluster
+// configuration (no kubeconfig), with leader election on. Each write the
+// modules make is of a kind the others are not: a Lease, owner references
+// on claims, a Warning event, a finalizer on a volume, a provisioner Secret
+// read, a backing volume deleted and then its object. Every one of them must
+// happen, and the API server must forbid none of the host's requests.
 func TestInClusterWithDeployRBAC(t *testing.T) {
 	ctx := context.Background()
 	c := cp.Client()
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml"} {
 		apply(t, filepath.Join(testenv.Root(), "deploy", "base", f))
 	}
 	// With the VolumeClaimUpdate CRD served the host watches
@@ -63,10 +65,12 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 		}
 		fmt.Fprintf(&modules, "- path: %s\n  name: %s\n%s", wasm, filepath.Base(dir), testenv.Allow[dir])
 	}
+	config := fmt.Sprintf("modules:\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
+		modules.String(), driverName, d.socket)
+	apply(t, generatedRBAC(t, config, "--leader-elect"))
 	h := testenv.StartHost(t, testenv.HostOptions{
-		Name: "in-cluster",
-		Config: fmt.Sprintf("modules:\n%scsiDrivers:\n- name: %s\n  endpoint: unix://%s\n  timeout: 10s\n",
-			modules.String(), driverName, d.socket),
+		Name:      "in-cluster",
+		Config:    config,
 		Args:      []string{"--leader-elect"},
 		InCluster: inCluster(t, saNamespace, saName),
 	})
@@ -94,7 +98,27 @@ func TestInClusterWithDeployRBAC(t *testing.T) {
 	}
 	awaitRetainedWarning(t, ns, "kept")
 	p.awaitNothingLeft(t, d)
-	noForbidden(t, h, "deploy/base/rbac.yaml lacks a rule")
+	noForbidden(t, h, "kubeplug rbac's rules lack one")
+}
+
+// generatedRBAC writes what `kubeplug rbac --config` prints for the host
+// configuration config, run with args, to a file and returns its path.
+func generatedRBAC(t *testing.T, config string, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	hostYAML := filepath.Join(dir, "host.yaml")
+	if err := os.WriteFile(hostYAML, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := testenv.KubeplugOutput(append([]string{"rbac", "--config", hostYAML, "--cache-dir", ""}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac := filepath.Join(dir, "rbac.yaml")
+	if err := os.WriteFile(rbac, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rbac
 }
 
 // apply creates the objects of the YAML manifest file path, whatever their

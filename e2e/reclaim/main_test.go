@@ -4,8 +4,9 @@
 // deleting backing volumes through csi-test's mock CSI driver on a unix
 // socket, whose servers delegate to host/csi/csitest's in-memory driver.
 // TestInClusterWithDeployRBAC runs here too, as the test that uses every
-// kind of right the host has: with deploy/base/rbac.yaml's service account and
-// client-go's in-cluster configuration, and all three modules.
+// kind of right the host has: with deploy/base's service account, the rules
+// kubeplug rbac prints for its host.yaml, client-go's in-cluster
+// configuration, and all three modules enforcing.
 package reclaim
 
 import (

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/kubeplug/kubeplug/host/kube"
 	"github.com/kubeplug/kubeplug/host/metrics"
 )
 
@@ -35,6 +36,11 @@ func lead(ctx context.Context, client kubernetes.Interface, le LeaderElection, r
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	if o := le.owner; o != nil && o.Namespace == le.Namespace {
+		// An owner in another namespace would be no owner at all: the
+		// garbage collector would find none and delete the Lease.
+		lock.Client = kube.OwnedLeases(lock.Client, o)
 	}
 	// The elector gets a context of its own, cancelled only after the
 	// controllers have drained: with ReleaseOnCancel it gives up the Lease

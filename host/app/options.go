@@ -87,6 +87,9 @@ type WebhookCert struct {
 	// Lifetimes of the CA and the serving certificate; zero fields take
 	// webhookcert.DefaultLifetimes.
 	Lifetimes webhookcert.Lifetimes
+
+	// owner, when set, owns the Secret (see installOwner).
+	owner *kube.Owner
 }
 
 // LeaderElection configures the Lease that makes several hosts safe.
@@ -103,6 +106,8 @@ type LeaderElection struct {
 	// watchDog, when set, is told of the elector so that /healthz fails
 	// while this host leads without renewing the Lease.
 	watchDog *leaderelection.HealthzAdaptor
+	// owner, when set, owns the Lease (see installOwner).
+	owner *kube.Owner
 }
 
 // callTimeout returns the bound of each API request a reconcile makes. Under

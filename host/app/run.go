@@ -119,6 +119,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
+	owner := installOwner(ctx, opts, client, log)
+	if wc := opts.WebhookCert; wc != nil {
+		c := *wc
+		c.owner = owner
+		opts.WebhookCert = &c
+	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
@@ -245,6 +251,7 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	}
 	le := *opts.LeaderElection
+	le.owner = owner
 	le.watchDog = leaderelection.NewLeaderHealthzAdaptor(LeaderHealthTimeout)
 	health.Add("leader-election", le.watchDog.Check)
 	return lead(ctx, client, le, run, log)
@@ -267,7 +274,7 @@ func warnUnservedClaimUpdates(log *slog.Logger, cache *kube.Cache, mods []loaded
 	served := cache.Informer(abi.KindVolumeClaimUpdate) != nil
 	for _, name := range claimUpdateModules(served, mods) {
 		log.Warn("the API server does not serve volumeclaimupdates.kubeplug.dev, so this module sees none: "+
-			"apply deploy/base/volumeclaimupdate-crd.yaml, then restart the host", "module", name)
+			"apply deploy/crds/volumeclaimupdate-crd.yaml, then restart the host", "module", name)
 	}
 }
 

@@ -166,6 +166,9 @@ func webhookCerts(ctx context.Context, opts Options, client kubernetes.Interface
 			Client: client, Namespace: wc.SecretNamespace, Name: wc.SecretName, WebhookConfig: wc.ConfigName, Log: log,
 			Issuer: &webhookcert.Issuer{DNSNames: webhookcert.ServiceDNSNames(wc.ServiceNamespace, wc.ServiceName), Lifetimes: l},
 		}
+		if o := wc.owner; o != nil && o.Namespace == wc.SecretNamespace {
+			m.Owner = &o.Ref
+		}
 		if err := m.Start(ctx); err != nil {
 			return nil, err
 		}

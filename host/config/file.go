@@ -60,12 +60,36 @@ type File struct {
 }
 
 // Load reads and validates the host configuration at path. See Parse.
-func Load(path string) (*File, error) {
+func Load(path string) (*File, error) { return LoadWith(path, Options{}) }
+
+// ImageModulesDir is where the kubeplug image keeps its modules
+// (host/cmd/kubeplug-image's ModulesDir): the shipped host.yaml files name
+// them there.
+const ImageModulesDir = "/modules"
+
+// Options change how a configuration is read.
+type Options struct {
+	// ModulesDir, when set, stands for ImageModulesDir: a module path
+	// under /modules/ names the file of the same name in ModulesDir, so
+	// that a configuration written for the image can be read where the
+	// modules were built (make guests writes build/guests), e.g. by
+	// `kubeplug rbac --modules-dir`. Other paths are read as written.
+	ModulesDir string
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*File, error) {
 	data, err := input.ReadFile(path, input.MaxConfigBytes, "host configuration")
 	if err != nil {
 		return nil, fmt.Errorf("read host configuration: %w", err)
 	}
-	return Parse(data, path)
+	if o.ModulesDir != "" {
+		// From the working directory, as a command-line path is read.
+		if o.ModulesDir, err = filepath.Abs(o.ModulesDir); err != nil {
+			return nil, fmt.Errorf("resolve the modules directory: %w", err)
+		}
+	}
+	return parse(data, path, o)
 }
 
 // budget bounds a host configuration once its aliases and merge keys are
@@ -88,7 +112,9 @@ const (
 // empty), and each module file must exist.
 // The error, when there is one, lists every problem, one per line, each
 // wrapping ErrInvalid.
-func Parse(data []byte, path string) (*File, error) {
+func Parse(data []byte, path string) (*File, error) { return parse(data, path, Options{}) }
+
+func parse(data []byte, path string, o Options) (*File, error) {
 	name := path
 	if name == "" {
 		name = "host configuration"
@@ -97,7 +123,7 @@ func Parse(data []byte, path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", name, err)
 	}
-	p := &parser{file: name, dir: filepath.Dir(abs), dirIs: "the configuration's directory"}
+	p := &parser{file: name, dir: filepath.Dir(abs), dirIs: "the configuration's directory", modulesDir: o.ModulesDir}
 	if path == "" {
 		p.dir, p.dirIs = abs, "the working directory"
 	}

@@ -53,6 +53,10 @@ func (p *parser) modules(ns []*yaml.Node) []Module {
 				first[m.Name] = i
 			}
 		}
+		if m.Name == CompareCluster {
+			p.addf(nameAt, join(field, "name"), "%q is kept for a shadow module's comparison with the cluster (metrics label compare_with=%q); give the module another name, e.g. name: %s-policy",
+				m.Name, CompareCluster, m.Name)
+		}
 		out = append(out, m)
 	}
 	for i, n := range ns {
@@ -62,6 +66,11 @@ func (p *parser) modules(ns []*yaml.Node) []Module {
 	}
 	return out
 }
+
+// CompareCluster is what a shadow module without compareWith is compared
+// with, and its compare_with label in the shadow metrics
+// (controller.CompareCluster): no entry may have this name.
+const CompareCluster = "cluster"
 
 // compareWith checks the compareWith of mods[i]: a shadow entry naming
 // another entry, one that enforces, of the same subject.
@@ -76,6 +85,8 @@ func (p *parser) compareWith(mods []Module, i int, n *yaml.Node, field string) {
 	}
 	j := slices.IndexFunc(mods, func(o Module) bool { return o.Name == m.CompareWith })
 	switch {
+	case m.CompareWith == CompareCluster:
+		p.addf(n, field, "remove compareWith: a shadow module without it is compared with the cluster")
 	case m.CompareWith == m.Name:
 		p.addf(n, field, "names this module itself; name the enforcing module to compare with")
 	case j < 0:
@@ -197,10 +208,16 @@ func (p *parser) module(n *yaml.Node, field string) (m Module, nameAt *yaml.Node
 // modulePath resolves a module path against the configuration's directory
 // and checks that it names a file.
 func (p *parser) modulePath(n *yaml.Node, field, given string) string {
-	path, _ := p.checkFile(n, field, given, fileKind{
+	k := fileKind{
 		empty: "the module's file, e.g. guests/retention.wasm", noun: "module file ", fix: "build the module or fix the path",
 		what: "module file", dir: "the module's .wasm file",
-	})
+	}
+	if rel, ok := strings.CutPrefix(filepath.Clean(given), ImageModulesDir+"/"); ok && p.modulesDir != "" {
+		given = filepath.Join(p.modulesDir, rel)
+		k.noun = fmt.Sprintf("the image's %s/%s, read from the modules directory as ", ImageModulesDir, rel)
+		k.fix = "build the modules (make guests) or name the directory they are in"
+	}
+	path, _ := p.checkFile(n, field, given, k)
 	return path
 }
 

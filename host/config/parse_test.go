@@ -161,6 +161,38 @@ func TestLoadResolvesPaths(t *testing.T) {
 	}
 }
 
+// TestLoadModulesDir: with Options.ModulesDir, the image's module paths
+// (/modules/NAME) name the files of the modules directory, given from the
+// working directory; other paths are read as written, and a missing module
+// names both paths.
+func TestLoadModulesDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"deploy/host.yaml": "modules:\n- path: /modules/a.wasm\n- path: b.wasm\n- path: /modulesx/c.wasm\n",
+		"deploy/b.wasm":    "b",
+		"build/a.wasm":     "a",
+	})
+	t.Chdir(dir)
+	_, err := config.Load("deploy/host.yaml")
+	require.ErrorContains(t, err, "module file /modules/a.wasm does not exist", "without the option, the image's path")
+
+	_, err = config.LoadWith("deploy/host.yaml", config.Options{ModulesDir: "build"})
+	require.ErrorContains(t, err, "modules[2].path: module file /modulesx/c.wasm does not exist", "only /modules/ is the image's")
+	require.NotContains(t, err.Error(), "modules[0]")
+
+	writeFiles(t, dir, map[string]string{"deploy/host.yaml": "modules:\n- path: /modules/a.wasm\n- path: b.wasm\n- path: /modules/gone.wasm\n"})
+	_, err = config.LoadWith("deploy/host.yaml", config.Options{ModulesDir: "build"})
+	require.ErrorContains(t, err, "modules[2].path: the image's /modules/gone.wasm, read from the modules directory as "+
+		filepath.Join(dir, "build", "gone.wasm")+" does not exist; build the modules (make guests)")
+
+	writeFiles(t, dir, map[string]string{"deploy/host.yaml": "modules:\n- path: /modules/a.wasm\n- path: b.wasm\n"})
+	f, err := config.LoadWith("deploy/host.yaml", config.Options{ModulesDir: "build"})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "build", "a.wasm"), f.Modules[0].Path)
+	require.Equal(t, "a", f.Modules[0].Name, "named as in the image")
+	require.Equal(t, filepath.Join(dir, "deploy", "b.wasm"), f.Modules[1].Path)
+}
+
 // TestParseWithoutPath checks that Parse resolves against the working
 // directory when given no file name, and says so in messages.
 func TestParseWithoutPath(t *testing.T) {

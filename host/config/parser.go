@@ -23,10 +23,12 @@ const maxField = 200
 // parser walks a configuration's YAML nodes into a File. It records every
 // problem it meets and carries on, so that one run reports them all.
 type parser struct {
-	file     string // the file as named by the caller, for messages
-	dir      string // absolute directory of the file, for relative module paths
-	dirIs    string // what dir is, for messages
-	problems []*problem
+	file  string // the file as named by the caller, for messages
+	dir   string // absolute directory of the file, for relative module paths
+	dirIs string // what dir is, for messages
+	// modulesDir stands for ImageModulesDir in module paths (Options).
+	modulesDir string
+	problems   []*problem
 	// requireKey is requireSignature's public key file, which every
 	// module entry must be signed with unless it names its own;
 	// requireLine is where it was set.

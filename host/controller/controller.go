@@ -88,6 +88,10 @@ type Deps struct {
 	// it makes included, so that a drain ends however slow the API server
 	// or a driver is; default DefaultReconcileTimeout.
 	ReconcileTimeout time.Duration
+	// ShadowSettle is how long a module in shadow mode without
+	// compareWith may ask for writes on a subject before that counts as a
+	// disagreement with the cluster; default DefaultShadowSettle.
+	ShadowSettle time.Duration
 }
 
 // DefaultReconcileTimeout is Deps.ReconcileTimeout's default: far above a
@@ -118,6 +122,9 @@ type Controller struct {
 	h       handle
 	shadowSet
 	writes writes
+	// diffs: in shadow mode, the subjects the cluster does not show as
+	// the module would make them (see compareWithCluster).
+	diffs clusterDiffs
 }
 
 // New returns the controller of mod. Nothing runs until Run.
@@ -131,13 +138,16 @@ func New(mod Module, deps Deps) *Controller {
 	if deps.ReconcileTimeout <= 0 {
 		deps.ReconcileTimeout = DefaultReconcileTimeout
 	}
+	if deps.ShadowSettle <= 0 {
+		deps.ShadowSettle = DefaultShadowSettle
+	}
 	g := newGeneration(mod, deps)
 	if g.n == 0 {
 		g.n = 1
 	}
 	log := deps.Logger.With("module", mod.Name)
 	if deps.Metrics != nil {
-		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities)
+		initSeries(deps.Metrics, mod.Name, g.manifest.Capabilities, mod.Shadow)
 	}
 	order := newChangesFirst()
 	var queueMetrics workqueue.MetricsProvider // nil: none
@@ -173,7 +183,7 @@ func (c *Controller) Swap(mod Module) (uint64, error) {
 		return 0, fmt.Errorf("swap module %q: its subject is %q, the controller's %q: %w", c.name, g.manifest.Subject, c.subject, ErrSwap)
 	}
 	if m := c.deps.Metrics; m != nil {
-		initSeries(m, c.name, g.manifest.Capabilities)
+		initSeries(m, c.name, g.manifest.Capabilities, mod.Shadow)
 	}
 	old := c.h.swap(g)
 	c.log.Debug("module swapped", "generation", g.n, "replaced", old, "version", g.manifest.Version)
@@ -402,6 +412,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, out *Outcome, st
 	}
 	if req == nil {
 		c.writes.forget(key)
+		c.forgetDiff(key)
 		return Result{}, nil
 	}
 	if !selected(g, req) {
@@ -447,6 +458,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, out *Outcome, st
 	var result Result
 	if res.RequeueAfterMillis > 0 {
 		result.RequeueAfter = c.requeueAfter(key, res.RequeueAfterMillis)
+	}
+	if g.exec.Shadow {
+		// Nothing was written: look again when a difference from the
+		// cluster should have settled, even if no event comes.
+		if d := c.compareWithCluster(key, g.n, rep); d > 0 && (result.RequeueAfter == 0 || d < result.RequeueAfter) {
+			result.RequeueAfter = d
+		}
 	}
 	if errors.Is(err, actions.ErrRefused) {
 		err = TerminalError(err)
@@ -551,8 +569,14 @@ func IsWriteRecord(eventType, message string) bool {
 }
 
 // initSeries creates the module's series at zero, so that a scrape shows
-// every series from the start and rates work from the first event.
-func initSeries(m *metrics.Metrics, name string, caps []abi.Capability) {
+// every series from the start and rates work from the first event; a module
+// in shadow mode has its comparison with the cluster's.
+func initSeries(m *metrics.Metrics, name string, caps []abi.Capability, shadow bool) {
+	if shadow {
+		m.ShadowAgreements.WithLabelValues(name, CompareCluster)
+		m.ShadowDisagreements.WithLabelValues(name, CompareCluster)
+		m.ShadowDiffering.WithLabelValues(name)
+	}
 	for _, r := range outcomes {
 		m.Reconciles.WithLabelValues(name, r)
 	}

@@ -82,11 +82,18 @@ type Metrics struct {
 	CSIDriverReady *prometheus.GaugeVec
 	// ShadowAgreements and ShadowDisagreements count the reconciles on
 	// which a shadow module with compareWith decided as, or otherwise than,
-	// the module it names, by shadow module and compared module.
+	// the module it names, by shadow module and compared module; and for a
+	// shadow module without compareWith (compare_with "cluster"), the
+	// reconciles on which the cluster already was as it would make it, and
+	// the subjects where the cluster stayed otherwise past the settle time.
 	ShadowAgreements, ShadowDisagreements *prometheus.CounterVec
 
 	// queues are client-go's workqueue_* series (WorkQueues).
 	queues *queueSeries
+	// ShadowDiffering is, for each shadow module compared with the
+	// cluster, the subjects whose last reconcile asked for writes the
+	// cluster does not show: not settled yet, or disagreements.
+	ShadowDiffering *prometheus.GaugeVec
 }
 
 // New creates the metrics in a new registry, with Go and process collectors
@@ -172,13 +179,17 @@ func New() *Metrics {
 		}, []string{"driver"}),
 		ShadowAgreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_agreements_total",
-			Help: "Reconciles on which a shadow module decided as the module it is compared with.",
+			Help: "Reconciles on which a shadow module decided as the module it is compared with, or (compare_with=\"cluster\") found the cluster already as it would make it.",
 		}, []string{"module", "compare_with"}),
 		ShadowDisagreements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "shadow_disagreements_total",
-			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with; the log has each.",
+			Help: "Reconciles on which a shadow module decided otherwise than the module it is compared with, or (compare_with=\"cluster\") subjects the cluster kept otherwise than it would make them past the settle time; the log has each.",
 		}, []string{"module", "compare_with"}),
 		queues: newQueueSeries(),
+		ShadowDiffering: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "shadow_differing_subjects",
+			Help: "Subjects a shadow module compared with the cluster would write, as of their last reconcile: within the settle time or disagreements.",
+		}, []string{"module"}),
 	}
 	// Each result is there from the start, so that the first failure is an
 	// increase an alert sees, not a new series.
@@ -195,7 +206,8 @@ func New() *Metrics {
 		m.Reconciles, m.ReconcileSeconds, m.GuestCallSeconds, m.Actions,
 		m.GuestErrors, m.QueueDepth, m.APIRequests, m.Leader, m.Panics, m.StaleInputs, m.ModuleInfo,
 		m.HookCalls, m.HookErrors, m.HookSeconds,
-		m.ModuleSwaps, m.ConfigReloads, m.ConfigLastReloadSuccessful, m.CSIDriverReady, m.ShadowAgreements, m.ShadowDisagreements,
+		m.ModuleSwaps, m.ConfigReloads, m.ConfigLastReloadSuccessful, m.CSIDriverReady,
+		m.ShadowAgreements, m.ShadowDisagreements, m.ShadowDiffering,
 	)
 	return m
 }

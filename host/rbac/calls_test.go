@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -272,19 +273,30 @@ func TestExecutorCallsAreCovered(t *testing.T) {
 	}
 }
 
-// The host's own calls: client-go's LeaseLock taking and renewing the
-// leader Lease, a Warning event on the host's Pod, the namespace informer of
-// the admission webhook.
+// The host's own calls: its Pod and ReplicaSet read to find the
+// Deployment that owns its Lease, client-go's LeaseLock taking and renewing
+// the leader Lease as that Deployment's, a Warning event on the host's Pod,
+// the namespace informer of the admission webhook.
 func TestHostCallsAreCovered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client, _ := fakes()
+	yes := true
+	_, err := client.AppsV1().ReplicaSets("kp").Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "kubeplug-5d8f", UID: "rs-uid",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "kubeplug", UID: "d-uid", Controller: &yes}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = client.CoreV1().Pods("kp").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kubeplug-5d8f-x2x9z",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "kubeplug-5d8f", UID: "rs-uid", Controller: &yes}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	client.ClearActions()
+	owner, err := kube.InstallOwner(ctx, client, "kp", "kubeplug-5d8f-x2x9z")
+	require.NoError(t, err)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: "kp", Name: "kubeplug"},
-		Client:     client.CoordinationV1(),
+		Client:     kube.OwnedLeases(client.CoordinationV1(), owner),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: "me"},
 	}
-	_, _, err := lock.Get(ctx)
+	_, _, err = lock.Get(ctx)
 	require.Error(t, err, "no Lease yet")
 	rec := resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaseDurationSeconds: 15}
 	require.NoError(t, lock.Create(ctx, rec))
@@ -305,7 +317,7 @@ func TestHostCallsAreCovered(t *testing.T) {
 	r := derive(t, rbac.Host{Modules: []rbac.Module{admit}, PodNamespace: "kp", Lease: &rbac.Ref{Namespace: "kp", Name: "kubeplug"}})
 	cs := calls(client.Actions())
 	requireCovered(t, r, cs)
-	for _, want := range []string{"leases", "events", "namespaces"} {
+	for _, want := range []string{"pods", "replicasets", "leases", "events", "namespaces"} {
 		require.True(t, slices.ContainsFunc(cs, func(c call) bool { return c.resource == want }), "no call on %s: %v", want, cs)
 	}
 }

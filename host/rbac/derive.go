@@ -171,7 +171,16 @@ func Derive(h Host) (Rules, error) {
 		if m.Shadow {
 			continue
 		}
-		admits = admits || slices.Contains(m.Hooks, abi.HookAdmit)
+		if slices.Contains(m.Hooks, abi.HookAdmit) {
+			admits = true
+			if m.Subject == abi.SubjectStatefulSet {
+				// admission.Reviewer.LiveStatefulSet: the set a claim
+				// or pod under review belongs to, read from the API
+				// server when the host's cache has not got it yet,
+				// where the webhook admits (the entry's namespaces).
+				b.addKind(m.Namespaces, abi.KindStatefulSet, "", "get")
+			}
+		}
 		deletesVolumes = deletesVolumes || slices.Contains(m.Hooks, abi.HookReconcile) &&
 			slices.ContainsFunc(m.Granted, func(c abi.Capability) bool { return c.Action == abi.ActionDeleteVolume })
 	}
@@ -193,6 +202,14 @@ func Derive(h Host) (Rules, error) {
 		// startWebhook: a namespace informer, for the labels an admit
 		// hook's namespaceSelector and input see.
 		b.add(nil, "", "namespaces", "", "list", "watch")
+	}
+	if h.Lease != nil || h.WebhookCertSecret != nil {
+		// app.installOwner (kube.InstallOwner): the host's own Pod and
+		// its ReplicaSet, read to find the Deployment that owns the
+		// Lease and the Secret it makes. The Pod's name is the
+		// ReplicaSet's and a suffix, known only at run time.
+		b.add([]string{h.PodNamespace}, "", "pods", "", "get")
+		b.add([]string{h.PodNamespace}, "apps", "replicasets", "", "get")
 	}
 	if l := h.Lease; l != nil {
 		// client-go's LeaseLock: get and update its Lease by name; create

@@ -155,14 +155,20 @@ func TestHostNeeds(t *testing.T) {
 	require.False(t, allowed(r, "update", "coordination.k8s.io", "leases", "kp", "other"))
 	require.True(t, allowed(r, "create", "coordination.k8s.io", "leases", "kp", ""))
 	require.True(t, allows(r.Cluster, "watch", "", "namespaces", ""))
+	require.True(t, allows(r.Cluster, "get", "apps", "statefulsets", ""), "the set of a claim under review, when the cache has not got it")
 	require.True(t, allowed(r, "update", "", "secrets", "kp", "certs"))
 	require.False(t, allowed(r, "get", "", "secrets", "kp", "other"))
 	require.False(t, allowed(r, "get", "", "secrets", "default", "certs"))
 	require.True(t, allowed(r, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "kubeplug"))
 	require.False(t, allowed(r, "patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "other"))
 
+	require.True(t, allowed(r, "get", "apps", "replicasets", "kubeplug-system", "kubeplug-5d8f"), "the owner of the Lease and the Secret is found through them, in the host's namespace")
+	require.True(t, allowed(r, "get", "", "pods", "kubeplug-system", "kubeplug-5d8f-x2x9z"))
+	require.False(t, allowed(r, "get", "apps", "replicasets", "default", "x"))
+
 	without := derive(t, rbac.Host{Modules: []rbac.Module{warnretain}})
 	require.False(t, allows(without.Cluster, "watch", "", "namespaces", ""))
+	require.False(t, allowed(without, "get", "apps", "replicasets", "kubeplug-system", "x"), "no Lease nor Secret: no owner to find")
 	_, err := rbac.Derive(rbac.Host{})
 	require.Error(t, err, "no Pod namespace")
 }

@@ -3,7 +3,8 @@
 // each module is granted (the manifest's, checked against allow:), each
 // module's subject and namespaces, and the host's own needs (its Warning
 // events, the leader Lease, the namespaces an admission webhook reads, the
-// Secret it keeps its webhook certificate in). `kubeplug rbac` prints the
+// Secret it keeps its webhook certificate in, the Pod and ReplicaSet it
+// reads to find the Deployment those two belong to). `kubeplug rbac` prints the
 // result as ClusterRoles, Roles and bindings, or as Helm values.
 //
 // Every rule is the mirror of a call the host makes: Derive names, beside

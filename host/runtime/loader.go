@@ -53,6 +53,14 @@ func (p Profile) HostMemoryBound(l Limits) uint64 {
 	return l.HostMemoryBound() + uint64(max(p.Memories-1, 0))*uint64(l.Instances)*uint64(l.memoryPages())*pageSize
 }
 
+// LinearMemoryBound is the part of HostMemoryBound that is the instances'
+// linear memories at their cap: memory the host maps outside Go's heap, which
+// GOMEMLIMIT does not see (see memory_linux.go).
+func (p Profile) LinearMemoryBound(l Limits) uint64 {
+	l = l.withDefaults()
+	return uint64(max(p.Memories, 1)) * uint64(l.Instances) * uint64(l.memoryPages()) * pageSize
+}
+
 // profile is a registered runtime profile: how its modules are recognized
 // and loaded.
 type profile struct {

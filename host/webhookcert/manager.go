@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,11 @@ type Manager struct {
 	WebhookConfig string
 	Issuer        *Issuer
 	Log           *slog.Logger
+	// Owner, when set, is given to the Secret as an owner reference (the
+	// Deployment that runs the host, kube.InstallOwner), so that removing
+	// the install removes the CA's key with it. A Secret made before the
+	// Manager had one gets it at the next Sync.
+	Owner *metav1.OwnerReference
 
 	cert atomic.Pointer[tls.Certificate]
 	stop context.CancelFunc
@@ -147,19 +153,20 @@ func (m *Manager) Sync(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
-		if changed {
+		owners, unowned := m.owners(s)
+		if changed || unowned {
 			data, err := next.Data()
 			if err != nil {
 				return time.Time{}, err
 			}
 			if s == nil {
 				_, err = secrets.Create(ctx, &corev1.Secret{
-					ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: map[string]string{LabelKey: LabelValue}},
+					ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: map[string]string{LabelKey: LabelValue}, OwnerReferences: owners},
 					Type:       corev1.SecretTypeTLS, Data: data,
 				}, metav1.CreateOptions{})
 			} else {
 				s = s.DeepCopy()
-				s.Data = data
+				s.Data, s.OwnerReferences = data, owners
 				if s.Labels == nil {
 					s.Labels = map[string]string{}
 				}
@@ -180,6 +187,19 @@ func (m *Manager) Sync(ctx context.Context) (time.Time, error) {
 		return recheck, m.patchCABundles(ctx, log, next.TrustPEM())
 	}
 	return time.Time{}, fmt.Errorf("webhook certificate: Secret %s changed under every one of %d attempts", where, attempts)
+}
+
+// owners returns the owner references s should have (nil s: a Secret to
+// create), and whether s lacks the Manager's Owner.
+func (m *Manager) owners(s *corev1.Secret) ([]metav1.OwnerReference, bool) {
+	var refs []metav1.OwnerReference
+	if s != nil {
+		refs = s.OwnerReferences
+	}
+	if m.Owner == nil || slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == m.Owner.UID }) {
+		return refs, false
+	}
+	return append(slices.Clone(refs), *m.Owner), s != nil
 }
 
 // ours refuses a Secret the Manager must not overwrite.

@@ -88,6 +88,42 @@ func TestReplicasShareOneBundle(t *testing.T) {
 	require.Equal(t, 1, creates)
 }
 
+// With an Owner, the Secret is created owned by it, so that the garbage
+// collector removes the CA's key with the install; a Secret an older host
+// made without one is given it, and keeps its bundle and its other owners.
+func TestSecretOwnedByTheInstall(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "kubeplug", UID: "deploy-uid"}
+	client := fake.NewClientset(webhookConfigs()...)
+	m := manager(client, c)
+	m.Owner = &owner
+	_, err := m.Sync(ctx)
+	require.NoError(t, err)
+	s, err := client.CoreV1().Secrets("kp").Get(ctx, "webhook-cert", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []metav1.OwnerReference{owner}, s.OwnerReferences)
+
+	old := manager(fake.NewClientset(webhookConfigs()...), c)
+	_, err = old.Sync(ctx)
+	require.NoError(t, err)
+	made, err := old.Client.CoreV1().Secrets("kp").Get(ctx, "webhook-cert", metav1.GetOptions{})
+	require.NoError(t, err)
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "x-uid"}
+	made.OwnerReferences = []metav1.OwnerReference{other}
+	_, err = old.Client.CoreV1().Secrets("kp").Update(ctx, made, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	m = manager(old.Client.(*fake.Clientset), c)
+	m.Owner = &owner
+	_, err = m.Sync(ctx)
+	require.NoError(t, err)
+	s, err = m.Client.CoreV1().Secrets("kp").Get(ctx, "webhook-cert", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []metav1.OwnerReference{other, owner}, s.OwnerReferences)
+	require.Equal(t, made.Data, s.Data, "the bundle is kept")
+	require.Equal(t, served(t, old).Raw, served(t, m).Raw)
+}
+
 // A replica that loses the race to create the Secret serves the winner's.
 func TestLoserTakesTheWinnersBundle(t *testing.T) {
 	ctx := context.Background()

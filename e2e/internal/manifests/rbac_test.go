@@ -18,43 +18,79 @@ import (
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 )
 
-// TestRBACIsGenerated holds the RBAC the kustomize base and the chart's
-// default values install to what `kubeplug rbac` derives from their own
-// host.yaml: every grant it prints is installed, and nothing is installed
-// beyond what it prints once host.yaml has csiDrivers (reclaim's
-// deleteVolume reads the volume, claim and class, and the provisioner
-// Secret; both grant deleteVolume, and a CSI driver is what an operator
-// adds next). Both run the host with --leader-elect.
+// TestRBACIsGenerated holds the RBAC every install ships to what `kubeplug
+// rbac` derives from its own host.yaml, the image's modules read from a
+// build (--modules-dir): the kustomize files are what hack/gen-rbac.sh (make
+// rbac) writes, to the byte, and what the base, each overlay and the chart
+// install grants, with the flags each runs the host with, is the command's
+// grants exactly: nothing missing, nothing more.
 func TestRBACIsGenerated(t *testing.T) {
 	bin, err := testenv.Kubeplug()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("kustomize base", func(t *testing.T) {
-		_, objs, err := manifests.Kustomize("deploy")
-		if err != nil {
-			t.Fatal(err)
+	guests := guestsDir(t)
+	t.Run("files", func(t *testing.T) {
+		out := t.TempDir()
+		cmd := exec.Command(filepath.Join(manifests.Root(), "hack", "gen-rbac.sh"), out)
+		cmd.Env = append(os.Environ(), "KUBEPLUG="+bin, "GUESTDIR="+guests)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/gen-rbac.sh: %v\n%s", err, b)
 		}
-		requireGenerated(t, bin, objs, "kubeplug-config", "--leader-elect")
-	})
-	t.Run("kustomize webhook overlay", func(t *testing.T) {
-		_, objs, err := manifests.Kustomize("deploy/overlays/webhook")
-		if err != nil {
-			t.Fatal(err)
+		for _, dir := range []string{"deploy/base", "deploy/overlays/webhook", "deploy/overlays/shard"} {
+			want, err := os.ReadFile(filepath.Join(out, dir, "rbac.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(manifests.Root(), dir, "rbac.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s/rbac.yaml is not what its host.yaml gives: run make rbac\n--- it has\n%s\n--- kubeplug rbac prints\n%s", dir, got, want)
+			}
 		}
-		requireGenerated(t, bin, objs, "kubeplug-config", "--leader-elect",
-			"--webhook-cert-secret", "kubeplug-system/kubeplug-webhook-tls", "--webhook-config-name", "kubeplug")
 	})
+	for _, tc := range []struct {
+		dir  string
+		args []string
+	}{
+		{"deploy", []string{"--leader-elect"}},
+		{"deploy/overlays/webhook", []string{"--leader-elect", "--webhook-cert-secret", "kubeplug-system/kubeplug-webhook-tls"}},
+		{"deploy/overlays/shard", []string{"--leader-elect", "--leader-elect-name", "kubeplug-shard-a"}},
+	} {
+		t.Run("kustomize "+tc.dir, func(t *testing.T) {
+			_, objs, err := manifests.Kustomize(tc.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireGenerated(t, guests, objs, "kubeplug-config", tc.args...)
+		})
+	}
 	t.Run("chart", func(t *testing.T) {
 		_, objs, err := manifests.Helm(manifests.Release{Name: "kubeplug", Namespace: "kubeplug-system"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireGenerated(t, bin, objs, "kubeplug-config", "--leader-elect")
+		requireGenerated(t, guests, objs, "kubeplug-config", "--leader-elect")
+	})
+	t.Run("chart, other release and namespace, csiDrivers, webhook", func(t *testing.T) {
+		_, objs, err := manifests.Helm(manifests.Release{Name: "kp", Namespace: "storage", Values: map[string]any{
+			"hostConfig": map[string]any{"csiDrivers": []any{map[string]any{"name": "csi.example.dev", "endpoint": "unix:///var/run/csi/csi.sock"}}},
+			"webhook":    map[string]any{"enabled": true, "mutating": []any{templateUpdateHook}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requireGenerated(t, guests, objs, "kp-kubeplug-config", "--service-account", "storage/kp-kubeplug",
+			"--leader-elect", "--leader-elect-name", "kp-kubeplug", "--webhook-cert-secret", "storage/kp-kubeplug-webhook-tls",
+			"--webhook-config-name", "kp-kubeplug")
 	})
 }
 
-func requireGenerated(t *testing.T, bin string, objs []*unstructured.Unstructured, configMap string, args ...string) {
+// requireGenerated fails t unless objs grant exactly what kubeplug rbac
+// prints for the host.yaml of their ConfigMap configMap, run with args.
+func requireGenerated(t *testing.T, guests string, objs []*unstructured.Unstructured, configMap string, args ...string) {
 	t.Helper()
 	cm := manifests.Find(objs, "ConfigMap", configMap)
 	if cm == nil {
@@ -66,66 +102,49 @@ func requireGenerated(t *testing.T, bin string, objs []*unstructured.Unstructure
 		t.Fatalf("host.yaml: %v", err)
 	}
 	installed := grants(t, objs)
-	need := grants(t, generate(t, bin, file, args))
-	file["csiDrivers"] = []any{map[string]any{"name": "csi.example.dev", "endpoint": "unix:///var/run/csi/csi.sock"}}
-	withCSI := grants(t, generate(t, bin, file, args))
-	for _, g := range need {
-		if !covered(g, installed) {
-			t.Errorf("kubeplug rbac grants %s; the installed RBAC does not", g)
+	want := grants(t, generate(t, file, append([]string{"--modules-dir", guests}, args...)))
+	for _, g := range want {
+		if !slices.Contains(installed, g) {
+			t.Errorf("kubeplug rbac grants %s; the install does not", g)
 		}
 	}
 	for _, g := range installed {
-		if !covered(g, withCSI) {
-			t.Errorf("the installed RBAC grants %s; kubeplug rbac does not, even with csiDrivers", g)
+		if !slices.Contains(want, g) {
+			t.Errorf("the install grants %s; kubeplug rbac does not", g)
 		}
 	}
 }
 
+// guestsDir builds the reference modules the shipped host.yaml files name
+// under /modules/, and returns the directory they are in.
+func guestsDir(t *testing.T) string {
+	t.Helper()
+	var dir string
+	for _, g := range []string{"guests/retention", "guests/reclaim", "guests/templateupdate"} {
+		wasm, err := testenv.Guest(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Dir(wasm)
+	}
+	return dir
+}
+
 // generate runs kubeplug rbac on host.yaml's content and decodes what it
 // prints.
-func generate(t *testing.T, bin string, file map[string]any, args []string) []*unstructured.Unstructured {
+func generate(t *testing.T, file map[string]any, args []string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := manifests.Decode(string(run(t, bin, file, args)))
+	objs, err := manifests.Decode(string(run(t, file, args)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return objs
 }
 
-// run runs kubeplug rbac on host.yaml's content, its modules read from the
-// build instead of the image's /modules, and returns what it prints.
-func run(t *testing.T, bin string, file map[string]any, args []string) []byte {
+// run runs kubeplug rbac on host.yaml's content and returns what it prints.
+func run(t *testing.T, file map[string]any, args []string) []byte {
 	t.Helper()
-	mods, _ := file["modules"].([]any)
-	var out []any
-	for _, m := range mods {
-		entry := map[string]any{}
-		for k, v := range m.(map[string]any) {
-			entry[k] = v
-		}
-		path, _ := entry["path"].(string)
-		name, ok := strings.CutPrefix(path, "/modules/")
-		if !ok {
-			t.Fatalf("host.yaml module %q: want the image's /modules/NAME.wasm", path)
-		}
-		name = strings.TrimSuffix(name, ".wasm")
-		dir := "guests/" + name
-		if _, err := os.Stat(filepath.Join(manifests.Root(), dir)); err != nil {
-			dir = "examples/" + name
-		}
-		wasm, err := testenv.Guest(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entry["path"] = wasm
-		out = append(out, entry)
-	}
-	copied := map[string]any{}
-	for k, v := range file {
-		copied[k] = v
-	}
-	copied["modules"] = out
-	b, err := yaml.Marshal(copied)
+	b, err := yaml.Marshal(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,28 +152,11 @@ func run(t *testing.T, bin string, file map[string]any, args []string) []byte {
 	if err := os.WriteFile(config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"rbac", "--config", config, "--cache-dir", ""}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	printed, err := cmd.Output()
+	printed, err := testenv.KubeplugOutput(append([]string{"rbac", "--config", config, "--cache-dir", ""}, args...)...)
 	if err != nil {
-		t.Fatalf("kubeplug rbac: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
 	return printed
-}
-
-// covered reports whether grant g is in set, or a grant of set gives it:
-// the same for any name, or cluster-wide.
-func covered(g string, set []string) bool {
-	f := strings.Fields(g)
-	for _, ns := range []string{f[0], "(cluster)"} {
-		for _, name := range []string{f[2], "*"} {
-			if slices.Contains(set, ns+" "+f[1]+" "+name+" "+f[3]) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // grants flattens the ClusterRoles' and Roles' rules into one string per
@@ -208,10 +210,6 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) []string {
 // its RoleBinding in each namespace, the release's own namespace's rules
 // in the release's Role.
 func TestChartNamespacedRules(t *testing.T) {
-	bin, err := testenv.Kubeplug()
-	if err != nil {
-		t.Fatal(err)
-	}
 	file := map[string]any{"modules": []any{map[string]any{
 		"path":       "/modules/retention.wasm",
 		"namespaces": []any{"team-a", "kubeplug-system"},
@@ -221,7 +219,8 @@ func TestChartNamespacedRules(t *testing.T) {
 			map[string]any{"action": "mutate", "resources": []any{"persistentvolumeclaims"}, "paths": []any{"/metadata/ownerReferences"}},
 		},
 	}}}
-	values := helmValues(t, bin, file)
+	guests := guestsDir(t)
+	values := helmValues(t, guests, file)
 	ns, _, _ := unstructured.NestedMap(values, "rbac", "namespacedRules")
 	if _, ok := ns["team-a"]; !ok {
 		t.Fatalf("kubeplug rbac -o helm printed no rules for team-a: %v", values)
@@ -231,7 +230,7 @@ func TestChartNamespacedRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := grants(t, generate(t, bin, file, nil))
+	want := grants(t, generate(t, file, []string{"--modules-dir", guests}))
 	got := grants(t, objs)
 	if !slices.Equal(got, want) {
 		t.Errorf("the chart renders\n%s\nkubeplug rbac -o yaml prints\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -260,9 +259,9 @@ func TestChartNamespacedRules(t *testing.T) {
 }
 
 // helmValues is what kubeplug rbac -o helm prints for file, as values.
-func helmValues(t *testing.T, bin string, file map[string]any) map[string]any {
+func helmValues(t *testing.T, guests string, file map[string]any) map[string]any {
 	t.Helper()
-	printed := run(t, bin, file, []string{"-o", "helm"})
+	printed := run(t, file, []string{"-o", "helm", "--modules-dir", guests})
 	var v map[string]any
 	if err := yaml.Unmarshal(printed, &v); err != nil {
 		t.Fatalf("kubeplug rbac -o helm: %v\n%s", err, printed)

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,6 +53,23 @@ func binary(name, dir, pkg string, args ...string) (string, error) {
 	}
 	guests[name] = bin
 	return bin, nil
+}
+
+// KubeplugOutput runs the kubeplug binary (Kubeplug) with args and returns
+// what it printed on standard output; a failure carries its standard error.
+func KubeplugOutput(args ...string) ([]byte, error) {
+	bin, err := Kubeplug()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubeplug %s: %w\n%s", args[0], err, stderr.String())
+	}
+	return out, nil
 }
 
 // Guest builds the guest module in dir (relative to the repository root,

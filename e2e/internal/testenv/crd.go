@@ -22,11 +22,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ClaimUpdateCRD is the absolute path of deploy/base/volumeclaimupdate-crd.yaml,
+// ClaimUpdateCRD is the absolute path of deploy/crds/volumeclaimupdate-crd.yaml,
 // the VolumeClaimUpdate CustomResourceDefinition the templateupdate module
 // acts on.
 func ClaimUpdateCRD() string {
-	return filepath.Join(Root(), "deploy", "base", "volumeclaimupdate-crd.yaml")
+	return filepath.Join(Root(), "deploy", "crds", "volumeclaimupdate-crd.yaml")
 }
 
 // crdWait bounds how long InstallCRDs waits for one CRD to be Established

@@ -51,26 +51,29 @@ func kubeplug(t *testing.T, stdin string, args ...string) (stdout, stderr string
 }
 
 var (
-	warnretainOnce sync.Once
-	warnretainPath string
-	warnretainErr  error
+	examplesMu sync.Mutex
+	examples   = map[string]string{}
 )
 
 // warnretain builds examples/warnretain to wasm once and returns its path.
-func warnretain(t *testing.T) string {
+func warnretain(t *testing.T) string { return example(t, "warnretain") }
+
+// example builds examples/NAME to wasm once and returns its path.
+func example(t *testing.T, name string) string {
 	t.Helper()
-	warnretainOnce.Do(func() {
-		warnretainPath = filepath.Join(testDir, "warnretain.wasm")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", warnretainPath, "./examples/warnretain")
-		cmd.Dir = filepath.Join("..", "..", "..")
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			warnretainErr = err
-			t.Logf("go build: %s", out)
-		}
-	})
-	require.NoError(t, warnretainErr, "build examples/warnretain")
-	return warnretainPath
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	if path, ok := examples[name]; ok {
+		return path
+	}
+	path := filepath.Join(testDir, name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", path, "./examples/"+name)
+	cmd.Dir = filepath.Join("..", "..", "..")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build examples/%s: %s", name, out)
+	examples[name] = path
+	return path
 }
 
 // handmadeModule writes a minimal WebAssembly module whose only export is a

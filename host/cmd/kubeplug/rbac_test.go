@@ -47,6 +47,31 @@ func TestRBACCommand(t *testing.T) {
 	require.Contains(t, values.RBAC.NamespacedRules, "kubeplug-system", "the Lease and the host's events")
 }
 
+// kubeplug rbac --modules-dir reads a configuration written for the image
+// (modules under /modules/) where the modules were built, and derives the
+// same rules as from the built module's own path.
+func TestRBACModulesDir(t *testing.T) {
+	dir := t.TempDir()
+	wasm, err := os.ReadFile(warnretain(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "warnretain.wasm"), wasm, 0o644))
+	entry := "\n  allow: [{action: event, resources: [statefulsets]}]\n"
+	image := filepath.Join(dir, "image.yaml")
+	require.NoError(t, os.WriteFile(image, []byte("modules:\n- path: /modules/warnretain.wasm"+entry), 0o644))
+	built := filepath.Join(dir, "built.yaml")
+	require.NoError(t, os.WriteFile(built, []byte("modules:\n- path: "+filepath.Join(dir, "warnretain.wasm")+entry), 0o644))
+
+	_, errOut, code := kubeplug(t, "", "rbac", "--config", image)
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, "module file /modules/warnretain.wasm does not exist", "the image's path, without --modules-dir")
+
+	want, errOut, code := kubeplug(t, "", "rbac", "--config", built, "--leader-elect")
+	require.Equal(t, 0, code, errOut)
+	got, errOut, code := kubeplug(t, "", "rbac", "--config", image, "--modules-dir", dir, "--leader-elect")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, want, got)
+}
+
 func TestRBACUsage(t *testing.T) {
 	for _, tt := range []struct {
 		name string

@@ -127,6 +127,7 @@ Exit status: 0 success, 1 a failing case or an unusable module, 2 unusable input
 		newHarnessCommand(opts, s),
 		newWebhookConfigCommand(opts, s),
 		newRBACCommand(opts, s),
+		newSizeCommand(opts, s),
 		newPushCommand(opts, s),
 		newPullCommand(opts, s),
 		newSignCommand(opts, s),

@@ -15,7 +15,7 @@ import (
 )
 
 func newWebhookConfigCommand(opts *globalOptions, s streams) *cobra.Command {
-	var configPath, service, baseURL, caFile, name, certManager string
+	var configPath, modulesDir, service, baseURL, caFile, name, certManager string
 	var selfManaged, certManagerObjects bool
 	cmd := &cobra.Command{
 		Use:   "webhook-config --config host.yaml (--service NS/NAME[:PORT] | --url URL) [--ca-bundle FILE]",
@@ -56,7 +56,7 @@ webhook with no caBundle and, for a Service, fail every call.`,
 			if err != nil {
 				return err
 			}
-			file, err := config.Load(configPath)
+			file, err := config.LoadWith(configPath, config.Options{ModulesDir: modulesDir})
 			if err != nil {
 				return inputError(err)
 			}
@@ -127,6 +127,7 @@ webhook with no caBundle and, for a Service, fail every call.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "host configuration file (required)")
+	f.StringVar(&modulesDir, "modules-dir", "", "read the modules the configuration names under /modules/ (the image's) from this directory, e.g. build/guests")
 	f.StringVar(&service, "service", "", "the Service in front of the host's webhook server, NAMESPACE/NAME[:PORT] (port default 443)")
 	f.StringVar(&baseURL, "url", "", "the webhook server's base URL, https://HOST[:PORT], when there is no Service")
 	f.StringVar(&caFile, "ca-bundle", "", "PEM file of the CA that signed the webhook's serving certificate")
