@@ -33,7 +33,8 @@ FUZZ_TARGETS := \
 	host:./runtime/internal/checkpoint:FuzzInsert:50000 \
 	host:./runtime/internal/checkpoint:FuzzInsertCharges:2000 \
 	host:./config:FuzzParse:50000 \
-	host:./casetest:FuzzParse:15000
+	host:./casetest:FuzzParse:15000 \
+	host:./admission:FuzzScanReview:30000
 
 # The one version of a build, git describe of the checkout: a release tag
 # (v1.2.0), the commits since it (v1.2.0-3-gabc1234), -dirty with changes not

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
+	"github.com/kubeplug/kubeplug/host/csi/csitest"
 )
 
 // The modules every scenario runs, by their names in the host's metrics.
@@ -32,7 +33,9 @@ var modules = []struct{ name, dir, subject string }{
 }
 
 // hostConfig is the host.yaml of a scenario's host: the three modules, the
-// fleet's CSI driver (never called: no volume is deleted) and resync.
+// fleet's CSI driver (served, so that the host's probe of it at start finds
+// it answering, and never asked to delete: no volume is deleted) and
+// resync.
 func hostConfig(t testing.TB, driver string, resync time.Duration, extra string) string {
 	t.Helper()
 	var b strings.Builder
@@ -45,7 +48,13 @@ func hostConfig(t testing.TB, driver string, resync time.Duration, extra string)
 		}
 		fmt.Fprintf(&b, "- path: %s\n  name: %s\n%s", wasm, m.name, testenv.Allow[m.dir])
 	}
-	fmt.Fprintf(&b, "csiDrivers:\n- name: %s\n  endpoint: %s\n", driver, filepath.Join(t.TempDir(), "never.sock"))
+	sock := filepath.Join(t.TempDir(), "csi.sock")
+	stop, err := csitest.New(driver).Serve(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	fmt.Fprintf(&b, "csiDrivers:\n- name: %s\n  endpoint: unix://%s\n", driver, sock)
 	fmt.Fprintf(&b, "resync: %s\n", resync)
 	return b.String()
 }
