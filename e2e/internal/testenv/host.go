@@ -61,7 +61,7 @@ type HostOptions struct {
 	// MemoryLimit, when set, runs the host as a container runtime runs it
 	// under resources.limits.memory: in a memory cgroup of its own with
 	// this limit in bytes, which the kernel enforces by killing it, and
-	// with GOMEMLIMIT at 90% of it, as deploy/ and the chart set it. Where
+	// with GOMEMLIMIT at 80% of it, as deploy/ and the chart set it. Where
 	// the machine gives the test no cgroup to make, the host runs without
 	// the kernel's limit: Host.MemoryLimited says which, and a test then
 	// holds the host's peak RSS to the limit itself.
@@ -169,7 +169,7 @@ func StartHost(t testing.TB, o HostOptions) *Host {
 	}
 	env := o.Env
 	if o.MemoryLimit > 0 {
-		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", o.MemoryLimit/10*9))
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", o.MemoryLimit/10*8))
 		if h.cg, err = newMemcg(o.MemoryLimit); err != nil {
 			t.Logf("%s runs without the kernel's memory limit of %d MiB: %v", o.Name, o.MemoryLimit>>20, err)
 		} else {
