@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,4 +129,87 @@ func TestCacheFindsWhatAScanFinds(t *testing.T) {
 			require.NotEmpty(t, got.StatefulSet.Claims)
 		})
 	}
+}
+
+// TestCacheIndexesFileAndMove: every index of snapshot.Indexes is an
+// indexer of its kind's informer, which files an object under the keys its
+// Keys gives and, as the object changes, moves it: a pod adopted by another
+// controller, a VolumeClaimUpdate that names another set, a claim deleted.
+func TestCacheIndexesFileAndMove(t *testing.T) {
+	yes := true
+	controlled := func(uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: uid, Controller: &yes}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web-0", OwnerReferences: controlled("u1")}}
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "stray"}}
+	update := richUpdate()
+	update.SetNamespace("a")
+	update.SetManagedFields(nil)
+
+	client := fake.NewClientset(pod, orphan, claimNamed("a", "data-web-0"), claimNamed("b", "data-web-0"))
+	client.Resources = []*metav1.APIResourceList{{
+		GroupVersion: kube.ClaimUpdateGVR.GroupVersion().String(),
+		APIResources: []metav1.APIResource{{Name: kube.ClaimUpdateGVR.Resource, Namespaced: true, Kind: abi.KindVolumeClaimUpdate}},
+	}}
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{kube.ClaimUpdateGVR: abi.KindVolumeClaimUpdate + "List"}, update)
+	c, err := kube.NewCache(client, dyn, kube.Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c.Start(ctx)
+	require.True(t, c.WaitForSync(ctx))
+
+	for _, idx := range snapshot.Indexes() {
+		inf := c.Informer(idx.Kind)
+		require.NotNil(t, inf, "no informer of %s", idx.Kind)
+		require.Contains(t, inf.GetIndexer().GetIndexers(), idx.Name, "%s is not an indexer of the %s informer", idx.Name, idx.Kind)
+	}
+
+	filed := func(idx snapshot.Index, key string) []string {
+		objs, err := c.ByIndex(idx, key)
+		require.NoError(t, err)
+		var names []string
+		for _, o := range objs {
+			m, err := apimeta.Accessor(o)
+			require.NoError(t, err)
+			names = append(names, m.GetName())
+		}
+		return names
+	}
+	// moves waits until the informer has seen a write: the object is then
+	// filed under key.
+	moves := func(what string, idx snapshot.Index, key string, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for got := filed(idx, key); !slices.Equal(got, want); got = filed(idx, key) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s under %q holds %v, want %v", what, idx.Name, key, got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	require.Equal(t, []string{"web-0"}, filed(snapshot.ControlledPods, snapshot.Key("a", "u1")))
+	require.Empty(t, filed(snapshot.ControlledPods, snapshot.Key("b", "u1")), "a key is of one namespace")
+	require.Equal(t, []string{"data-web-0"}, filed(snapshot.ClaimsBySetName, snapshot.Key("a", "web")))
+	require.Equal(t, []string{"grow"}, filed(snapshot.ClaimUpdatesBySet, snapshot.Key("a", "web")))
+
+	adopted := pod.DeepCopy()
+	adopted.OwnerReferences = controlled("u2")
+	_, err = client.CoreV1().Pods("a").Update(ctx, adopted, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	moves("adopted pod", snapshot.ControlledPods, snapshot.Key("a", "u2"), []string{"web-0"})
+	require.Empty(t, filed(snapshot.ControlledPods, snapshot.Key("a", "u1")))
+
+	retargeted := update.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(retargeted.Object, "db", "spec", "statefulSetName"))
+	_, err = dyn.Resource(kube.ClaimUpdateGVR).Namespace("a").Update(ctx, retargeted, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	moves("retargeted update", snapshot.ClaimUpdatesBySet, snapshot.Key("a", "db"), []string{"grow"})
+	require.Empty(t, filed(snapshot.ClaimUpdatesBySet, snapshot.Key("a", "web")))
+
+	require.NoError(t, client.CoreV1().PersistentVolumeClaims("a").Delete(ctx, "data-web-0", metav1.DeleteOptions{}))
+	moves("deleted claim", snapshot.ClaimsBySetName, snapshot.Key("a", "web"), nil)
+	require.Equal(t, []string{"data-web-0"}, filed(snapshot.ClaimsBySetName, snapshot.Key("b", "web")))
 }
