@@ -9,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/e2e/internal/testenv"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/kube"
@@ -28,19 +30,28 @@ type staleLister struct {
 	used  bool
 }
 
-func (l *staleLister) ListClaimsNamedFor(ns, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	list, err := l.Lister.ListClaimsNamedFor(ns, set)
-	if err != nil || l.used {
+func (l *staleLister) ByIndex(idx snapshot.Index, key string) ([]k8sruntime.Object, error) {
+	list, err := l.Lister.ByIndex(idx, key)
+	if err != nil || l.used || idx.Name != snapshot.ClaimsBySetName.Name {
 		return list, err
 	}
 	l.used = true
 	out := slices.Clone(list)
-	for i, c := range out {
-		if c.Name == l.stale.Name {
+	for i, o := range out {
+		if c, ok := o.(*corev1.PersistentVolumeClaim); ok && c.Name == l.stale.Name {
 			out[i] = l.stale
 		}
 	}
 	return out, nil
+}
+
+// getClaim reads the named claim from l.
+func getClaim(l snapshot.Lister, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	obj, err := l.GetObject(abi.KindPersistentVolumeClaim, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.PersistentVolumeClaim), nil
 }
 
 // TestConflictIsRequeuedNotOverwritten: the host's controller, in this
@@ -64,7 +75,7 @@ func TestConflictIsRequeuedNotOverwritten(t *testing.T) {
 	if !cache.WaitForSync(ctx) {
 		t.Fatal("caches did not sync")
 	}
-	old, err := cache.GetClaim(ns, "data-web-0")
+	old, err := getClaim(cache, ns, "data-web-0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +89,7 @@ func TestConflictIsRequeuedNotOverwritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, wait, "cache sees the change", func() (bool, error) {
-		got, err := cache.GetClaim(ns, "data-web-0")
+		got, err := getClaim(cache, ns, "data-web-0")
 		return err == nil && got.ResourceVersion == changed.ResourceVersion, nil
 	})
 

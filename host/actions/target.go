@@ -38,67 +38,19 @@ func refString(r abi.ObjectRef) string {
 	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
-// eachObject calls f for every object of req with its kind and metadata,
-// until f returns false.
-func eachObject(req *abi.ReconcileRequest, f func(kind string, m *abi.ObjectMeta, obj any) bool) {
-	if req == nil {
-		return
-	}
-	if s := req.StatefulSet; s != nil {
-		if s.Set != nil && !f(abi.KindStatefulSet, &s.Set.Metadata, s.Set) {
-			return
-		}
-		for i := range s.Pods {
-			if !f(abi.KindPod, &s.Pods[i].Metadata, &s.Pods[i]) {
-				return
-			}
-		}
-		for i := range s.Claims {
-			if !f(abi.KindPersistentVolumeClaim, &s.Claims[i].Metadata, &s.Claims[i]) {
-				return
-			}
-		}
-		for i := range s.StorageClasses {
-			if !f(abi.KindStorageClass, &s.StorageClasses[i].Metadata, &s.StorageClasses[i]) {
-				return
-			}
-		}
-		if s.ClaimUpdate != nil && !f(abi.KindVolumeClaimUpdate, &s.ClaimUpdate.Metadata, s.ClaimUpdate) {
-			return
-		}
-		for i := range s.OtherClaimUpdates {
-			if !f(abi.KindVolumeClaimUpdate, &s.OtherClaimUpdates[i].Metadata, &s.OtherClaimUpdates[i]) {
-				return
-			}
-		}
-	}
-	if s := req.PersistentVolume; s != nil {
-		if s.Volume != nil && !f(abi.KindPersistentVolume, &s.Volume.Metadata, s.Volume) {
-			return
-		}
-		if s.Claim != nil && !f(abi.KindPersistentVolumeClaim, &s.Claim.Metadata, s.Claim) {
-			return
-		}
-		if s.StorageClass != nil && !f(abi.KindStorageClass, &s.StorageClass.Metadata, s.StorageClass) {
-			return
-		}
-	}
-}
-
 // resolve finds the object of req that ref names exactly (kind, namespace,
 // name and UID).
 func resolve(req *abi.ReconcileRequest, ref abi.ObjectRef) (Target, bool) {
-	var t Target
-	found := false
 	if ref.UID == "" {
-		return t, false
+		return Target{}, false
 	}
-	eachObject(req, func(kind string, m *abi.ObjectMeta, obj any) bool {
-		if kind != ref.Kind || m.Namespace != ref.Namespace || m.Name != ref.Name || m.UID != ref.UID {
-			return true
+	for o := range req.Objects() {
+		m := o.Meta
+		if o.Kind != ref.Kind || m.Namespace != ref.Namespace || m.Name != ref.Name || m.UID != ref.UID {
+			continue
 		}
-		t = Target{
-			Kind:            kind,
+		return Target{
+			Kind:            o.Kind,
 			Namespace:       m.Namespace,
 			Name:            m.Name,
 			UID:             m.UID,
@@ -106,12 +58,10 @@ func resolve(req *abi.ReconcileRequest, ref abi.ObjectRef) (Target, bool) {
 			OwnerReferences: m.OwnerReferences,
 			Finalizers:      m.Finalizers,
 			Deleting:        m.DeletionTimestamp != "",
-			Object:          obj,
-		}
-		found = true
-		return false
-	})
-	return t, found
+			Object:          o.Value,
+		}, true
+	}
+	return Target{}, false
 }
 
 // subjectRef names the subject of req, where refusals are reported.

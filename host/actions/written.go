@@ -7,15 +7,11 @@ import "github.com/kubeplug/kubeplug/abi"
 // the host made. A module deciding on it would take the host's own earlier
 // state for the cluster's (a partition it moved for one the user set, say).
 func Stale(req *abi.ReconcileRequest, written map[abi.ObjectRef]string) (abi.ObjectRef, bool) {
-	var stale abi.ObjectRef
-	found := false
-	eachObject(req, func(kind string, m *abi.ObjectMeta, _ any) bool {
-		ref := abi.ObjectRef{Kind: kind, Namespace: m.Namespace, Name: m.Name, UID: m.UID}
-		if rv, ok := written[ref]; ok && rv == m.ResourceVersion {
-			stale, found = ref, true
-			return false
+	for o := range req.Objects() {
+		ref := abi.ObjectRef{Kind: o.Kind, Namespace: o.Meta.Namespace, Name: o.Meta.Name, UID: o.Meta.UID}
+		if rv, ok := written[ref]; ok && rv == o.Meta.ResourceVersion {
+			return ref, true
 		}
-		return true
-	})
-	return stale, found
+	}
+	return abi.ObjectRef{}, false
 }

@@ -12,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
@@ -163,15 +164,15 @@ func project(kind string, raw []byte) (*abi.AdmitObject, any, error) {
 // (snapshot.SetNamesInClaimName), each read once.
 const maxLiveReads = 3
 
-// liveSets is a Lister whose GetStatefulSet reads the API server when the
-// cache answers NotFound, at most left times. A live read that fails for
-// any other reason than NotFound is logged and answered as the cache's
-// miss: the review goes on as if the set were unknown, and reconcile stays
-// the fallback, rather than every claim creation failing while the API
-// server is slow. Each answer is kept for the rest of the review: the
-// claim's candidates are looked up to find its set, and the snapshot
-// builder then asks for the set found, which costs no second read and
-// cannot see another version of it.
+// liveSets is a Lister whose reads of a StatefulSet go to the API server
+// when the cache answers NotFound, at most left times; every other read is
+// the cache's. A live read that fails for any other reason than NotFound is
+// logged and answered as the cache's miss: the review goes on as if the set
+// were unknown, and reconcile stays the fallback, rather than every claim
+// creation failing while the API server is slow. Each answer is kept for
+// the rest of the review: the claim's candidates are looked up to find its
+// set, and the snapshot builder then asks for the set found, which costs no
+// second read and cannot see another version of it.
 type liveSets struct {
 	snapshot.Lister
 	ctx  context.Context
@@ -181,10 +182,10 @@ type liveSets struct {
 	read map[string]*appsv1.StatefulSet // namespace/name -> the live answer, nil for none
 }
 
-func (l *liveSets) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	s, err := l.Lister.GetStatefulSet(namespace, name)
-	if !apierrors.IsNotFound(err) {
-		return s, err
+func (l *liveSets) GetObject(kind, namespace, name string) (k8sruntime.Object, error) {
+	obj, err := l.Lister.GetObject(kind, namespace, name)
+	if kind != abi.KindStatefulSet || !apierrors.IsNotFound(err) {
+		return obj, err
 	}
 	key := namespace + "/" + name
 	if live, ok := l.read[key]; ok {

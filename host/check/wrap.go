@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,6 +12,7 @@ import (
 	"github.com/kubeplug/kubeplug/host/actions"
 	"github.com/kubeplug/kubeplug/host/casetest"
 	"github.com/kubeplug/kubeplug/host/memcluster"
+	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
 // errCrashed is what every call of a crashed host gets.
@@ -148,32 +145,8 @@ func (l *lister) GetObject(kind, namespace, name string) (k8sruntime.Object, err
 	return l.of(kind).GetObject(kind, namespace, name)
 }
 
-func (l *lister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	return l.of(abi.KindStatefulSet).GetStatefulSet(namespace, name)
-}
-
-func (l *lister) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
-	return l.of(abi.KindPod).ListControlledPods(namespace, controller)
-}
-
-func (l *lister) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	return l.of(abi.KindPersistentVolumeClaim).GetClaim(namespace, name)
-}
-
-func (l *lister) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	return l.of(abi.KindPersistentVolumeClaim).ListClaimsNamedFor(namespace, set)
-}
-
-func (l *lister) GetVolume(name string) (*corev1.PersistentVolume, error) {
-	return l.of(abi.KindPersistentVolume).GetVolume(name)
-}
-
-func (l *lister) GetStorageClass(name string) (*storagev1.StorageClass, error) {
-	return l.of(abi.KindStorageClass).GetStorageClass(name)
-}
-
-func (l *lister) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
-	return l.of(abi.KindVolumeClaimUpdate).ListVolumeClaimUpdates(namespace)
+func (l *lister) ByIndex(idx snapshot.Index, key string) ([]k8sruntime.Object, error) {
+	return l.of(idx.Kind).ByIndex(idx, key)
 }
 
 // storage returns a claim's requested storage and capacity.

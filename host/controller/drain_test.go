@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
@@ -23,12 +24,12 @@ type heldLister struct {
 	release chan struct{}
 }
 
-func (l *heldLister) GetStatefulSet(ns, name string) (*appsv1.StatefulSet, error) {
-	if name == l.name {
+func (l *heldLister) GetObject(kind, ns, name string) (runtime.Object, error) {
+	if kind == abi.KindStatefulSet && name == l.name {
 		l.once.Do(func() { close(l.entered) })
 		<-l.release
 	}
-	return l.Lister.GetStatefulSet(ns, name)
+	return l.Lister.GetObject(kind, ns, name)
 }
 
 // TestRunDrainsReconcilesInFlight: when Run's context ends, the reconcile in

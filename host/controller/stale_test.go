@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/controller"
@@ -21,11 +22,11 @@ type laggingLister struct {
 	frozen *appsv1.StatefulSet
 }
 
-func (l *laggingLister) GetStatefulSet(ns, name string) (*appsv1.StatefulSet, error) {
-	if l.frozen != nil && l.frozen.Namespace == ns && l.frozen.Name == name {
+func (l *laggingLister) GetObject(kind, ns, name string) (runtime.Object, error) {
+	if kind == abi.KindStatefulSet && l.frozen != nil && l.frozen.Namespace == ns && l.frozen.Name == name {
 		return l.frozen, nil
 	}
-	return l.Lister.GetStatefulSet(ns, name)
+	return l.Lister.GetObject(kind, ns, name)
 }
 
 // TestReconcileWaitsForItsOwnWrites: after a reconcile moved the set's
@@ -35,8 +36,9 @@ func (l *laggingLister) GetStatefulSet(ns, name string) (*appsv1.StatefulSet, er
 // does.
 func TestReconcileWaitsForItsOwnWrites(t *testing.T) {
 	c := newCluster(t, set("default", "web", nil))
-	before, err := c.GetStatefulSet("default", "web")
+	obj, err := c.GetObject(abi.KindStatefulSet, "default", "web")
 	require.NoError(t, err)
+	before := obj.(*appsv1.StatefulSet)
 	l := &laggingLister{Lister: c}
 	var seen []string
 	g := &fakeGuest{

@@ -6,23 +6,14 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -44,12 +35,6 @@ type Cache struct {
 	// resources): namespaced ones restricted as scoped is, cluster-scoped
 	// ones whole. nil until such a kind is served.
 	dynamic  map[bool]dynamicinformer.DynamicSharedInformerFactory
-	sets     appslisters.StatefulSetLister
-	pods     cache.Indexer
-	claims   corelisters.PersistentVolumeClaimLister
-	claimIdx cache.Indexer
-	volumes  corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
 	informer map[string]cache.SharedIndexInformer
 	lister   map[string]cache.GenericLister
 }
@@ -143,19 +128,19 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, o Options) (*C
 		}
 		c.informer[kind], c.lister[kind] = gi.Informer(), gi.Lister()
 	}
-	pods, claims := c.informer[abi.KindPod], c.informer[abi.KindPersistentVolumeClaim]
-	if err := pods.AddIndexers(cache.Indexers{ControllerIndex: PodControllerKeys}); err != nil {
-		return nil, fmt.Errorf("index pods: %w", err)
+	// The indexes the builders read related objects by (snapshot.Indexes),
+	// each an indexer of its kind's informer: a StatefulSet's input reads
+	// its own objects rather than scanning its namespace. A kind not served
+	// (the CRD not installed) has no informer, and its index no objects.
+	for _, idx := range snapshot.Indexes() {
+		inf := c.informer[idx.Kind]
+		if inf == nil {
+			continue
+		}
+		if err := inf.AddIndexers(cache.Indexers{idx.Name: indexFunc(idx)}); err != nil {
+			return nil, fmt.Errorf("index %s by %s: %w", idx.Kind, idx.Name, err)
+		}
 	}
-	if err := claims.AddIndexers(cache.Indexers{ClaimSetIndex: ClaimSetKeys}); err != nil {
-		return nil, fmt.Errorf("index claims: %w", err)
-	}
-	c.sets = scoped.Apps().V1().StatefulSets().Lister()
-	c.pods = pods.GetIndexer()
-	c.claims = scoped.Core().V1().PersistentVolumeClaims().Lister()
-	c.claimIdx = claims.GetIndexer()
-	c.volumes = cluster.Core().V1().PersistentVolumes().Lister()
-	c.classes = cluster.Storage().V1().StorageClasses().Lister()
 	return c, nil
 }
 
@@ -233,60 +218,33 @@ func (c *Cache) GetObject(kind, namespace, name string) (k8sruntime.Object, erro
 	return l.Get(name)
 }
 
-func (c *Cache) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	return c.sets.StatefulSets(namespace).Get(name)
-}
-
-func (c *Cache) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
-	return byIndex[*corev1.Pod](c.pods, ControllerIndex, controllerKey(namespace, controller))
-}
-
-func (c *Cache) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	return c.claims.PersistentVolumeClaims(namespace).Get(name)
-}
-
-func (c *Cache) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	return byIndex[*corev1.PersistentVolumeClaim](c.claimIdx, ClaimSetIndex, namespace+"/"+set)
-}
-
-// byIndex returns the objects of type T that indexer has under key in the
-// named index.
-func byIndex[T any](indexer cache.Indexer, index, key string) ([]T, error) {
-	objs, err := indexer.ByIndex(index, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]T, 0, len(objs))
-	for _, o := range objs {
-		if t, ok := o.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-func (c *Cache) GetVolume(name string) (*corev1.PersistentVolume, error) {
-	return c.volumes.Get(name)
-}
-
-func (c *Cache) GetStorageClass(name string) (*storagev1.StorageClass, error) {
-	return c.classes.Get(name)
-}
-
-func (c *Cache) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
-	updates := c.lister[abi.KindVolumeClaimUpdate]
-	if updates == nil {
+// ByIndex returns the objects of idx.Kind that idx files under key, from
+// the kind's informer's indexer.
+func (c *Cache) ByIndex(idx snapshot.Index, key string) ([]k8sruntime.Object, error) {
+	inf := c.informer[idx.Kind]
+	if inf == nil {
 		return nil, nil
 	}
-	objs, err := updates.ByNamespace(namespace).List(labels.Everything())
+	objs, err := inf.GetIndexer().ByIndex(idx.Name, key)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
+	out := make([]k8sruntime.Object, 0, len(objs))
 	for _, o := range objs {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, u)
+		if ro, ok := o.(k8sruntime.Object); ok {
+			out = append(out, ro)
 		}
 	}
 	return out, nil
+}
+
+// indexFunc is idx as an informer's index function.
+func indexFunc(idx snapshot.Index) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		o, ok := obj.(k8sruntime.Object)
+		if !ok {
+			return nil, fmt.Errorf("index %s: %T is not an object", idx.Name, obj)
+		}
+		return idx.Keys(o)
+	}
 }

@@ -4,15 +4,11 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -74,104 +70,85 @@ func (c *Cluster) GetObject(kind, namespace, name string) (runtime.Object, error
 	if !ok {
 		return nil, apierrors.NewNotFound(groupResource(kind), name)
 	}
-	typed := newTyped(kind)
-	if typed == nil {
-		return &unstructured.Unstructured{Object: obj}, nil
+	return decode(obj)
+}
+
+// ByIndex returns the objects of idx.Kind that idx.Keys files under key,
+// sorted by namespace and name, each decoded as GetObject decodes it.
+//
+// It runs idx.Keys over every stored object of the kind on each call,
+// rather than keeping an index up to date on writes: the clusters it serves
+// hold a case file's objects (tens), and the scan neither copies nor
+// decodes an object it does not return, so it costs less than the typed
+// listings it replaces, which copied every object of the kind. Keys gets
+// the stored map as an *unstructured.Unstructured, which it must not
+// modify.
+func (c *Cluster) ByIndex(idx snapshot.Index, key string) ([]runtime.Object, error) {
+	filed, err := c.filedUnder(idx, key)
+	if err != nil {
+		return nil, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
-		return nil, fmt.Errorf("convert %s: %w", c.key(kind, namespace, name), err)
+	out := make([]runtime.Object, 0, len(filed))
+	for _, obj := range filed {
+		o, err := decode(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
 	}
-	return typed, nil
+	return out, nil
 }
 
-// GetStatefulSet returns the named StatefulSet.
-func (c *Cluster) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	out := &appsv1.StatefulSet{}
-	return out, c.getTyped(abi.KindStatefulSet, namespace, name, out)
-}
-
-// ListPods returns the pods of namespace (every namespace for ""), sorted
-// by namespace and name.
-func (c *Cluster) ListPods(namespace string) ([]*corev1.Pod, error) {
-	return listTyped[corev1.Pod](c, abi.KindPod, namespace, nil)
-}
-
-// ListControlledPods returns the pods of namespace whose controller
-// reference has the UID controller, sorted by name. Only those are
-// converted, as the live cache's index reads only those.
-func (c *Cluster) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
-	return listTyped[corev1.Pod](c, abi.KindPod, namespace, func(obj map[string]any) bool {
-		ref := metav1.GetControllerOfNoCopy(&unstructured.Unstructured{Object: obj})
-		return ref != nil && ref.UID == controller
-	})
-}
-
-// GetClaim returns the named PersistentVolumeClaim.
-func (c *Cluster) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
-	out := &corev1.PersistentVolumeClaim{}
-	return out, c.getTyped(abi.KindPersistentVolumeClaim, namespace, name, out)
-}
-
-// ListClaims returns the claims of namespace (every namespace for ""),
-// sorted by namespace and name.
-func (c *Cluster) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
-	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace, nil)
-}
-
-// ListClaimsNamedFor returns the claims of namespace whose names may be
-// claims of set (snapshot.SetNamesInClaimName), sorted by name. Only those
-// are converted.
-func (c *Cluster) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace, func(obj map[string]any) bool {
-		return slices.Contains(snapshot.SetNamesInClaimName(str(metadata(obj), "name")), set)
-	})
-}
-
-// GetVolume returns the named PersistentVolume.
-func (c *Cluster) GetVolume(name string) (*corev1.PersistentVolume, error) {
-	out := &corev1.PersistentVolume{}
-	return out, c.getTyped(abi.KindPersistentVolume, "", name, out)
-}
-
-// GetStorageClass returns the named StorageClass.
-func (c *Cluster) GetStorageClass(name string) (*storagev1.StorageClass, error) {
-	out := &storagev1.StorageClass{}
-	return out, c.getTyped(abi.KindStorageClass, "", name, out)
-}
-
-// ListVolumeClaimUpdates returns the VolumeClaimUpdates of namespace (every
-// namespace for ""), sorted by namespace and name.
-func (c *Cluster) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, obj := range c.List(abi.KindVolumeClaimUpdate) {
-		u := &unstructured.Unstructured{Object: obj}
-		if namespace == "" || u.GetNamespace() == namespace {
-			out = append(out, u)
+// filedUnder returns deep copies of the stored objects of idx.Kind that
+// idx.Keys files under key, sorted by namespace and name.
+func (c *Cluster) filedUnder(idx snapshot.Index, key string) ([]map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]any
+	for _, k := range c.sortedKeys(idx.Kind) {
+		obj := c.objects[k]
+		keys, err := idx.Keys(&unstructured.Unstructured{Object: obj})
+		if err != nil {
+			return nil, fmt.Errorf("index %s: %s: %w", idx.Name, k, err)
+		}
+		if slices.Contains(keys, key) {
+			out = append(out, runtime.DeepCopyJSON(obj))
 		}
 	}
 	return out, nil
 }
 
-func (c *Cluster) getTyped(kind, namespace, name string, into any) error {
-	obj, ok := c.Get(kind, namespace, name)
-	if !ok {
-		return apierrors.NewNotFound(groupResource(kind), name)
+// decode returns obj, a copy of a stored object the caller owns, as its
+// kind's Go type for a built-in kind (newTyped), else as an
+// *unstructured.Unstructured.
+func decode(obj map[string]any) (runtime.Object, error) {
+	typed := newTyped(str(obj, "kind"))
+	if typed == nil {
+		return &unstructured.Unstructured{Object: obj}, nil
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
-		return fmt.Errorf("convert %s: %w", c.key(kind, namespace, name), err)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", keyOf(obj), err)
 	}
-	return nil
+	return typed, nil
 }
 
-// listTyped converts the stored objects of kind in namespace ("" for all)
-// that keep (nil keeps all) accepts.
-func listTyped[T any](c *Cluster, kind, namespace string, keep func(map[string]any) bool) ([]*T, error) {
+// ListPods returns the pods of namespace (every namespace for ""), sorted
+// by namespace and name.
+func (c *Cluster) ListPods(namespace string) ([]*corev1.Pod, error) {
+	return listTyped[corev1.Pod](c, abi.KindPod, namespace)
+}
+
+// ListClaims returns the claims of namespace (every namespace for ""),
+// sorted by namespace and name.
+func (c *Cluster) ListClaims(namespace string) ([]*corev1.PersistentVolumeClaim, error) {
+	return listTyped[corev1.PersistentVolumeClaim](c, abi.KindPersistentVolumeClaim, namespace)
+}
+
+// listTyped converts the stored objects of kind in namespace ("" for all).
+func listTyped[T any](c *Cluster, kind, namespace string) ([]*T, error) {
 	var out []*T
 	for _, obj := range c.List(kind) {
 		if namespace != "" && str(metadata(obj), "namespace") != namespace {
-			continue
-		}
-		if keep != nil && !keep(obj) {
 			continue
 		}
 		t := new(T)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeplug/kubeplug/abi"
 )
@@ -16,7 +17,7 @@ func BenchmarkBuildStatefulSet(b *testing.B) {
 	const replicas = 100
 	set := newSet("default", "web", new(int32(replicas)), 0, template{"data", new("fast")})
 	set.Labels = map[string]string{"app": "web"}
-	objs := []any{set, newClass("fast"), claimUpdateObject("default", "web-update", "web")}
+	objs := []runtime.Object{set, newClass("fast"), claimUpdateObject("default", "web-update", "web")}
 	conditions := []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: created},
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: created},

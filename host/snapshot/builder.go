@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,7 +114,7 @@ func (b *Builder) StatefulSet(key string, config []byte) (*abi.ReconcileRequest,
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("%w %q: a statefulset key is \"namespace/name\"", ErrBadKey, key)
 	}
-	set, err := b.Lister.GetStatefulSet(ns, name)
+	set, err := get[*appsv1.StatefulSet](b.Lister, abi.KindStatefulSet, ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -176,7 +178,7 @@ func (b *Builder) PersistentVolume(key string, config []byte) (*abi.ReconcileReq
 
 	subject := &abi.PersistentVolumeSubject{Volume: ProjectVolume(pv)}
 	if ref := pv.Spec.ClaimRef; ref != nil && ref.Name != "" {
-		c, err := b.Lister.GetClaim(ref.Namespace, ref.Name)
+		c, err := get[*corev1.PersistentVolumeClaim](b.Lister, abi.KindPersistentVolumeClaim, ref.Namespace, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -188,7 +190,7 @@ func (b *Builder) PersistentVolume(key string, config []byte) (*abi.ReconcileReq
 		}
 	}
 	if name := volumeClass(pv); name != "" {
-		sc, err := b.Lister.GetStorageClass(name)
+		sc, err := get[*storagev1.StorageClass](b.Lister, abi.KindStorageClass, "", name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -235,7 +237,7 @@ func (b *Builder) now() string {
 // setPods returns the projections of the pods whose controller is the set,
 // sorted by ordinal; pods not named "<set>-<ordinal>" come last, by name.
 func (b *Builder) setPods(ns, set string, uid types.UID) ([]abi.Pod, error) {
-	pods, err := b.Lister.ListControlledPods(ns, uid)
+	pods, err := byIndex[*corev1.Pod](b.Lister, ControlledPods, Key(ns, string(uid)))
 	if err != nil {
 		return nil, fmt.Errorf("list pods of statefulset %s/%s: %w", ns, set, err)
 	}
@@ -280,7 +282,7 @@ func (b *Builder) setClaims(ns, set string, templates []string) ([]*corev1.Persi
 	if len(templates) == 0 {
 		return nil, nil
 	}
-	claims, err := b.Lister.ListClaimsNamedFor(ns, set)
+	claims, err := byIndex[*corev1.PersistentVolumeClaim](b.Lister, ClaimsBySetName, Key(ns, set))
 	if err != nil {
 		return nil, fmt.Errorf("list claims of statefulset %s/%s: %w", ns, set, err)
 	}
@@ -326,7 +328,7 @@ func (b *Builder) storageClasses(names []string) ([]abi.StorageClass, error) {
 	names = slices.Compact(names)
 	out := make([]abi.StorageClass, 0, len(names))
 	for _, name := range names {
-		sc, err := b.Lister.GetStorageClass(name)
+		sc, err := get[*storagev1.StorageClass](b.Lister, abi.KindStorageClass, "", name)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -355,7 +357,7 @@ const MaxOtherClaimUpdates = 15
 // decides only between two created in the same second), and the others in
 // the same order, at most MaxOtherClaimUpdates of them.
 func (b *Builder) claimUpdates(ns, set string) (*abi.VolumeClaimUpdate, []abi.VolumeClaimUpdate, error) {
-	list, err := b.Lister.ListVolumeClaimUpdates(ns)
+	list, err := byIndex[*unstructured.Unstructured](b.Lister, ClaimUpdatesBySet, Key(ns, set))
 	if err != nil {
 		return nil, nil, fmt.Errorf("list volumeclaimupdates of statefulset %s/%s: %w", ns, set, err)
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -159,7 +160,7 @@ func TestBuildStatefulSetClaimUpdatesInEffect(t *testing.T) {
 	}
 	bad := created(claimUpdateObject("default", "b-bad", "web"), 3)
 	require.NoError(t, unstructured.SetNestedField(bad.Object, "many", "status", "observedGeneration"))
-	objs := []any{newSet("default", "web", nil, 0),
+	objs := []runtime.Object{newSet("default", "web", nil, 0),
 		created(claimUpdateObject("default", "a-newest", "web"), 9),
 		created(claimUpdateObject("default", "z-oldest", "web"), 1),
 		created(claimUpdateObject("default", "m-middle", "web"), 5),
@@ -176,7 +177,7 @@ func TestBuildStatefulSetClaimUpdatesInEffect(t *testing.T) {
 	}
 	require.Equal(t, []string{"m-middle", "a-newest"}, others)
 
-	objs = []any{newSet("default", "web", nil, 0)}
+	objs = []runtime.Object{newSet("default", "web", nil, 0)}
 	for i := range 2 + snapshot.MaxOtherClaimUpdates {
 		objs = append(objs, created(claimUpdateObject("default", fmt.Sprintf("u-%02d", i), "web"), i))
 	}

@@ -1,172 +1,81 @@
 package snapshot_test
 
 import (
-	"fmt"
-	"slices"
+	"reflect"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
-// fakeLister is a map-backed snapshot.Lister. List methods return objects in
-// insertion order, so tests can check that the builder sorts.
+// fakeLister is a snapshot.Lister over a list of objects, answering an
+// index by running its Keys over them: it returns objects in insertion
+// order, so tests can check that the builder sorts.
 type fakeLister struct {
-	sets    map[string]*appsv1.StatefulSet
-	pods    []*corev1.Pod
-	claims  []*corev1.PersistentVolumeClaim
-	volumes map[string]*corev1.PersistentVolume
-	classes map[string]*storagev1.StorageClass
-	updates []*unstructured.Unstructured
+	objs []runtime.Object
 	// err, when set, is returned by every method.
 	err error
-	// gets counts GetStatefulSet calls.
+	// gets counts reads of StatefulSets.
 	gets int
 }
 
 var _ snapshot.Lister = (*fakeLister)(nil)
 
-func newFakeLister(objs ...any) *fakeLister {
-	l := &fakeLister{
-		sets:    map[string]*appsv1.StatefulSet{},
-		volumes: map[string]*corev1.PersistentVolume{},
-		classes: map[string]*storagev1.StorageClass{},
+func newFakeLister(objs ...runtime.Object) *fakeLister { return &fakeLister{objs: objs} }
+
+func (l *fakeLister) add(o runtime.Object) { l.objs = append(l.objs, o) }
+
+// kindOf names o's kind: an unstructured object's own, or its Go type's
+// (typed objects made in Go carry no TypeMeta).
+func kindOf(o runtime.Object) string {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return u.GetKind()
 	}
-	for _, o := range objs {
-		l.add(o)
-	}
-	return l
+	return reflect.TypeOf(o).Elem().Name()
 }
 
-func (l *fakeLister) add(o any) {
-	switch o := o.(type) {
-	case *appsv1.StatefulSet:
-		l.sets[o.Namespace+"/"+o.Name] = o
-	case *corev1.Pod:
-		l.pods = append(l.pods, o)
-	case *corev1.PersistentVolumeClaim:
-		l.claims = append(l.claims, o)
-	case *corev1.PersistentVolume:
-		l.volumes[o.Name] = o
-	case *storagev1.StorageClass:
-		l.classes[o.Name] = o
-	case *unstructured.Unstructured:
-		l.updates = append(l.updates, o)
-	default:
-		panic(fmt.Sprintf("fakeLister: unsupported object %T", o))
-	}
-}
-
-func notFound(resource, name string) error {
-	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
-}
-
-// GetObject serves the kinds the fake holds through their typed methods.
 func (l *fakeLister) GetObject(kind, namespace, name string) (runtime.Object, error) {
-	var obj runtime.Object
-	var err error
-	switch kind {
-	case abi.KindPersistentVolume:
-		obj, err = l.GetVolume(name)
-	case abi.KindPersistentVolumeClaim:
-		obj, err = l.GetClaim(namespace, name)
-	case abi.KindStorageClass:
-		obj, err = l.GetStorageClass(name)
-	default:
-		return nil, notFound(kind, name)
+	if kind == abi.KindStatefulSet {
+		l.gets++
 	}
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
-}
-
-func (l *fakeLister) GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
-	l.gets++
 	if l.err != nil {
 		return nil, l.err
 	}
-	if s, ok := l.sets[namespace+"/"+name]; ok {
-		return s, nil
-	}
-	return nil, notFound("statefulsets", name)
-}
-
-func (l *fakeLister) ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	var out []*corev1.Pod
-	for _, p := range l.pods {
-		if ref := metav1.GetControllerOfNoCopy(p); p.Namespace == namespace && ref != nil && ref.UID == controller {
-			out = append(out, p)
+	for _, o := range l.objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil, err
+		}
+		if kindOf(o) == kind && m.GetNamespace() == namespace && m.GetName() == name {
+			return o, nil
 		}
 	}
-	return out, nil
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: abi.KindOf(kind).Resource}, name)
 }
 
-func (l *fakeLister) GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+func (l *fakeLister) ByIndex(idx snapshot.Index, key string) ([]runtime.Object, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	for _, c := range l.claims {
-		if c.Namespace == namespace && c.Name == name {
-			return c, nil
+	var out []runtime.Object
+	for _, o := range l.objs {
+		if kindOf(o) != idx.Kind {
+			continue
 		}
-	}
-	return nil, notFound("persistentvolumeclaims", name)
-}
-
-func (l *fakeLister) ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	var out []*corev1.PersistentVolumeClaim
-	for _, c := range l.claims {
-		if c.Namespace == namespace && slices.Contains(snapshot.SetNamesInClaimName(c.Name), set) {
-			out = append(out, c)
+		keys, err := idx.Keys(o)
+		if err != nil {
+			return nil, err
 		}
-	}
-	return out, nil
-}
-
-func (l *fakeLister) GetVolume(name string) (*corev1.PersistentVolume, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	if v, ok := l.volumes[name]; ok {
-		return v, nil
-	}
-	return nil, notFound("persistentvolumes", name)
-}
-
-func (l *fakeLister) GetStorageClass(name string) (*storagev1.StorageClass, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	if c, ok := l.classes[name]; ok {
-		return c, nil
-	}
-	return nil, notFound("storageclasses", name)
-}
-
-func (l *fakeLister) ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	var out []*unstructured.Unstructured
-	for _, u := range l.updates {
-		if u.GetNamespace() == namespace {
-			out = append(out, u)
+		for _, k := range keys {
+			if k == key {
+				out = append(out, o)
+				break
+			}
 		}
 	}
 	return out, nil

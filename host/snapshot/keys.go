@@ -3,11 +3,14 @@ package snapshot
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubeplug/kubeplug/abi"
 )
 
 // The functions below map an event on a related object to the keys of the
@@ -40,7 +43,7 @@ func SetKeysForClaim(c *corev1.PersistentVolumeClaim, l Lister) ([]string, error
 	}
 	var keys []string
 	for _, set := range SetNamesInClaimName(c.Name) {
-		s, err := l.GetStatefulSet(c.Namespace, set)
+		s, err := get[*appsv1.StatefulSet](l, abi.KindStatefulSet, c.Namespace, set)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

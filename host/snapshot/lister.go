@@ -3,48 +3,33 @@ package snapshot
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// Lister reads the cluster state a reconcile input is built from. The live
-// host implements it with informer listers and indexes (no API calls, no
-// namespace scans); memcluster
-// implements it in memory. Get methods return an error satisfying
-// apierrors.IsNotFound when the object does not exist. Returned objects are
-// shared with the cache: callers must not modify them.
+// Lister reads the cluster state a reconcile input is built from, as
+// controller-runtime's client.Reader reads its cache: one object by name, or
+// the objects one of the indexes (Indexes) files under a key. The live host
+// implements it with its informers and their indexers (no API calls, no
+// namespace scans); memcluster in memory; kubeplug check over past versions
+// of a cluster. A subject's builder and its related kinds' key functions
+// read through these two methods and the typed helpers below, so a new
+// relation is a new Index, not a method of every Lister.
+//
+// GetObject returns an error satisfying apierrors.IsNotFound when the object
+// does not exist. Objects of a built-in kind are of its Go type
+// (*appsv1.StatefulSet), of another an *unstructured.Unstructured. Returned
+// objects are shared with the cache: callers must not modify them.
 type Lister interface {
 	// GetObject returns the object of kind (one of abi.Kinds()) named
-	// namespace/name, or name alone for a cluster-scoped kind: a typed
-	// object for a built-in kind, an *unstructured.Unstructured for a
-	// custom one. A subject's builder reads its subject through it, so a
-	// new subject kind adds no method here; the methods below are the
-	// related objects' queries.
+	// namespace/name, or name alone for a cluster-scoped kind.
 	GetObject(kind, namespace, name string) (runtime.Object, error)
-	GetStatefulSet(namespace, name string) (*appsv1.StatefulSet, error)
-	// ListControlledPods lists the pods of namespace whose controller
-	// reference has the UID controller: a StatefulSet's pods.
-	ListControlledPods(namespace string, controller types.UID) ([]*corev1.Pod, error)
-	GetClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error)
-	// ListClaimsNamedFor lists the claims of namespace named
-	// "<template>-<set>-<ordinal>" for any non-empty template and any
-	// ordinal (those for which SetNamesInClaimName has set), whatever
-	// their owners: the statefulset builder finds a set's claims by name,
-	// those of replicas removed by a scale-down included, which no spec
-	// field names any more, and keeps those of the set's templates.
-	ListClaimsNamedFor(namespace, set string) ([]*corev1.PersistentVolumeClaim, error)
-	GetVolume(name string) (*corev1.PersistentVolume, error)
-	GetStorageClass(name string) (*storagev1.StorageClass, error)
-	// ListVolumeClaimUpdates lists kubeplug.dev/v1alpha1 VolumeClaimUpdates.
-	ListVolumeClaimUpdates(namespace string) ([]*unstructured.Unstructured, error)
+	// ByIndex returns the objects of idx.Kind that idx files under key, in
+	// any order.
+	ByIndex(idx Index, key string) ([]runtime.Object, error)
 }
 
 // get reads the object of kind named namespace/name from l as a T (the
-// kind's Go type, e.g. *appsv1.Deployment).
+// kind's Go type, e.g. *appsv1.StatefulSet).
 func get[T runtime.Object](l Lister, kind, namespace, name string) (T, error) {
 	var none T
 	obj, err := l.GetObject(kind, namespace, name)
@@ -56,4 +41,22 @@ func get[T runtime.Object](l Lister, kind, namespace, name string) (T, error) {
 		return none, fmt.Errorf("get %s %s/%s: the lister holds a %T, want a %T", kind, namespace, name, obj, none)
 	}
 	return t, nil
+}
+
+// byIndex reads the objects idx files under key from l, each as a T.
+func byIndex[T runtime.Object](l Lister, idx Index, key string) ([]T, error) {
+	objs, err := l.ByIndex(idx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		t, ok := o.(T)
+		if !ok {
+			var none T
+			return nil, fmt.Errorf("index %s under %q: the lister holds a %T, want a %T", idx.Name, key, o, none)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

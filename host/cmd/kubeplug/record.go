@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -135,91 +134,19 @@ func record(ctx context.Context, kubeconfig, kubecontext, kind, key, name string
 // inputObjects returns, in the order the input lists them, the objects of
 // the cache that req was built from, cleaned for a case file.
 func inputObjects(l snapshot.Lister, req *abi.ReconcileRequest) ([]map[string]any, error) {
-	type ref struct {
-		kind string
-		meta abi.ObjectMeta
-	}
-	var refs []ref
-	if s := req.StatefulSet; s != nil {
-		refs = append(refs, ref{abi.KindStatefulSet, s.Set.Metadata})
-		for _, p := range s.Pods {
-			refs = append(refs, ref{abi.KindPod, p.Metadata})
-		}
-		for _, c := range s.Claims {
-			refs = append(refs, ref{abi.KindPersistentVolumeClaim, c.Metadata})
-		}
-		for _, c := range s.StorageClasses {
-			refs = append(refs, ref{abi.KindStorageClass, c.Metadata})
-		}
-		if s.ClaimUpdate != nil {
-			refs = append(refs, ref{abi.KindVolumeClaimUpdate, s.ClaimUpdate.Metadata})
-		}
-		for _, u := range s.OtherClaimUpdates {
-			refs = append(refs, ref{abi.KindVolumeClaimUpdate, u.Metadata})
-		}
-	}
-	if v := req.PersistentVolume; v != nil {
-		refs = append(refs, ref{abi.KindPersistentVolume, v.Volume.Metadata})
-		if v.Claim != nil {
-			refs = append(refs, ref{abi.KindPersistentVolumeClaim, v.Claim.Metadata})
-		}
-		if v.StorageClass != nil {
-			refs = append(refs, ref{abi.KindStorageClass, v.StorageClass.Metadata})
-		}
-	}
-	var set types.UID // the pods' controller
-	if s := req.StatefulSet; s != nil {
-		set = types.UID(s.Set.Metadata.UID)
-	}
-	out := make([]map[string]any, 0, len(refs))
-	for _, r := range refs {
-		obj, err := lookup(l, set, r.kind, r.meta.Namespace, r.meta.Name)
+	var out []map[string]any
+	for o := range req.Objects() {
+		obj, err := l.GetObject(o.Kind, o.Meta.Namespace, o.Meta.Name)
 		if err != nil {
-			return nil, fmt.Errorf("read %s %s/%s: %w", r.kind, r.meta.Namespace, r.meta.Name, err)
+			return nil, fmt.Errorf("read %s %s/%s: %w", o.Kind, o.Meta.Namespace, o.Meta.Name, err)
 		}
 		u, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
-			return nil, fmt.Errorf("convert %s %s: %w", r.kind, r.meta.Name, err)
+			return nil, fmt.Errorf("convert %s %s: %w", o.Kind, o.Meta.Name, err)
 		}
-		out = append(out, clean(r.kind, u))
+		out = append(out, clean(o.Kind, u))
 	}
 	return out, nil
-}
-
-// lookup reads one object of the input from l; set is the UID of the
-// StatefulSet whose pods the input holds.
-func lookup(l snapshot.Lister, set types.UID, kind, ns, name string) (any, error) {
-	switch kind {
-	case abi.KindStatefulSet:
-		return l.GetStatefulSet(ns, name)
-	case abi.KindPod:
-		pods, err := l.ListControlledPods(ns, set)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods {
-			if p.Name == name {
-				return p, nil
-			}
-		}
-	case abi.KindPersistentVolumeClaim:
-		return l.GetClaim(ns, name)
-	case abi.KindPersistentVolume:
-		return l.GetVolume(name)
-	case abi.KindStorageClass:
-		return l.GetStorageClass(name)
-	case abi.KindVolumeClaimUpdate:
-		us, err := l.ListVolumeClaimUpdates(ns)
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range us {
-			if u.GetName() == name {
-				return u.Object, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("gone since the input was built")
 }
 
 // statusFields are, by kind, the status fields the input's projection
