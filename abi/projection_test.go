@@ -29,6 +29,41 @@ func jsonPaths(t reflect.Type, prefix string) []string {
 	return paths
 }
 
+// jsonTypes maps the field paths of a wire type to their Go types.
+func jsonTypes(t reflect.Type, prefix string) map[string]reflect.Type {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	types := map[string]reflect.Type{}
+	if t.Kind() != reflect.Struct {
+		return types
+	}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		types[prefix+name] = t.Field(i).Type
+		for p, ft := range jsonTypes(t.Field(i).Type, prefix+name+".") {
+			types[p] = ft
+		}
+	}
+	return types
+}
+
+// shapeOf is the shape a field of Go type t must have in abi's tables:
+// what brackets may select in it.
+func shapeOf(t reflect.Type) string {
+	switch {
+	case t.Kind() == reflect.String:
+		return "string"
+	case t == reflect.TypeFor[map[string]string]():
+		return "map"
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		return "object"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		return "list of objects"
+	}
+	return "scalar"
+}
+
 func TestFieldPathsAreTheWireTypes(t *testing.T) {
 	types := map[string]any{
 		abi.KindStatefulSet: abi.StatefulSet{}, abi.KindPod: abi.Pod{}, abi.KindPersistentVolumeClaim: abi.PersistentVolumeClaim{},
@@ -41,6 +76,11 @@ func TestFieldPathsAreTheWireTypes(t *testing.T) {
 		}
 		if got, want := abi.FieldPaths(kind), jsonPaths(reflect.TypeOf(v), ""); !slices.Equal(got, want) {
 			t.Errorf("%s: FieldPaths\n%q\nwant\n%q", kind, got, want)
+		}
+		for path, typ := range jsonTypes(reflect.TypeOf(v), "") {
+			if got, want := abi.FieldShape(kind, path), shapeOf(typ); got != want {
+				t.Errorf("%s %s (%s): shape %q, want %q", kind, path, typ, got, want)
+			}
 		}
 	}
 	for _, p := range abi.IdentityFields() {
@@ -95,8 +135,71 @@ func TestValidateProjection(t *testing.T) {
 			`projection[0].fields[2] "status.phase" overlaps fields[1] "status.phase"`, abi.RuleDuplicate},
 		{"path under another", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions.type", "status"}}},
 			`projection[0].fields[1] "status" overlaps fields[0] "status.conditions.type"`, abi.RuleDuplicate},
-		{"too long", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{strings.Repeat("a.", 100)}}},
-			`projection[0].fields[0] is 200 bytes long, more than 128`, abi.RuleTooLong},
+		{"too long", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{strings.Repeat("a.", 300)}}},
+			`projection[0].fields[0] is 600 bytes long, more than 512`, abi.RuleTooLong},
+		{"too long in brackets", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[" + strings.Repeat("k", 496) + "]"}}},
+			`projection[0].fields[0] is 513 bytes long, more than 512`, abi.RuleTooLong},
+		{"at the length bound", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[" + strings.Repeat("k", 495) + "]"}}}, "", ""},
+
+		// ABI 1.5: a map key, a list filter.
+		{"keys and filters", []abi.ObjectFields{
+			{Kind: abi.KindPod, Fields: []string{"metadata.labels[controller-revision-hash]", "metadata.labels[app.kubernetes.io/name]",
+				"status.conditions[type=Ready].status", "status.conditions[type=Ready].lastTransitionTime", "status.conditions[type=PodScheduled]",
+				"spec.volumes[name=data].claimName", "metadata.ownerReferences[kind=StatefulSet]"}},
+			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.annotations[kubeplug.dev/held-partition]", "spec.selector[app]",
+				"spec.volumeClaimTemplates.metadata.name", "spec.volumeClaimTemplates.spec.resources.requests[storage]",
+				"spec.volumeClaimTemplates.status.conditions[type=Resizing]"}},
+			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"status.volumeClaimTemplates[templateName=data].totalCapacity[storage]"}},
+		}, "", ""},
+		{"a filter beside every element's field", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions.type", "status.conditions[type=Ready].status"}}}, "", ""},
+		{"key on a struct", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata[name]"}}},
+			`"metadata[name]" is not a field path of Pod: metadata is not a map: only a map's key can be named in brackets (metadata.labels[app])`, abi.RuleUnknown},
+		{"key on a string", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.phase[Running]"}}},
+			`status.phase is not a map`, abi.RuleUnknown},
+		{"key on a list of strings", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.finalizers[x]"}}},
+			`metadata.finalizers is not a map`, abi.RuleUnknown},
+		{"key on a list", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[Ready]"}}},
+			`status.conditions is a list of objects: filter its elements with [field=value], e.g. status.conditions[type=...]`, abi.RuleUnknown},
+		{"filter on a map", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app=web]"}}},
+			`metadata.labels is a map: name one of its keys, metadata.labels[key]`, abi.RuleUnknown},
+		{"filter on a struct", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status[phase=Running]"}}},
+			`status is not a list of objects: only a list's elements can be filtered (status.conditions[type=Ready])`, abi.RuleUnknown},
+		{"filter on a non-string field", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[observedGeneration=1]"}}},
+			`the elements of status.conditions have no string field "observedGeneration" to filter on (they have type, status, reason, message, lastTransitionTime)`, abi.RuleUnknown},
+		{"filter on a bool", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.ownerReferences[controller=true]"}}},
+			`have no string field "controller"`, abi.RuleUnknown},
+		{"filter on a nested field", []abi.ObjectFields{{Kind: abi.KindStatefulSet, Fields: []string{"spec.volumeClaimTemplates[metadata.name=data]"}}},
+			`the elements of spec.volumeClaimTemplates have no string field of their own to filter on: keep the fields of every element`, abi.RuleUnknown},
+		{"filter on an unknown field", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[kind=Ready]"}}},
+			`have no string field "kind"`, abi.RuleUnknown},
+		{"under a key", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app].x"}}},
+			`metadata.labels[app] is a string: nothing is under it`, abi.RuleUnknown},
+		{"no field under a filter", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=Ready].podIP"}}},
+			`status.conditions[type=Ready] has no field "podIP" (it has type, status,`, abi.RuleUnknown},
+		{"unknown field with a key", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.tags[app]"}}},
+			`metadata has no field "tags"`, abi.RuleUnknown},
+		{"unterminated", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app"}}},
+			`projection[0].fields[0] "metadata.labels[app" is not a field path: "[" at byte 15 is never closed`, abi.RuleSyntax},
+		{"nested brackets", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[a[b]]"}}},
+			`is inside brackets`, abi.RuleSyntax},
+		{"empty key", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[]"}}}, `is empty`, abi.RuleSyntax},
+		{"empty filter", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[=]"}}}, `has no field before "="`, abi.RuleSyntax},
+		{"filter without a value", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=]"}}}, `has no value after "="`, abi.RuleSyntax},
+		{"same key twice", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app]", "metadata.labels[app]"}}},
+			`projection[0].fields[1] "metadata.labels[app]" overlaps fields[0] "metadata.labels[app]"`, abi.RuleDuplicate},
+		{"key of a map kept whole", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app]", "metadata.labels"}}},
+			`projection[0].fields[1] "metadata.labels" overlaps fields[0] "metadata.labels[app]"`, abi.RuleDuplicate},
+		{"filter under a whole list", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions", "status.conditions[type=Ready].status"}}},
+			`overlaps fields[0] "status.conditions"`, abi.RuleDuplicate},
+		{"field under a whole filter", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=Ready]", "status.conditions[type=Ready].status"}}},
+			`overlaps fields[0] "status.conditions[type=Ready]"`, abi.RuleDuplicate},
+		{"filtered field of every element", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=Ready].status", "status.conditions.status"}}},
+			`overlaps fields[0] "status.conditions[type=Ready].status"`, abi.RuleDuplicate},
+		{"one list filtered on two fields", []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=Ready].status", "status.conditions[status=True].type"}}},
+			`projection[0].fields[1] "status.conditions[status=True].type" filters status.conditions on status, but fields[0] "status.conditions[type=Ready].status" filters it on type: filter a list on one field`, abi.RuleUnexpected},
+		{"one nested list filtered on two fields", []abi.ObjectFields{{Kind: abi.KindStatefulSet, Fields: []string{
+			"spec.volumeClaimTemplates.status.conditions[type=Resizing]", "spec.volumeClaimTemplates.status.conditions[reason=Foo].message"}}},
+			`filters spec.volumeClaimTemplates.status.conditions on reason`, abi.RuleUnexpected},
 		{"too many paths", []abi.ObjectFields{{Kind: abi.KindPod, Fields: many}},
 			`projection lists 1 kinds and 257 field paths, more than the 6 kinds and 256 paths allowed`, abi.RuleTooMany},
 		{"too many kinds", make([]abi.ObjectFields, 100000),
@@ -136,6 +239,29 @@ func TestProjectionNeedsMinor3(t *testing.T) {
 	m.Projection = nil
 	if err := m.Validate(abi.Version{Major: 1, Minor: 2}); err != nil {
 		t.Errorf("a 1.2 manifest without projection: %v", err)
+	}
+}
+
+// A module built for 1.4 cannot use brackets: a 1.4 host would refuse the
+// path, and a 1.5 host must not read a 1.4 module's path differently from
+// the host it was built for.
+func TestBracketsNeedMinor5(t *testing.T) {
+	for _, path := range []string{"metadata.labels[app]", "status.conditions[type=Ready]", "metadata.labels]"} {
+		m := projected(abi.ObjectFields{Kind: abi.KindPod, Fields: []string{"status.phase", path}})
+		m.ABIVersion = "1.4.0"
+		var first *abi.ManifestError
+		if err := m.Validate(abi.Version{Major: 1, Minor: 4}); !errors.As(err, &first) || first.Rule != abi.RuleTooNew || first.Field != "projection.fields" {
+			t.Fatalf("%s: got %v, want the brackets refused as too new", path, err)
+		}
+		want := fmt.Sprintf(`projection[0].fields[1] %q has brackets (a map key or a list filter), which need ABI 1.5, but the module was built for 1.4.0: rebuild it against abi v1.5, or keep the whole field`, path)
+		if first.Error() != want {
+			t.Errorf("got %q\nwant %q", first, want)
+		}
+	}
+	m := projected(abi.ObjectFields{Kind: abi.KindPod, Fields: []string{"metadata.labels", "status.conditions.type"}})
+	m.ABIVersion = "1.4.0"
+	if err := m.Validate(abi.Version{Major: 1, Minor: 4}); err != nil {
+		t.Errorf("a 1.4 manifest without brackets: %v", err)
 	}
 }
 

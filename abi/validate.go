@@ -20,10 +20,12 @@ const (
 	RuleUnknown ManifestRule = "unknown"
 	// RuleMismatch: abiVersion differs from the version marker.
 	RuleMismatch ManifestRule = "mismatch"
-	// RuleTooNew: a hook newer than the ABI version the module was built for.
+	// RuleTooNew: a hook, a projection or a field path's brackets newer
+	// than the ABI version the module was built for.
 	RuleTooNew ManifestRule = "too new"
 	// RuleUnexpected: admission is set without the admit hook, or a
-	// projection omits the subject's kind or lists fields of a kind it omits.
+	// projection omits the subject's kind, lists fields of a kind it omits,
+	// or filters one list on two fields.
 	RuleUnexpected ManifestRule = "unexpected"
 	// RuleTooMany: more elements than the API server accepts.
 	RuleTooMany ManifestRule = "too many"
@@ -34,6 +36,9 @@ const (
 	RuleDuplicate ManifestRule = "duplicate"
 	// RuleTooLong: a field path longer than MaxFieldPathLength.
 	RuleTooLong ManifestRule = "too long"
+	// RuleSyntax: a field path that does not parse (ParseFieldPath): a
+	// bracket never closed, empty, or holding a character no key has.
+	RuleSyntax ManifestRule = "syntax"
 )
 
 // ManifestError is one reason a manifest is invalid. Its text names the
@@ -180,22 +185,36 @@ func (m *Manifest) validateProjection(marker Version, bad func(field string, ind
 			bad("projection.omit", i, RuleUnexpected, o.Kind, "projection[%d] omits %s and lists fields of it: drop omit, or the fields", i, o.Kind)
 			continue
 		}
+		steps := make([][]FieldStep, len(o.Fields))
 		for j, path := range o.Fields {
 			if len(path) > MaxFieldPathLength {
 				bad("projection.fields", i, RuleTooLong, path[:MaxFieldPathLength], "projection[%d].fields[%d] is %d bytes long, more than %d: no field path of %s is", i, j, len(path), MaxFieldPathLength, o.Kind)
 				continue
 			}
-			if at, step, fields, ok := checkFieldPath(o.Kind, path); !ok {
-				if len(fields) == 0 {
-					bad("projection.fields", i, RuleUnknown, path, "projection[%d].fields[%d] %q is not a field path of %s: %s has no fields under it (name fields with their JSON names, joined by dots)", i, j, path, o.Kind, at)
-				} else {
-					bad("projection.fields", i, RuleUnknown, path, "projection[%d].fields[%d] %q is not a field path of %s: %s has no field %q (it has %s)", i, j, path, o.Kind, at, step, strings.Join(fields, ", "))
-				}
+			if marker.Minor < SelectorMinMinor && strings.ContainsAny(path, "[]") {
+				bad("projection.fields", i, RuleTooNew, path, "projection[%d].fields[%d] %q has brackets (a map key or a list filter), which need ABI %d.%d, but the module was built for %s: rebuild it against abi v%d.%d, or keep the whole field", i, j, path, VersionMajor, SelectorMinMinor, marker, VersionMajor, SelectorMinMinor)
 				continue
 			}
-			for k, other := range o.Fields[:j] {
-				if covers(other, path) || covers(path, other) {
-					bad("projection.fields", i, RuleDuplicate, path, "projection[%d].fields[%d] %q overlaps fields[%d] %q: list each field once, the outer one if the module reads all of it", i, j, path, k, other)
+			parsed, err := ParseFieldPath(path)
+			if err != nil {
+				bad("projection.fields", i, RuleSyntax, path, "projection[%d].fields[%d] %q is not a field path: %v", i, j, path, err)
+				continue
+			}
+			if why := checkFieldPath(o.Kind, parsed); why != "" {
+				bad("projection.fields", i, RuleUnknown, path, "projection[%d].fields[%d] %q is not a field path of %s: %s", i, j, path, o.Kind, why)
+				continue
+			}
+			steps[j] = parsed
+			for k, other := range steps[:j] {
+				if other == nil {
+					continue
+				}
+				if covers(other, parsed) || covers(parsed, other) {
+					bad("projection.fields", i, RuleDuplicate, path, "projection[%d].fields[%d] %q overlaps fields[%d] %q: list each field once, the outer one if the module reads all of it", i, j, path, k, o.Fields[k])
+					break
+				}
+				if at, differ := filtersDiffer(other, parsed); differ {
+					bad("projection.fields", i, RuleUnexpected, path, "projection[%d].fields[%d] %q filters %s on %s, but fields[%d] %q filters it on %s: filter a list on one field", i, j, path, JoinFieldPath(append(parsed[:at:at], FieldStep{Name: parsed[at].Name})), parsed[at].Match, k, o.Fields[k], other[at].Match)
 					break
 				}
 			}

@@ -10,7 +10,7 @@ import (
 // adds functions; patch adds enum values (new action types, statuses).
 const (
 	VersionMajor = 1
-	VersionMinor = 4
+	VersionMinor = 5
 	VersionPatch = 0
 )
 

@@ -44,8 +44,12 @@ type Module struct {
 	// field left out reads as empty. Leave it nil to get every object whole.
 	// `kubeplug test` runs every reconcile with and without it and fails a
 	// case whose answers differ, so a field read but not listed is caught.
+	// Since ABI 1.5 a path may keep one key of a map or the elements of a
+	// list whose field has a value (abi.ObjectFields): a module that reads
+	// one label and the Ready condition need not be sent the others.
 	//
 	//	Projection: []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions"}}}
+	//	Projection: []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[app]", "status.conditions[type=Ready].status"}}}
 	Projection []abi.ObjectFields
 }
 

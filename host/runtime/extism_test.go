@@ -244,6 +244,11 @@ func TestExtismManifestRefusals(t *testing.T) {
 	require.ErrorContains(t, err, `abiVersion ""`)
 	_, err = eng.LoadAny(context.Background(), "admit.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","abiVersion":"1.0.0","subject":"statefulset","hooks":["reconcile","admit"]}`), runtime.Limits{})
 	require.ErrorIs(t, err, runtime.ErrManifest)
+	// A map key in a projection needs ABI 1.5: a plugin that says 1.4 is
+	// refused rather than sent what a 1.4 host would not send.
+	_, err = eng.LoadAny(context.Background(), "keys.wasm", hostile.ExtismWithManifest(`{"name":"x","version":"1","abiVersion":"1.4.0","subject":"statefulset","hooks":["reconcile"],"projection":[{"kind":"Pod","fields":["status.conditions[type=Ready].status"]}]}`), runtime.Limits{})
+	require.ErrorIs(t, err, runtime.ErrManifest)
+	require.ErrorContains(t, err, `"status.conditions[type=Ready].status" has brackets (a map key or a list filter), which need ABI 1.5, but the module was built for 1.4.0`)
 }
 
 // What a plugin logs with the PDK reaches the host log, tagged with the

@@ -228,6 +228,36 @@ func TestLoadRefusesBadModules(t *testing.T) {
 			reason: []string{`capabilities[1].resources is empty: list the resources action "addFinalizer" may touch`},
 		},
 		{
+			name: "projection with brackets in a 1.4 module",
+			wasm: func(testing.TB) []byte {
+				m := rawManifest()
+				m.ABIVersion = "1.4.0"
+				m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"metadata.labels[controller-revision-hash]"}}}
+				g := rawGuestWith(encode(m), nil)
+				g.Funcs[1].Export = abi.Version{Major: 1, Minor: 4}.ExportName()
+				return g.Bytes()
+			},
+			err: runtime.ErrManifest,
+			reason: []string{`projection[0].fields[0] "metadata.labels[controller-revision-hash]" has brackets (a map key or a list filter), which need ABI 1.5, but the module was built for 1.4.0: rebuild it against abi v1.5, or keep the whole field`,
+				"fix the manifest the module returns from kubeplug_manifest"},
+		},
+		{
+			name: "projection filtering a map",
+			wasm: manifest(func(m *abi.Manifest) {
+				m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.phase", "metadata.labels[app=web]"}}}
+			}),
+			err:    runtime.ErrManifest,
+			reason: []string{`projection[0].fields[1] "metadata.labels[app=web]" is not a field path of Pod: metadata.labels is a map: name one of its keys, metadata.labels[key]`},
+		},
+		{
+			name: "projection with an unterminated bracket",
+			wasm: manifest(func(m *abi.Manifest) {
+				m.Projection = []abi.ObjectFields{{Kind: abi.KindPod, Fields: []string{"status.conditions[type=Ready"}}}
+			}),
+			err:    runtime.ErrManifest,
+			reason: []string{`projection[0].fields[0] "status.conditions[type=Ready" is not a field path: "[" at byte 17 is never closed: end the key or filter with "]"`},
+		},
+		{
 			name:   "manifest that is not MessagePack",
 			wasm:   func(testing.TB) []byte { return rawGuestWith([]byte{0xc1, 0x00}, nil).Bytes() },
 			err:    runtime.ErrManifest,

@@ -40,7 +40,7 @@ func TestExportNames(t *testing.T) {
 }
 
 func TestVersionMarker(t *testing.T) {
-	const marker = "kubeplug_abi_version_1_4_0"
+	const marker = "kubeplug_abi_version_1_5_0"
 	if marker != abi.VersionExport {
 		t.Fatalf("abi.VersionExport is %q: update the marker in exports_wasip1.go and this test", abi.VersionExport)
 	}

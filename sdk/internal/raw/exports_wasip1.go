@@ -15,7 +15,7 @@ import (
 // abiVersion is the version marker: its name carries the ABI version this SDK
 // speaks (abi.VersionExport). The host never calls it.
 //
-//go:wasmexport kubeplug_abi_version_1_4_0
+//go:wasmexport kubeplug_abi_version_1_5_0
 func abiVersion() {}
 
 // maxInput bounds one input so that a confused host gets 0 ("cannot

@@ -3,6 +3,7 @@ package projection
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -54,13 +55,17 @@ func Compile(p []abi.ObjectFields) (*Projection, error) {
 		}
 		object := newNode(t)
 		for _, path := range append(abi.IdentityFields(), o.Fields...) {
-			if err := object.add(strings.Split(path, ".")); err != nil {
+			steps, err := abi.ParseFieldPath(path)
+			if err == nil {
+				err = object.add(steps)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("projection[%d] (%s): field %q: %w", i, o.Kind, path, err)
 			}
 		}
 		c.kinds[o.Kind] = shapes{
 			pointer: &node{typ: reflect.PointerTo(t), elem: object},
-			list:    &node{typ: reflect.SliceOf(t), elem: object},
+			list:    &node{typ: reflect.SliceOf(t), elem: object, every: true},
 			omit:    o.Omit,
 		}
 	}
@@ -69,20 +74,49 @@ func Compile(p []abi.ObjectFields) (*Projection, error) {
 
 // node is what to keep of one value of type typ: all of it (assign copies
 // it), or some fields of the struct it is, or of the struct each element of
-// the pointer or list it is points to or holds (elem).
+// the pointer or list it is points to or holds (elem), or some keys of the
+// map it is (keys), or the elements of the list it is whose string field
+// has one of some values (filter, ABI 1.5).
 //
 // A call copies through unsafe pointers at offsets computed here, once per
 // load, rather than through reflect.Value at every field: measured on the
 // 1+100+100 workload, reflect.Value's checks made narrowing cost more than
 // encoding the whole request. Every store is typed (assign, or a store of
-// an unsafe.Pointer or a slice header), so the garbage collector sees each
-// pointer written.
+// an unsafe.Pointer, a slice header or a map), so the garbage collector
+// sees each pointer written.
 type node struct {
 	typ    reflect.Type
 	all    bool
 	assign func(dst, src unsafe.Pointer)
 	fields []field
 	elem   *node
+	// every says elem applies to every element of a list: a path went
+	// through the list without a filter. A list whose paths all filter it
+	// keeps only the elements a filter matches.
+	every bool
+	// rest are the paths below a list that went through it without a
+	// filter, which each filter's node keeps too (addFilter).
+	rest [][]abi.FieldStep
+	// keys are the keys a map keeps, when it keeps only some.
+	keys []string
+	// filter keeps, of a list, the elements whose field matches a value.
+	filter *filter
+}
+
+// filter is what a list keeps of the elements whose string field at
+// offset (named match) has one of the values: each value's node, which
+// keeps that field, the paths below the filter and the list's rest.
+type filter struct {
+	match  string
+	offset uintptr
+	values []filterValue
+}
+
+// filterValue is a value of a filter and what it keeps of the elements
+// that have it.
+type filterValue struct {
+	value string
+	node  *node
 }
 
 // field is one struct field to keep: its offset and what to keep of it.
@@ -101,35 +135,120 @@ func newNode(t reflect.Type) *node {
 	return n
 }
 
-// add marks the field path steps under n as kept.
-func (n *node) add(steps []string) error {
+// add marks the field path steps under n as kept. abi's Manifest.Validate
+// has checked them against abi's tables; the errors here are for a
+// projection that skipped it, and keep the copy from going wrong.
+func (n *node) add(steps []abi.FieldStep) error {
 	if n.all {
 		return nil
 	}
 	if len(steps) == 0 {
-		n.all, n.fields, n.elem, n.assign = true, nil, nil, assignOf(n.typ)
+		n.all, n.fields, n.elem, n.rest, n.keys, n.filter, n.assign = true, nil, nil, nil, nil, nil, assignOf(n.typ)
 		return nil
 	}
-	if n.elem != nil {
+	switch n.typ.Kind() {
+	case reflect.Pointer:
 		return n.elem.add(steps)
-	}
-	t := n.typ
-	if t.Kind() != reflect.Struct {
-		return fmt.Errorf("%s has no fields", t)
-	}
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == steps[0] {
-			for _, f := range n.fields {
-				if f.index == i {
-					return f.node.add(steps[1:])
+	case reflect.Slice:
+		n.every = true
+		n.rest = append(n.rest, steps)
+		if n.filter != nil {
+			for _, v := range n.filter.values {
+				if err := v.node.add(steps); err != nil {
+					return err
 				}
 			}
-			child := newNode(t.Field(i).Type)
-			n.fields = append(n.fields, field{index: i, offset: t.Field(i).Offset, node: child})
+		}
+		return n.elem.add(steps)
+	case reflect.Struct:
+	default:
+		return fmt.Errorf("%s has no fields", n.typ)
+	}
+	step, t := steps[0], n.typ
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == step.Name {
+			var child *node
+			for _, f := range n.fields {
+				if f.index == i {
+					child = f.node
+				}
+			}
+			if child == nil {
+				child = newNode(t.Field(i).Type)
+				n.fields = append(n.fields, field{index: i, offset: t.Field(i).Offset, node: child})
+			}
+			switch {
+			case step.Key != "":
+				return child.addKey(step.Key, steps[1:])
+			case step.Match != "":
+				return child.addFilter(step.Match, step.Value, steps[1:])
+			}
 			return child.add(steps[1:])
 		}
 	}
-	return fmt.Errorf("%s has no field %q", t, steps[0])
+	return fmt.Errorf("%s has no field %q", t, step.Name)
+}
+
+// addKey marks key of the map n as kept.
+func (n *node) addKey(key string, below []abi.FieldStep) error {
+	switch {
+	case n.typ != reflect.TypeFor[map[string]string]():
+		return fmt.Errorf("%s is not a map of strings: it has no key %q", n.typ, key)
+	case len(below) > 0:
+		return fmt.Errorf("key %q holds a string: %q is not under it", key, below[0].Name)
+	case n.all || slices.Contains(n.keys, key):
+		return nil
+	}
+	n.keys = append(n.keys, key)
+	return nil
+}
+
+// addFilter marks the path below under the elements of the list n whose
+// field match is value as kept, with that field.
+func (n *node) addFilter(match, value string, below []abi.FieldStep) error {
+	if n.all {
+		return nil
+	}
+	if n.typ.Kind() != reflect.Slice || n.typ.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%s is not a list of objects: it has no elements to filter", n.typ)
+	}
+	if n.filter == nil {
+		f, ok := stringField(n.typ.Elem(), match)
+		if !ok {
+			return fmt.Errorf("%s has no string field %q to filter on", n.typ.Elem(), match)
+		}
+		n.filter = &filter{match: match, offset: f.Offset}
+	}
+	if n.filter.match != match {
+		return fmt.Errorf("the list is filtered on %q already, not on %q", n.filter.match, match)
+	}
+	var v *node
+	for _, x := range n.filter.values {
+		if x.value == value {
+			v = x.node
+		}
+	}
+	if v == nil {
+		v = newNode(n.typ.Elem())
+		for _, steps := range append([][]abi.FieldStep{{{Name: match}}}, n.rest...) {
+			if err := v.add(steps); err != nil {
+				return err
+			}
+		}
+		n.filter.values = append(n.filter.values, filterValue{value, v})
+	}
+	return v.add(below)
+}
+
+// stringField is the field of struct t whose JSON name is name, when it is
+// a string.
+func stringField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if json, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); json == name {
+			return t.Field(i), t.Field(i).Type.Kind() == reflect.String
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // sliceHeader is the layout of a slice value.
@@ -139,13 +258,19 @@ type sliceHeader struct {
 }
 
 // copy sets *dst to what n keeps of *src. *dst is a zero value or what n
-// copied into it before: the objects and lists it points to are then
+// copied into it before: the objects, lists and maps it points to are then
 // reused (Narrow), and its fields n does not keep are zero already, since
-// nothing but n writes memory n allocated.
+// nothing but n writes memory n allocated. (A filtered list is the
+// exception: an element may be kept by another value's node than last
+// time, so copyFiltered zeroes what it reuses.)
 func (n *node) copy(dst, src unsafe.Pointer) {
 	switch {
 	case n.all:
 		n.assign(dst, src)
+	case n.keys != nil:
+		n.copyKeys((*map[string]string)(dst), *(*map[string]string)(src))
+	case n.filter != nil:
+		n.copyFiltered((*sliceHeader)(dst), (*sliceHeader)(src))
 	case n.typ.Kind() == reflect.Struct:
 		for _, f := range n.fields {
 			f.node.copy(unsafe.Add(dst, f.offset), unsafe.Add(src, f.offset))
@@ -179,6 +304,71 @@ func (n *node) copy(dst, src unsafe.Pointer) {
 		}
 		to.len = from.len
 	}
+}
+
+// copyKeys sets *dst to the keys n keeps that src has: a map of the
+// projection's own (never src, which the cache's object shares), nil when
+// src has none of them, as a map with no keys is sent.
+func (n *node) copyKeys(dst *map[string]string, src map[string]string) {
+	m := *dst
+	clear(m)
+	for _, k := range n.keys {
+		if v, ok := src[k]; ok {
+			if m == nil {
+				m = make(map[string]string, len(n.keys))
+			}
+			m[k] = v
+		}
+	}
+	if len(m) == 0 {
+		m = nil
+	}
+	*dst = m
+}
+
+// copyFiltered sets *to to the elements of the list *from that n keeps,
+// in their order: with an unfiltered path, all of them; otherwise those a
+// filter matches, nil when none does.
+func (n *node) copyFiltered(to, from *sliceHeader) {
+	size := n.elem.typ.Size()
+	kept := 0
+	for i := range from.len {
+		if n.keeps(unsafe.Add(from.data, uintptr(i)*size)) != nil {
+			kept++
+		}
+	}
+	n.clearTail(to, 0)
+	if kept == 0 {
+		*to = sliceHeader{}
+		return
+	}
+	if to.data == nil || to.cap < kept {
+		*to = sliceHeader{reflect.MakeSlice(n.typ, kept, kept).UnsafePointer(), 0, kept}
+	}
+	j := 0
+	for i := range from.len {
+		src := unsafe.Add(from.data, uintptr(i)*size)
+		if e := n.keeps(src); e != nil {
+			e.copy(unsafe.Add(to.data, uintptr(j)*size), src)
+			j++
+		}
+	}
+	to.len = kept
+}
+
+// keeps returns the node of what the filtered list n keeps of its element
+// at p, nil when it drops it.
+func (n *node) keeps(p unsafe.Pointer) *node {
+	got := *(*string)(unsafe.Add(p, n.filter.offset))
+	for _, v := range n.filter.values {
+		if v.value == got {
+			return v.node
+		}
+	}
+	if n.every {
+		return n.elem
+	}
+	return nil
 }
 
 // clearTail zeroes the elements of the list s, of n's type, from index
