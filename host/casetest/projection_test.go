@@ -50,7 +50,9 @@ func TestReferenceModulesAnswerAlikeProjected(t *testing.T) {
 }
 
 // A module that reads a field its projection leaves out fails its case,
-// with both answers, instead of passing on a wrong decision.
+// with both answers, instead of passing on a wrong decision: a field, a
+// map's key its path does not name, a list element its filter drops. What
+// it reads and declares (a key, a filtered element's field) passes.
 func TestUndeclaredReadFailsTheCase(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "underread.wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./casetest/testdata/guests/underread")
@@ -62,8 +64,12 @@ func TestUndeclaredReadFailsTheCase(t *testing.T) {
 	require.NoError(t, err)
 	m := workload.LoadAny(t, "underread.wasm", wasm)
 	outcomes := runFiles(t, m, filepath.Join("testdata", "underread.yaml"))
-	require.Len(t, outcomes, 1)
-	require.False(t, outcomes[0].Passed)
-	require.Contains(t, outcomes[0].Failure, casetest.ErrProjection.Error())
-	require.Contains(t, outcomes[0].Failure, `it answered {} with its projection, and {"actions":[{"type":"event"`)
+	require.Len(t, outcomes, 4)
+	for i, reason := range []string{"PodPending", "DatabasePod", "PodUnscheduled"} {
+		require.False(t, outcomes[i].Passed, outcomes[i].Name)
+		require.Contains(t, outcomes[i].Failure, casetest.ErrProjection.Error())
+		require.Contains(t, outcomes[i].Failure, `it answered {} with its projection, and {"actions":[{"type":"event"`)
+		require.Contains(t, outcomes[i].Failure, `"reason":"`+reason+`"`)
+	}
+	require.True(t, outcomes[3].Passed, "%s: %s", outcomes[3].Name, outcomes[3].Failure)
 }
