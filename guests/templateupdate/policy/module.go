@@ -67,22 +67,29 @@ func init() {
 			}},
 		},
 		Reconcile: reconcile,
-		// What reconcile reads (ABI 1.3): the host sends nothing else, and
-		// `kubeplug test` checks each answer against the whole request.
-		// The admit hook is sent whole objects.
+		// What reconcile reads (ABI 1.3; keys and filters 1.5): the host
+		// sends nothing else, and `kubeplug test` checks each answer against
+		// the whole request. The admit hook is sent whole objects.
 		Projection: []abi.ObjectFields{
-			// The set's annotations hold the record of a LockStep hold
-			// (abi.PartitionHold).
-			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.annotations", "spec.replicas", "spec.ordinals", "spec.updateStrategy", "spec.podManagementPolicy",
-				"spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
-			// Of a condition, only what readyCondition, podAvailable and
-			// failed read: a reason or message is often the longest part.
-			{Kind: abi.KindPod, Fields: []string{"metadata.labels", "metadata.deletionTimestamp",
-				"status.conditions.type", "status.conditions.status", "status.conditions.lastTransitionTime"}},
+			// Of the set's annotations, the record of a LockStep hold
+			// (sdk.PartitionHoldOf).
+			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.annotations[" + abi.AnnotationHeldPartition + "]",
+				"metadata.annotations[" + abi.AnnotationUserPartition + "]", "spec.replicas", "spec.ordinals", "spec.updateStrategy",
+				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
+			// Of a pod, the revision label podRolled compares and what
+			// readyCondition and podAvailable read of the Ready condition:
+			// the other labels and conditions were most of the input.
+			{Kind: abi.KindPod, Fields: []string{"metadata.labels[controller-revision-hash]", "metadata.deletionTimestamp",
+				"status.conditions[type=Ready].status", "status.conditions[type=Ready].lastTransitionTime"}},
+			// A claim's labels and annotations are compared with a template's,
+			// whose keys are the user's: whole. Of its maps of quantities the
+			// storage alone, but the capacity, which the status totals; of its
+			// conditions, the failures failed reports.
 			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.labels", "metadata.annotations", "metadata.deletionTimestamp",
-				"spec.accessModes", "spec.resources.requests", "spec.storageClassName", "spec.volumeMode", "spec.volumeAttributesClassName",
-				"status.phase", "status.capacity", "status.conditions.type", "status.conditions.status", "status.allocatedResources",
-				"status.allocatedResourceStatuses", "status.currentVolumeAttributesClassName"}},
+				"spec.accessModes", "spec.resources.requests[storage]", "spec.storageClassName", "spec.volumeMode", "spec.volumeAttributesClassName",
+				"status.phase", "status.capacity", "status.conditions[type=ControllerResizeError].status",
+				"status.conditions[type=NodeResizeError].status", "status.conditions[type=ModifyVolumeError].status",
+				"status.allocatedResources[storage]", "status.allocatedResourceStatuses[storage]", "status.currentVolumeAttributesClassName"}},
 			{Kind: abi.KindStorageClass, Fields: []string{"allowVolumeExpansion"}},
 			{Kind: abi.KindVolumeClaimUpdate, Fields: []string{"metadata.generation", "metadata.deletionTimestamp", "spec", "status"}},
 		},
