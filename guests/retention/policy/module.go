@@ -37,14 +37,16 @@ func init() {
 			// executor's owner-reference rule.
 			{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}, Paths: []string{"/metadata/ownerReferences"}},
 		},
-		// What reconcile reads (ABI 1.3): the host sends nothing else, and
-		// `kubeplug test` checks each answer against the whole request.
+		// What reconcile reads (ABI 1.3; a filter 1.5): the host sends
+		// nothing else, and `kubeplug test` checks each answer against the
+		// whole request.
 		Projection: []abi.ObjectFields{
 			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.deletionTimestamp", "spec.replicas", "spec.ordinals",
 				"spec.podManagementPolicy", "spec.minReadySeconds", "spec.volumeClaimTemplates.metadata.name",
 				"spec.persistentVolumeClaimRetentionPolicy"}},
-			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions.type", "status.conditions.status",
-				"status.conditions.lastTransitionTime"}},
+			// Of a pod's conditions, the Ready one readyCondition finds.
+			{Kind: abi.KindPod, Fields: []string{"metadata.deletionTimestamp", "status.phase", "status.conditions[type=" + condReady + "].status",
+				"status.conditions[type=" + condReady + "].lastTransitionTime"}},
 			{Kind: abi.KindPersistentVolumeClaim, Fields: []string{"metadata.ownerReferences", "metadata.deletionTimestamp"}},
 			// Neither is read: their objects are not sent at all.
 			{Kind: abi.KindStorageClass, Omit: true},
