@@ -82,17 +82,26 @@ func init() {
 			{Action: abi.ActionDeleteVolume},
 			{Action: abi.ActionEvent, Resources: []string{resource}},
 		},
-		// What reconcile reads (ABI 1.3): the host sends nothing else, and
-		// `kubeplug test` checks each answer against the whole request.
+		// What reconcile reads (ABI 1.3; keys 1.5): the host sends nothing
+		// else, and `kubeplug test` checks each answer against the whole
+		// request.
 		Projection: []abi.ObjectFields{
 			// Of claimRef and csi only the fields the rules read: not csi's
 			// volumeAttributes map, a map being the dearest thing to encode and
-			// decode (BENCHMARKS.md, "Issue 26: retention and reclaim").
-			{Kind: abi.KindPersistentVolume, Fields: []string{"metadata.annotations", "metadata.finalizers", "metadata.deletionTimestamp",
+			// decode (BENCHMARKS.md, "Issue 26: retention and reclaim"). For
+			// the same reason, of the annotations and the class's parameters
+			// only the keys the rules read: a PV's annotations hold whatever
+			// its provisioner and its users put there.
+			{Kind: abi.KindPersistentVolume, Fields: []string{"metadata.annotations[" + AnnProvisionedBy + "]",
+				"metadata.annotations[" + AnnMigratedTo + "]", "metadata.annotations[" + AnnBetaStorageClass + "]",
+				"metadata.annotations[" + AnnDeletionSecretName + "]", "metadata.annotations[" + AnnDeletionSecretNamespace + "]",
+				"metadata.finalizers", "metadata.deletionTimestamp",
 				"spec.claimRef.namespace", "spec.claimRef.name", "spec.claimRef.uid", "spec.persistentVolumeReclaimPolicy",
 				"spec.storageClassName", "spec.source", "spec.csi.driver", "spec.csi.volumeHandle", "status.phase"}},
 			{Kind: abi.KindPersistentVolumeClaim},
-			{Kind: abi.KindStorageClass, Fields: []string{"parameters"}},
+			{Kind: abi.KindStorageClass, Fields: []string{"parameters[" + ParamProvisionerSecretName + "]", "parameters[" + ParamProvisionerSecretNamespace + "]",
+				"parameters[" + ParamDeprecatedSecretName + "]", "parameters[" + ParamDeprecatedSecretNamespace + "]",
+				"parameters[" + ParamDefaultSecretName + "]", "parameters[" + ParamDefaultSecretNamespace + "]"}},
 		},
 		Reconcile: reconcile,
 	})
