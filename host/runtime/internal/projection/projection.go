@@ -312,12 +312,26 @@ func (n *node) copy(dst, src unsafe.Pointer) {
 func (n *node) copyKeys(dst *map[string]string, src map[string]string) {
 	m := *dst
 	clear(m)
-	for _, k := range n.keys {
-		if v, ok := src[k]; ok {
-			if m == nil {
-				m = make(map[string]string, len(n.keys))
+	put := func(k, v string) {
+		if m == nil {
+			m = make(map[string]string, len(n.keys))
+		}
+		m[k] = v
+	}
+	if len(src) < len(n.keys) {
+		// Fewer entries than keys (a PV with its one annotation, asked
+		// for five): comparing each entry's key costs less than hashing
+		// every key kept.
+		for k, v := range src {
+			if slices.Contains(n.keys, k) {
+				put(k, v)
 			}
-			m[k] = v
+		}
+	} else {
+		for _, k := range n.keys {
+			if v, ok := src[k]; ok {
+				put(k, v)
+			}
 		}
 	}
 	if len(m) == 0 {

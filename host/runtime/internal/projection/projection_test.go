@@ -291,6 +291,8 @@ func TestApplyKeepsKeysAndFilteredElements(t *testing.T) {
 			abi.Pod{Metadata: withLabels(podIdentity(), map[string]string{"controller-revision-hash": "web-6d4b8c"})}},
 		{"labels, one missing", []string{"metadata.labels[app]", "metadata.labels[tier]", "metadata.labels[statefulset.kubernetes.io/pod-name]"},
 			abi.Pod{Metadata: withLabels(podIdentity(), map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": "web-0"})}},
+		{"more keys than labels", []string{"metadata.labels[tier]", "metadata.labels[app]", "metadata.labels[zone]", "metadata.labels[rack]"},
+			abi.Pod{Metadata: withLabels(podIdentity(), map[string]string{"app": "web"})}},
 		{"no such label", []string{"metadata.labels[tier]"}, abi.Pod{Metadata: podIdentity()}},
 		{"Ready whole", []string{"status.conditions[type=Ready]"}, abi.Pod{Metadata: podIdentity(), Status: abi.PodStatus{Conditions: []abi.Condition{
 			pod().Status.Conditions[1], pod().Status.Conditions[3]}}}},
