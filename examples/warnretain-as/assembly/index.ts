@@ -22,7 +22,7 @@ const CONFIG_SCHEMA = '{"type":"object","properties":{"ignoreNamespaces":{"type"
 // with only these fields (and its name, namespace, uid, resourceVersion),
 // and none of its pods, claims, classes and update. encoding msgpack: the
 // messages are the native wire types (the manifest itself is JSON).
-const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.4.0","encoding":"msgpack",' +
+const MANIFEST = '{"name":"warnretain","version":"0.1.0","abiVersion":"1.5.0","encoding":"msgpack",' +
   '"subject":"statefulset","hooks":["reconcile"],' +
   '"projection":[{"kind":"StatefulSet","fields":["metadata.labels","metadata.deletionTimestamp",' +
   '"spec.volumeClaimTemplates.metadata.name","spec.persistentVolumeClaimRetentionPolicy"]},' +
