@@ -28,12 +28,12 @@ FUZZ_LONG_MINIMIZE ?= 5s
 # module-dir:package:target:count for every fuzz target.
 FUZZ_TARGETS := \
 	.:./abi:FuzzDecode:300000 \
-	.:./abi:FuzzParseFieldPath:300000 \
+	.:./abi:FuzzParseFieldPath:150000 \
 	host:./runtime:FuzzDecodeOutput:80000 \
 	host:./runtime:FuzzDecodeJSONOutput:60000 \
 	host:./runtime/internal/checkpoint:FuzzInsert:50000 \
 	host:./runtime/internal/checkpoint:FuzzInsertCharges:2000 \
-	host:./runtime/internal/projection:FuzzProjection:250000 \
+	host:./runtime/internal/projection:FuzzProjection:300000 \
 	host:./config:FuzzParse:50000 \
 	host:./casetest:FuzzParse:15000 \
 	host:./admission:FuzzScanReview:30000
