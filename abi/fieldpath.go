@@ -113,7 +113,7 @@ func parseBracket(in string, at int, s *FieldStep) error {
 		case r == '[':
 			return fmt.Errorf(`"[" at byte %d is inside brackets: a step has one pair, and a key has no brackets`, at+i)
 		case r == '\'' || r == '"':
-			return fmt.Errorf(`quote at byte %d: brackets need no quotes, write [%s]`, at+i, strings.Trim(in, `'"`))
+			return fmt.Errorf(`quote at byte %d: brackets need no quotes, write %q`, at+i, "["+strings.Trim(in, `'"`)+"]")
 		case r == '\\':
 			return fmt.Errorf(`backslash at byte %d: a key or value has none (nothing needs escaping)`, at+i)
 		case unicode.IsSpace(r) || unicode.IsControl(r):
