@@ -120,6 +120,16 @@ leader_election_master_status{namespace="kubeplug-system",instance="b",name="kub
 kubeplug_leader{namespace="kubeplug-system",instance="a"} 0x30
 kubeplug_leader{namespace="kubeplug-system",instance="b"} 1x30
 leader_election_master_status{namespace="kube-system",instance="kcm",name="kube-controller-manager"} 0x30`},
+	{name: "no host scraped", alert: "KubeplugAbsent", minutes: 10,
+		series: `up{job="kube-state-metrics",instance="ksm"} 1x30`,
+		fires:  []map[string]string{{"severity": "critical"}}},
+	{name: "a host scraped, not leading", alert: "KubeplugAbsent", minutes: 10,
+		series: `kubeplug_leader{namespace="kubeplug-system",instance="a"} 0x30`},
+	{name: "the last host gone for four minutes", alert: "KubeplugAbsent", minutes: 10,
+		series: `kubeplug_leader{namespace="kubeplug-system",instance="a"} 1x6`},
+	{name: "the last host gone for eleven minutes (five of lookback, five of for)", alert: "KubeplugAbsent", minutes: 13,
+		series: `kubeplug_leader{namespace="kubeplug-system",instance="a"} 1x2`,
+		fires:  []map[string]string{{"severity": "critical"}}},
 	{name: "host.yaml refused", alert: "KubeplugConfigReloadFailed", minutes: 10,
 		series: `kubeplug_config_last_reload_successful{namespace="kubeplug-system",pod="kubeplug-0",instance="a"} 1 1 0x28`,
 		fires:  []map[string]string{{"namespace": "kubeplug-system", "pod": "kubeplug-0"}}},
