@@ -171,16 +171,7 @@ func Derive(h Host) (Rules, error) {
 		if m.Shadow {
 			continue
 		}
-		if slices.Contains(m.Hooks, abi.HookAdmit) {
-			admits = true
-			if m.Subject == abi.SubjectStatefulSet {
-				// admission.Reviewer.LiveStatefulSet: the set a claim
-				// or pod under review belongs to, read from the API
-				// server when the host's cache has not got it yet,
-				// where the webhook admits (the entry's namespaces).
-				b.addKind(m.Namespaces, abi.KindStatefulSet, "", "get")
-			}
-		}
+		admits = b.admission(m) || admits
 		deletesVolumes = deletesVolumes || slices.Contains(m.Hooks, abi.HookReconcile) &&
 			slices.ContainsFunc(m.Granted, func(c abi.Capability) bool { return c.Action == abi.ActionDeleteVolume })
 	}
@@ -234,6 +225,38 @@ func Derive(h Host) (Rules, error) {
 		}
 	}
 	return b.rules(), nil
+}
+
+// ModuleRules returns the rules m adds to its host's: what the executor
+// does for its granted capabilities and what its admit hook reads, without
+// what the host needs whatever its modules (informers on every kind an
+// input holds, its own events, Lease and Secret, deleteVolume's reads),
+// which Derive adds. kubeplug inspect prints them for what a module asks.
+func ModuleRules(m Module) (Rules, error) {
+	b := &builder{verbs: map[grant]map[string]bool{}}
+	if err := b.module(m); err != nil {
+		return Rules{}, err
+	}
+	if !m.Shadow {
+		b.admission(m)
+	}
+	return b.rules(), nil
+}
+
+// admission adds what the webhook reads for m's admit hook and reports
+// whether m has one.
+func (b *builder) admission(m Module) bool {
+	if !slices.Contains(m.Hooks, abi.HookAdmit) {
+		return false
+	}
+	if m.Subject == abi.SubjectStatefulSet {
+		// admission.Reviewer.LiveStatefulSet: the set a claim or pod
+		// under review belongs to, read from the API server when the
+		// host's cache has not got it yet, where the webhook admits
+		// (the entry's namespaces).
+		b.addKind(m.Namespaces, abi.KindStatefulSet, "", "get")
+	}
+	return true
 }
 
 // module adds what the executor does for m's granted capabilities.

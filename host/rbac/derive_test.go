@@ -172,3 +172,48 @@ func TestHostNeeds(t *testing.T) {
 	_, err := rbac.Derive(rbac.Host{})
 	require.Error(t, err, "no Pod namespace")
 }
+
+// ModuleRules is what a module adds to its host's rules: with the host's
+// own (Derive with no module), it makes what Derive gives for a host with
+// the module, and it holds none of the host's own reads. Shadow modules
+// and admit-only hooks of volumes add nothing.
+func TestModuleRulesAreWhatAModuleAdds(t *testing.T) {
+	admit := rbac.Module{Name: "policy", Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookAdmit},
+		Granted: []abi.Capability{{Action: abi.CapabilityAdmit, Resources: []string{"persistentvolumeclaims"}}}}
+	namespaced := rbac.Module{Name: "retention", Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookReconcile, abi.HookAdmit},
+		Namespaces: []string{"a"}, Granted: []abi.Capability{{Action: abi.ActionUpdateOwnerReferences, Resources: []string{"persistentvolumeclaims"}}}}
+	shadow := reclaim
+	shadow.Shadow = true
+	for _, m := range []rbac.Module{warnretain, reclaim, admit, namespaced, shadow} {
+		t.Run(m.Name, func(t *testing.T) {
+			own, err := rbac.ModuleRules(m)
+			require.NoError(t, err)
+			with := derive(t, rbac.Host{Modules: []rbac.Module{m}})
+			base := derive(t, rbac.Host{})
+			for _, verb := range []string{"get", "list", "watch", "create", "patch", "update", "delete"} {
+				for _, res := range []struct{ group, resource string }{
+					{"", "events"}, {"", "pods"}, {"", "persistentvolumeclaims"}, {"", "persistentvolumes"},
+					{"apps", "statefulsets"}, {"kubeplug.dev", "volumeclaimupdates/status"}, {"", "secrets"},
+				} {
+					for _, ns := range []string{"", "a", "b", "default", "kubeplug-system"} {
+						got := allowed(own, verb, res.group, res.resource, ns, "x") || allowed(base, verb, res.group, res.resource, ns, "x")
+						require.Equal(t, allowed(with, verb, res.group, res.resource, ns, "x"), got,
+							"%s %s/%s in %q: Derive with the module, against the host's own and ModuleRules", verb, res.group, res.resource, ns)
+					}
+				}
+			}
+			for _, verb := range []string{"list", "watch"} {
+				require.False(t, allows(own.Cluster, verb, "", "pods", ""), "the informers are the host's own")
+			}
+		})
+	}
+	shadowRules, err := rbac.ModuleRules(shadow)
+	require.NoError(t, err)
+	require.Empty(t, shadowRules.Cluster)
+	require.Empty(t, shadowRules.Namespaced)
+	admitRules, err := rbac.ModuleRules(admit)
+	require.NoError(t, err)
+	require.True(t, allows(admitRules.Cluster, "get", "apps", "statefulsets", "x"), "the webhook reads a claim's set")
+	_, err = rbac.ModuleRules(rbac.Module{Name: "m", Subject: "deployment"})
+	require.ErrorContains(t, err, `subject "deployment"`)
+}

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/config"
 	"github.com/kubeplug/kubeplug/host/oci"
+	"github.com/kubeplug/kubeplug/host/rbac"
 	"github.com/kubeplug/kubeplug/host/runtime"
 )
 
@@ -104,6 +108,9 @@ type imageDescription struct {
 	Size       int64        `json:"size"`
 	SHA256     string       `json:"sha256"`
 	Allow      string       `json:"allow"`
+	// RBAC is what the module's actions and webhook need of the API
+	// server once granted what it asks (moduleRBAC).
+	RBAC moduleRules `json:"rbac"`
 }
 
 // writeImage prints what the registry says of a module, as text or JSON.
@@ -111,6 +118,7 @@ func writeImage(w io.Writer, output string, a *oci.Artifact) error {
 	d := imageDescription{
 		Image: a.Ref, Pinned: a.Pinned, Layout: a.Layout.Name, Manifest: a.Config.Manifest, ABIVersion: a.Config.ABIVersion,
 		Size: a.Size, SHA256: a.SHA256, Allow: config.AllowBlock(config.Asked(a.Config.Manifest)),
+		RBAC: moduleRBAC(a.Config.Manifest),
 	}
 	if output == "json" {
 		enc := json.NewEncoder(w)
@@ -149,6 +157,9 @@ type description struct {
 	// Allow is the allow: block (YAML) that grants the module what its
 	// manifest asks, to paste under its entry in host.yaml.
 	Allow string `json:"allow"`
+	// RBAC is what the module's actions and webhook need of the API
+	// server once granted what it asks (moduleRBAC).
+	RBAC moduleRules `json:"rbac"`
 	// Limits are the limits the module was loaded with (the defaults), and
 	// HostMemoryBound the most host memory the module can take under them
 	// (runtime.Limits.HostMemoryBound).
@@ -196,6 +207,7 @@ func describe(m abi.Manifest, info runtime.Info, l runtime.Limits) description {
 		Exports:    functions(info.Exports),
 		Imports:    functions(info.Imports),
 		Allow:      config.AllowBlock(config.Asked(m)),
+		RBAC:       moduleRBAC(m),
 		Limits: limits{
 			MemoryBytes: l.MemoryBytes, Deadline: l.Deadline.String(), Instances: l.Instances,
 			MaxOutputBytes: l.MaxOutputBytes, MaxActions: l.MaxActions, MaxTableElements: l.MaxTableElements,
@@ -304,6 +316,7 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 	if a := m.Admission; a != nil {
 		field("Admission", admissionText(a))
 	}
+	field("RBAC", orNone(moduleRBAC(m).text())+"\n(once granted what it asks, where its entry's namespaces say; with the host's own: kubeplug rbac)")
 	if len(m.Projection) > 0 {
 		var lines []string
 		for _, o := range m.Projection {
@@ -320,6 +333,58 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 	}
 	field("Description", orNone(m.Description))
 	field("Configuration", orNone(prettyJSON(m.ConfigSchema)))
+}
+
+// moduleRules are the rules a module adds to its host's: Cluster in every
+// namespace its entry allows (all, unless the entry names some), Namespaced
+// in one namespace whatever the entry says (a cluster-scoped object's
+// events, in "default").
+type moduleRules struct {
+	Cluster    []rbacv1.PolicyRule            `json:"cluster"`
+	Namespaced map[string][]rbacv1.PolicyRule `json:"namespaced,omitempty"`
+}
+
+// moduleRBAC returns the rules a module granted what its manifest asks
+// adds to its host's (rbac.ModuleRules); none for a manifest rbac cannot
+// read (an unknown subject, which loading refuses first).
+func moduleRBAC(m abi.Manifest) moduleRules {
+	r, err := rbac.ModuleRules(rbac.Module{Name: m.Name, Subject: m.Subject, Hooks: m.Hooks, Granted: config.Asked(m)})
+	if err != nil {
+		return moduleRules{}
+	}
+	return moduleRules{Cluster: r.Cluster, Namespaced: r.Namespaced}
+}
+
+// text describes the rules a line each: the verbs, then the resources as
+// kubectl names them (resource.group/subresource), then the namespace of a
+// namespaced rule.
+func (r moduleRules) text() string {
+	var lines []string
+	line := func(rule rbacv1.PolicyRule, where string) {
+		var res []string
+		for _, g := range rule.APIGroups {
+			for _, name := range rule.Resources {
+				resource, sub, _ := strings.Cut(name, "/")
+				if g != "" {
+					resource += "." + g
+				}
+				if sub != "" {
+					resource += "/" + sub
+				}
+				res = append(res, resource)
+			}
+		}
+		lines = append(lines, strings.Join(rule.Verbs, ", ")+" "+strings.Join(res, ", ")+where)
+	}
+	for _, rule := range r.Cluster {
+		line(rule, "")
+	}
+	for _, ns := range slices.Sorted(maps.Keys(r.Namespaced)) {
+		for _, rule := range r.Namespaced[ns] {
+			line(rule, " in namespace "+ns)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeAllow prints the allow: block to paste into host.yaml.

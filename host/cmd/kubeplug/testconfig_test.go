@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,4 +109,21 @@ func TestInspectPrintsAllowBlock(t *testing.T) {
 	out, errOut, code := kubeplug(t, "", "inspect", warnretain(t))
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, "add under the module's entry in host.yaml:\n  allow:\n  - {action: event, resources: [statefulsets]}\n")
+}
+
+// inspect says what RBAC a module needs once granted what it asks, in text
+// and in JSON, as kubeplug rbac derives it for a host running the module.
+func TestInspectPrintsTheModulesRBAC(t *testing.T) {
+	out, errOut, code := kubeplug(t, "", "inspect", warnretain(t))
+	require.Equal(t, exitOK, code, errOut)
+	require.Regexp(t, `(?m)^RBAC:\s+create, patch events\n\s+\(once granted what it asks`, out)
+
+	out, errOut, code = kubeplug(t, "", "inspect", "-o", "json", warnretain(t))
+	require.Equal(t, exitOK, code, errOut)
+	var d description
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	require.Len(t, d.RBAC.Cluster, 1)
+	require.Equal(t, []string{"events"}, d.RBAC.Cluster[0].Resources)
+	require.Equal(t, []string{"create", "patch"}, d.RBAC.Cluster[0].Verbs)
+	require.Empty(t, d.RBAC.Namespaced)
 }
