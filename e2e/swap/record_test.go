@@ -87,7 +87,7 @@ func TestRecord(t *testing.T) {
 		t.Cleanup(func() {
 			_ = c.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
 		})
-		out, err := exec.Command(bin, "record", "--kubeconfig", cp.Kubeconfig, "--subject", "persistentvolume/"+pv.Name).Output()
+		out, err := exec.Command(bin, "record", "--kubeconfig", cp.Kubeconfig, "--subject", "persistentvolumes/"+pv.Name).Output() // as kubectl names the type
 		if err != nil {
 			t.Fatalf("kubeplug record: %v", err)
 		}

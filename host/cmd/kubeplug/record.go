@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,23 +63,66 @@ $KUBECONFIG, in-cluster, ~/.kube/config; --context).`,
 	}
 	f := cmd.Flags()
 	addClusterFlags(f, &kubeconfig, &kubecontext)
-	f.StringVar(&subject, "subject", "", "the subject to record: statefulset/NAMESPACE/NAME or persistentvolume/NAME (required)")
+	f.StringVar(&subject, "subject", "", "the subject to record: statefulset/NAMESPACE/NAME or persistentvolume/NAME; the type may also be named as kubectl names it (statefulsets, statefulsets.apps, StatefulSet) (required)")
 	f.StringVarP(&output, "output", "o", "", "file to write the case to; default standard output")
 	f.StringVar(&name, "name", "", "the case's name; default \"recorded <subject>\"")
 	return cmd
 }
 
-// parseSubject splits statefulset/NS/NAME or persistentvolume/NAME into
-// the subject kind and the key the host queues.
-func parseSubject(s string) (kind, key string, err error) {
-	parts := strings.Split(s, "/")
-	switch {
-	case len(parts) == 3 && parts[0] == abi.SubjectStatefulSet && parts[1] != "" && parts[2] != "":
-		return parts[0], parts[1] + "/" + parts[2], nil
-	case len(parts) == 2 && parts[0] == abi.SubjectPersistentVolume && parts[1] != "":
-		return parts[0], parts[1], nil
+// parseSubject reads --subject: TYPE/NAMESPACE/NAME for a namespaced
+// subject, TYPE/NAME for a cluster-scoped one, where TYPE names a subject
+// kind as its manifest does (statefulset), or as kubectl does: its resource
+// (statefulsets), with its group (statefulsets.apps), or its kind
+// (StatefulSet). It returns the subject and the object's cache key.
+func parseSubject(s string) (subject, key string, err error) {
+	typ, rest, _ := strings.Cut(s, "/")
+	info, ok := subjectNamed(typ)
+	if !ok {
+		return "", "", inputErrorf("--subject %q: %q is not a subject kubeplug serves: want %s", s, typ, subjectForms())
 	}
-	return "", "", inputErrorf("--subject %q: want statefulset/NAMESPACE/NAME or persistentvolume/NAME", s)
+	parts := strings.Split(rest, "/")
+	if abi.KindOf(info.Kind).Namespaced {
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return "", "", inputErrorf("--subject %q: a %s is namespaced: want %s/NAMESPACE/NAME", s, info.Kind, typ)
+		}
+		return string(info.Name), parts[0] + "/" + parts[1], nil
+	}
+	if len(parts) != 1 || parts[0] == "" {
+		return "", "", inputErrorf("--subject %q: a %s is cluster-scoped: want %s/NAME", s, info.Kind, typ)
+	}
+	return string(info.Name), parts[0], nil
+}
+
+// subjectNamed returns the subject kind typ names: its manifest name, its
+// kind, its resource, or its resource and group, in any case.
+func subjectNamed(typ string) (abi.SubjectInfo, bool) {
+	typ = strings.ToLower(typ)
+	for _, name := range abi.Subjects() {
+		info, _ := abi.Subject(name).Info()
+		k := abi.KindOf(info.Kind)
+		names := []string{name, strings.ToLower(info.Kind), k.Resource}
+		if group, _, ok := strings.Cut(k.APIVersion, "/"); ok {
+			names = append(names, k.Resource+"."+group)
+		}
+		if slices.Contains(names, typ) {
+			return info, true
+		}
+	}
+	return abi.SubjectInfo{}, false
+}
+
+// subjectForms lists --subject's forms, one per subject kind.
+func subjectForms() string {
+	var forms []string
+	for _, name := range abi.Subjects() {
+		info, _ := abi.Subject(name).Info()
+		if abi.KindOf(info.Kind).Namespaced {
+			forms = append(forms, name+"/NAMESPACE/NAME")
+		} else {
+			forms = append(forms, name+"/NAME")
+		}
+	}
+	return strings.Join(forms, " or ")
 }
 
 // record builds the input of the reconcile of key as the host would and

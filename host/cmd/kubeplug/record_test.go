@@ -11,19 +11,28 @@ import (
 func TestParseSubject(t *testing.T) {
 	for _, tc := range []struct {
 		in, kind, key string
-		ok            bool
+		err           string
 	}{
-		{"statefulset/prod/web", abi.SubjectStatefulSet, "prod/web", true},
-		{"persistentvolume/pvc-1", abi.SubjectPersistentVolume, "pvc-1", true},
-		{"statefulset/web", "", "", false},
-		{"persistentvolume/ns/pv", "", "", false},
-		{"deployment/prod/web", "", "", false},
-		{"statefulset//web", "", "", false},
+		{"statefulset/prod/web", abi.SubjectStatefulSet, "prod/web", ""},
+		{"statefulsets/prod/web", abi.SubjectStatefulSet, "prod/web", ""},
+		{"statefulsets.apps/prod/web", abi.SubjectStatefulSet, "prod/web", ""},
+		{"StatefulSet/prod/web", abi.SubjectStatefulSet, "prod/web", ""},
+		{"persistentvolume/pvc-1", abi.SubjectPersistentVolume, "pvc-1", ""},
+		{"persistentvolumes/pvc-1", abi.SubjectPersistentVolume, "pvc-1", ""},
+		{"PersistentVolume/pvc-1", abi.SubjectPersistentVolume, "pvc-1", ""},
+		{"statefulset/web", "", "", "a StatefulSet is namespaced: want statefulset/NAMESPACE/NAME"},
+		{"statefulsets.apps/prod/web/x", "", "", "a StatefulSet is namespaced: want statefulsets.apps/NAMESPACE/NAME"},
+		{"statefulset//web", "", "", "a StatefulSet is namespaced"},
+		{"persistentvolume/ns/pv", "", "", "a PersistentVolume is cluster-scoped: want persistentvolume/NAME"},
+		{"persistentvolume/", "", "", "a PersistentVolume is cluster-scoped"},
+		{"persistentvolumes.core/pv", "", "", "is not a subject kubeplug serves"},
+		{"deployment/prod/web", "", "", `"deployment" is not a subject kubeplug serves: want statefulset/NAMESPACE/NAME or persistentvolume/NAME`},
+		{"", "", "", "is not a subject kubeplug serves"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			kind, key, err := parseSubject(tc.in)
-			if !tc.ok {
-				require.ErrorContains(t, err, "want statefulset/NAMESPACE/NAME or persistentvolume/NAME")
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
 				require.Equal(t, exitInput, exitCode(err))
 				return
 			}
