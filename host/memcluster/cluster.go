@@ -220,6 +220,12 @@ func (c *Cluster) sortedKeys(kind string) []Key {
 			keys = append(keys, k)
 		}
 	}
+	sortKeys(keys)
+	return keys
+}
+
+// sortKeys sorts keys by kind, namespace and name.
+func sortKeys(keys []Key) {
 	slices.SortFunc(keys, func(a, b Key) int {
 		switch {
 		case a.less(b):
@@ -229,7 +235,6 @@ func (c *Cluster) sortedKeys(kind string) []Key {
 		}
 		return 0
 	})
-	return keys
 }
 
 // key builds the key of an object, dropping the namespace of cluster-scoped

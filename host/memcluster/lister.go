@@ -104,16 +104,25 @@ func (c *Cluster) ByIndex(idx snapshot.Index, key string) ([]runtime.Object, err
 func (c *Cluster) filedUnder(idx snapshot.Index, key string) ([]map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []map[string]any
-	for _, k := range c.sortedKeys(idx.Kind) {
-		obj := c.objects[k]
+	// Only the objects filed under key are sorted and copied: a set's
+	// pods among every pod of the case.
+	var filed []Key
+	for k, obj := range c.objects {
+		if k.Kind != idx.Kind {
+			continue
+		}
 		keys, err := idx.Keys(&unstructured.Unstructured{Object: obj})
 		if err != nil {
 			return nil, fmt.Errorf("index %s: %s: %w", idx.Name, k, err)
 		}
 		if slices.Contains(keys, key) {
-			out = append(out, runtime.DeepCopyJSON(obj))
+			filed = append(filed, k)
 		}
+	}
+	sortKeys(filed)
+	out := make([]map[string]any, len(filed))
+	for i, k := range filed {
+		out[i] = runtime.DeepCopyJSON(c.objects[k])
 	}
 	return out, nil
 }

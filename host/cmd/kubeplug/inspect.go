@@ -129,7 +129,7 @@ func writeImage(w io.Writer, output string, a *oci.Artifact) error {
 	field := fieldWriter(tw)
 	field("Image", d.Image)
 	field("Pinned", d.Pinned)
-	manifestFields(field, d.Manifest, d.ABIVersion)
+	manifestFields(field, d.Manifest, d.ABIVersion, d.RBAC)
 	field("Size", fmt.Sprintf("%d bytes (%s)", d.Size, humanSize(int(d.Size))))
 	field("SHA-256", d.SHA256)
 	field("Source", "the manifest as published in the artifact's config; the host reads it from the module when it loads it")
@@ -242,7 +242,7 @@ func (d description) writeText(w io.Writer) error {
 	m := d.Manifest
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	field := fieldWriter(tw)
-	manifestFields(field, m, d.ABIVersion)
+	manifestFields(field, m, d.ABIVersion, d.RBAC)
 	if d.profile.Label != "" {
 		field("Kind", d.profile.Label+", hook messages in "+d.Encoding)
 	}
@@ -293,8 +293,9 @@ func fieldWriter(tw io.Writer) func(label, value string) {
 	}
 }
 
-// manifestFields writes the fields of a manifest.
-func manifestFields(field func(label, value string), m abi.Manifest, abiVersion string) {
+// manifestFields writes the fields of a manifest, and rules, the RBAC the
+// module needs (moduleRBAC of the manifest).
+func manifestFields(field func(label, value string), m abi.Manifest, abiVersion string, rules moduleRules) {
 	var caps []string
 	for _, c := range m.Capabilities {
 		if c.Action == abi.ActionDeleteVolume || len(c.Resources) == 0 {
@@ -316,7 +317,7 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 	if a := m.Admission; a != nil {
 		field("Admission", admissionText(a))
 	}
-	field("RBAC", orNone(moduleRBAC(m).text())+"\n(once granted what it asks, where its entry's namespaces say; with the host's own: kubeplug rbac)")
+	field("RBAC", orNone(rules.text())+"\n(once granted what it asks, where its entry's namespaces say; with the host's own: kubeplug rbac)")
 	if len(m.Projection) > 0 {
 		var lines []string
 		for _, o := range m.Projection {
