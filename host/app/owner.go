@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -15,8 +16,9 @@ import (
 // Secret) and runs in a pod (POD_NAMESPACE and POD_NAME, from the downward
 // API): those objects then belong to it, and removing the install removes
 // them. A host that cannot tell runs all the same, and says what an
-// uninstall leaves behind.
-func installOwner(ctx context.Context, opts Options, client kubernetes.Interface, log *slog.Logger) *kube.Owner {
+// uninstall leaves behind. Its reads take at most timeout, the bound of
+// every API call the host makes outside its watches: client has none.
+func installOwner(ctx context.Context, opts Options, client kubernetes.Interface, timeout time.Duration, log *slog.Logger) *kube.Owner {
 	if opts.LeaderElection == nil && opts.WebhookCert == nil {
 		return nil
 	}
@@ -24,6 +26,8 @@ func installOwner(ctx context.Context, opts Options, client kubernetes.Interface
 	if ns == "" || pod == "" {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	o, err := kube.InstallOwner(ctx, client, ns, pod)
 	if err != nil {
 		log.Warn("the host's Lease and webhook certificate Secret belong to no Deployment: delete them by hand after an uninstall", "err", err)

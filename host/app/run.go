@@ -119,7 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("api client: %w", err)
 	}
-	owner := installOwner(ctx, opts, client, log)
+	owner := installOwner(ctx, opts, client, callTimeout, log)
 	if wc := opts.WebhookCert; wc != nil {
 		c := *wc
 		c.owner = owner
