@@ -103,7 +103,7 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 	var stop error
 	for i, a := range res.Actions {
 		r := b.reports[i]
-		attrs := []any{"action", i, "type", a.Type, "target", refString(a.Target)}
+		attrs := []any{"action", i, "type", a.Type, "target", RefString(a.Target)}
 		if a.Type == abi.ActionDeleteVolume && a.Volume != nil && a.Volume.Secrets != nil {
 			log.Warn("deleteVolume names a Secret, which the host ignores: it resolves the deletion secret from the volume and its StorageClass, as external-provisioner does",
 				append(attrs, "secret", a.Volume.Secrets.Namespace+"/"+a.Volume.Secrets.Name)...)
@@ -113,11 +113,11 @@ func (e *Executor) Execute(ctx context.Context, m abi.Manifest, req *abi.Reconci
 			// The rest is skipped too: the module ordered its actions, and
 			// running what follows a refused deleteVolume (the finalizer's
 			// removal) would leak the volume it protects.
-			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, RefString(a.Target), r.Err))
 			log.Warn("refused action; skipping the rest", append(attrs, "err", r.Err)...)
 			e.recordRefusal(ctx, log, req, r)
 		case Conflict, Failed:
-			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, refString(a.Target), r.Err))
+			stop = cmp.Or(stop, fmt.Errorf("module %s: action %d (%s on %s): %w", e.Module, i, a.Type, RefString(a.Target), r.Err))
 			log.Warn("action did not complete; skipping the rest", append(attrs, "outcome", r.Outcome, "err", r.Err)...)
 		case Executed:
 			log.Info("executed action", append(attrs, "write", r.Write)...)

@@ -29,9 +29,11 @@ func (t Target) Ref() abi.ObjectRef {
 }
 
 // String returns "Kind namespace/name", or "Kind name" when cluster-scoped.
-func (t Target) String() string { return refString(t.Ref()) }
+func (t Target) String() string { return RefString(t.Ref()) }
 
-func refString(r abi.ObjectRef) string {
+// RefString returns "Kind namespace/name", or "Kind name" for a
+// cluster-scoped object: how the host names an object in its messages.
+func RefString(r abi.ObjectRef) string {
 	if r.Namespace == "" {
 		return r.Kind + " " + r.Name
 	}

@@ -30,7 +30,7 @@ import (
 // driver; the Executor does, since that is host state, not input.
 func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, error) {
 	refuse := func(format string, args ...any) (Target, error) {
-		return Target{}, fmt.Errorf("%w: %s on %s: %s", ErrRefused, a.Type, refString(a.Target), fmt.Sprintf(format, args...))
+		return Target{}, fmt.Errorf("%w: %s on %s: %s", ErrRefused, a.Type, RefString(a.Target), fmt.Sprintf(format, args...))
 	}
 	if !abi.ActionType(a.Type).Known() {
 		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes(), ", "))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubeplug/kubeplug/host/actions"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/memcluster"
 )
@@ -92,7 +93,7 @@ func actionsTaken(rounds []Round) string {
 	for _, r := range rounds {
 		for _, rec := range r.Reconciles {
 			for _, a := range rec.Actions {
-				parts = append(parts, fmt.Sprintf("round %d %s: %s %s", r.Number, rec.Key, a.Type, refString(a.Target)))
+				parts = append(parts, fmt.Sprintf("round %d %s: %s %s", r.Number, rec.Key, a.Type, actions.RefString(a.Target)))
 			}
 		}
 	}

@@ -152,7 +152,7 @@ func changes(r Round) string {
 		}
 		types := make([]string, len(rec.Actions))
 		for i, a := range rec.Actions {
-			types[i] = a.Type + " " + refString(a.Target)
+			types[i] = a.Type + " " + actions.RefString(a.Target)
 		}
 		s := rec.Key + ": " + strings.Join(types, ", ")
 		if rec.Err != nil {
@@ -164,13 +164,6 @@ func changes(r Round) string {
 		return "changed the cluster"
 	}
 	return "acted: " + strings.Join(parts, "; ")
-}
-
-func refString(r abi.ObjectRef) string {
-	if r.Namespace == "" {
-		return r.Kind + " " + r.Name
-	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
 
 // csiDrivers returns the CSI drivers the case's PersistentVolumes name in

@@ -59,7 +59,7 @@ func (c *Controller) compareWithCluster(key string, gen uint64, rep actions.Repo
 	var writes []string
 	for _, a := range rep.Actions {
 		if a.Outcome == actions.Shadow && a.Type != abi.ActionEvent {
-			writes = append(writes, fmt.Sprintf("%s on %s: %s", a.Type, refString(a.Target), a.Write))
+			writes = append(writes, fmt.Sprintf("%s on %s: %s", a.Type, actions.RefString(a.Target), a.Write))
 		}
 	}
 	now := c.now()
@@ -129,12 +129,4 @@ func (c *Controller) now() time.Time {
 		return c.deps.Now()
 	}
 	return time.Now()
-}
-
-// refString names an object in a log line: KIND NAMESPACE/NAME.
-func refString(r abi.ObjectRef) string {
-	if r.Namespace == "" {
-		return r.Kind + " " + r.Name
-	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
 }
