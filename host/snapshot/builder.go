@@ -361,24 +361,20 @@ func (b *Builder) claimUpdates(ns, set string) (*abi.VolumeClaimUpdate, []abi.Vo
 	if err != nil {
 		return nil, nil, fmt.Errorf("list volumeclaimupdates of statefulset %s/%s: %w", ns, set, err)
 	}
-	var naming []*unstructured.Unstructured
-	for _, u := range list {
-		if target, _, _ := unstructured.NestedString(u.Object, "spec", "statefulSetName"); target == set {
-			naming = append(naming, u)
-		}
-	}
-	if len(naming) == 0 {
+	// The index files an update under the set its spec.statefulSetName
+	// names, and byIndex's list is the caller's to sort.
+	if len(list) == 0 {
 		return nil, nil, nil
 	}
-	slices.SortFunc(naming, func(a, b *unstructured.Unstructured) int {
+	slices.SortFunc(list, func(a, b *unstructured.Unstructured) int {
 		return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time), strings.Compare(a.GetName(), b.GetName()))
 	})
-	first, err := ProjectClaimUpdate(naming[0])
+	first, err := ProjectClaimUpdate(list[0])
 	if err != nil {
 		return nil, nil, fmt.Errorf("volumeclaimupdate of statefulset %s/%s: %w", ns, set, err)
 	}
 	var others []abi.VolumeClaimUpdate
-	for _, u := range naming[1:] {
+	for _, u := range list[1:] {
 		if len(others) == MaxOtherClaimUpdates {
 			break
 		}

@@ -65,7 +65,7 @@ func Compile(p []abi.ObjectFields) (*Projection, error) {
 		}
 		c.kinds[o.Kind] = shapes{
 			pointer: &node{typ: reflect.PointerTo(t), elem: object},
-			list:    &node{typ: reflect.SliceOf(t), elem: object, every: true},
+			list:    &node{typ: reflect.SliceOf(t), elem: object},
 			omit:    o.Omit,
 		}
 	}
