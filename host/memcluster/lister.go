@@ -66,7 +66,9 @@ func canonical(obj map[string]any) (map[string]any, error) {
 // GetObject returns the named object of kind: of its Go type for a
 // built-in kind (newTyped), an *unstructured.Unstructured for another.
 func (c *Cluster) GetObject(kind, namespace, name string) (runtime.Object, error) {
-	obj, ok := c.Get(kind, namespace, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj, ok := c.objects[c.key(kind, namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(groupResource(kind), name)
 	}
@@ -84,27 +86,9 @@ func (c *Cluster) GetObject(kind, namespace, name string) (runtime.Object, error
 // the stored map as an *unstructured.Unstructured, which it must not
 // modify.
 func (c *Cluster) ByIndex(idx snapshot.Index, key string) ([]runtime.Object, error) {
-	filed, err := c.filedUnder(idx, key)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runtime.Object, 0, len(filed))
-	for _, obj := range filed {
-		o, err := decode(obj)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// filedUnder returns deep copies of the stored objects of idx.Kind that
-// idx.Keys files under key, sorted by namespace and name.
-func (c *Cluster) filedUnder(idx snapshot.Index, key string) ([]map[string]any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Only the objects filed under key are sorted and copied: a set's
+	// Only the objects filed under key are sorted and decoded: a set's
 	// pods among every pod of the case.
 	var filed []Key
 	for k, obj := range c.objects {
@@ -120,20 +104,25 @@ func (c *Cluster) filedUnder(idx snapshot.Index, key string) ([]map[string]any, 
 		}
 	}
 	sortKeys(filed)
-	out := make([]map[string]any, len(filed))
-	for i, k := range filed {
-		out[i] = runtime.DeepCopyJSON(c.objects[k])
+	out := make([]runtime.Object, 0, len(filed))
+	for _, k := range filed {
+		o, err := decode(c.objects[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
 
-// decode returns obj, a copy of a stored object the caller owns, as its
-// kind's Go type for a built-in kind (newTyped), else as an
-// *unstructured.Unstructured.
+// decode returns a copy of obj, a stored object, that the caller owns: of
+// its kind's Go type for a built-in kind (newTyped), which converting it
+// builds afresh, else an *unstructured.Unstructured of a deep copy. Call
+// with c.mu held.
 func decode(obj map[string]any) (runtime.Object, error) {
 	typed := newTyped(str(obj, "kind"))
 	if typed == nil {
-		return &unstructured.Unstructured{Object: obj}, nil
+		return &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, typed); err != nil {
 		return nil, fmt.Errorf("convert %s: %w", keyOf(obj), err)

@@ -154,3 +154,29 @@ func TestListerByIndex(t *testing.T) {
 		require.ErrorContains(t, err, "no keys")
 	})
 }
+
+// A typed object is converted afresh from the stored one: writing into its
+// maps and lists in place leaves the cluster's copy as it was.
+func TestListerTypedObjectsShareNothing(t *testing.T) {
+	c := newCluster(t, map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{
+		"name": "p", "labels": map[string]any{"a": "b"},
+		"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u1", "controller": true}},
+	}, "status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}})
+	read := func() *corev1.Pod {
+		o, err := c.GetObject(abi.KindPod, "default", "p")
+		require.NoError(t, err)
+		return o.(*corev1.Pod)
+	}
+	p := read()
+	p.Labels["a"] = "changed"
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	require.Equal(t, "b", read().Labels["a"])
+	require.Equal(t, corev1.ConditionTrue, read().Status.Conditions[0].Status)
+	pods, err := c.ByIndex(snapshot.ControlledPods, snapshot.Key("default", "u1"))
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+	pods[0].(*corev1.Pod).Labels["a"] = "changed"
+	pods[0].(*corev1.Pod).OwnerReferences[0].Name = "other"
+	require.Equal(t, "b", read().Labels["a"])
+	require.Equal(t, "web", read().OwnerReferences[0].Name)
+}
