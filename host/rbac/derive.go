@@ -171,7 +171,9 @@ func Derive(h Host) (Rules, error) {
 		if m.Shadow {
 			continue
 		}
-		admits = b.admission(m) || admits
+		if b.admission(m) {
+			admits = true
+		}
 		deletesVolumes = deletesVolumes || slices.Contains(m.Hooks, abi.HookReconcile) &&
 			slices.ContainsFunc(m.Granted, func(c abi.Capability) bool { return c.Action == abi.ActionDeleteVolume })
 	}
