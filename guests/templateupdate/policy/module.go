@@ -74,8 +74,8 @@ func init() {
 			// Of the set's annotations, the record of a LockStep hold
 			// (sdk.PartitionHoldOf).
 			{Kind: abi.KindStatefulSet, Fields: []string{"metadata.annotations[" + abi.AnnotationHeldPartition + "]",
-				"metadata.annotations[" + abi.AnnotationUserPartition + "]", "spec.replicas", "spec.ordinals", "spec.updateStrategy",
-				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.updateRevision"}},
+				"metadata.annotations[" + abi.AnnotationUserPartition + "]", "metadata.generation", "spec.replicas", "spec.ordinals", "spec.updateStrategy",
+				"spec.podManagementPolicy", "spec.volumeClaimTemplates.metadata.name", "spec.minReadySeconds", "status.observedGeneration", "status.updateRevision"}},
 			// Of a pod, the revision label podRolled compares and what
 			// readyCondition and podAvailable read of the Ready condition:
 			// the other labels and conditions were most of the input.

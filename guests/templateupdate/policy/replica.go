@@ -169,10 +169,18 @@ func (p *plan) podName(index int) string { return sdk.PodName(p.set.Metadata.Nam
 
 // podRolled reports whether the replica's pod exists, is not terminating
 // and runs the set's update revision: LockStep moves on only then (and once
-// the replica is ready, see podAvailable).
+// the replica is ready, see podAvailable). The update revision is the
+// controller's word only for the generation it has observed: after a change
+// of the pod template (or of the partition) and before kube-controller-manager
+// has written its status, the old revision still stands there and every pod
+// would seem rolled, so nothing counts as rolled until status.observedGeneration
+// reaches metadata.generation (the controller's own rule for its status).
 func (p *plan) podRolled(index int) bool {
 	pod := p.req.Pod(p.start + index)
 	if pod == nil || pod.Metadata.DeletionTimestamp != "" {
+		return false
+	}
+	if p.set.Status.ObservedGeneration < p.set.Metadata.Generation {
 		return false
 	}
 	rev := p.set.Status.UpdateRevision
