@@ -14,8 +14,12 @@ type Manifest struct {
 	// ABIVersion is "major.minor.patch" and must equal the version marker
 	// export's.
 	ABIVersion string `json:"abiVersion"`
-	// Subject is one of Subjects().
+	// Subject is one of Subjects(), or empty when Watches declares the
+	// subject.
 	Subject string `json:"subject"`
+	// Watches declares the subject and its related objects (ABI 1.6), in
+	// place of a built-in Subject.
+	Watches *Watches `json:"watches,omitempty"`
 	// Hooks lists the hooks the module implements (HookReconcile,
 	// HookAdmit).
 	Hooks []string `json:"hooks"`

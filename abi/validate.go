@@ -79,7 +79,7 @@ func (m *Manifest) Validate(marker Version) error {
 	if m.ABIVersion != marker.String() {
 		bad("abiVersion", -1, RuleMismatch, m.ABIVersion, "abiVersion %q differs from the version marker export %s", m.ABIVersion, marker.ExportName())
 	}
-	if _, ok := Subject(m.Subject).Info(); !ok {
+	if _, ok := Subject(m.Subject).Info(); !ok && m.Watches == nil {
 		bad("subject", -1, RuleUnknown, m.Subject, "subject %q is not one of %s", m.Subject, strings.Join(Subjects(), ", "))
 	}
 	if len(m.Hooks) == 0 {
@@ -104,6 +104,7 @@ func (m *Manifest) Validate(marker Version) error {
 			bad("capabilities.paths", i, RuleEmpty, c.Action, "capabilities[%d].paths is empty: list the JSON Pointer prefixes a patch may touch, e.g. /metadata/labels", i)
 		}
 	}
+	m.validateWatches(marker, bad)
 	m.validateAdmission(bad)
 	m.validateProjection(marker, bad)
 	return errors.Join(errs...)
@@ -159,6 +160,10 @@ func (m *Manifest) validateProjection(marker Version, bad func(field string, ind
 	}
 	if len(p) > len(projectionKinds) || total > MaxProjectionFields {
 		bad("projection", -1, RuleTooMany, "", "projection lists %d kinds and %d field paths, more than the %d kinds and %d paths allowed: list only the fields the module reads", len(p), total, len(projectionKinds), MaxProjectionFields)
+		return
+	}
+	if m.Watches != nil {
+		bad("projection", -1, RuleUnexpected, "", "projection is set beside watches: a declared module's request is not projected yet (this host sends its objects whole); drop projection")
 		return
 	}
 	info, ok := Subject(m.Subject).Info()

@@ -3296,28 +3296,32 @@ func (z GroupVersionResource) Msgsize() (s int) {
 func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
-	if z.Capabilities == nil {
+	if z.Watches == nil {
 		zb0001Len--
-		zb0001Mask |= 0x20
+		zb0001Mask |= 0x10
 	}
-	if z.Description == "" {
+	if z.Capabilities == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40
 	}
-	if z.ConfigSchema == "" {
+	if z.Description == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
 	}
-	if z.Admission == nil {
+	if z.ConfigSchema == "" {
 		zb0001Len--
 		zb0001Mask |= 0x100
 	}
-	if z.Projection == nil {
+	if z.Admission == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.Projection == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -3336,35 +3340,76 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "subject"
 		o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
 		o = msgp.AppendString(o, z.Subject)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "watches"
+			o = append(o, 0xa7, 0x77, 0x61, 0x74, 0x63, 0x68, 0x65, 0x73)
+			if z.Watches == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.Watches.Relations == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					// string "subject"
+					o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
+					o, err = z.Watches.Subject.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Watches", "Subject")
+						return
+					}
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "relations"
+						o = append(o, 0xa9, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.Watches.Relations)))
+						for za0001 := range z.Watches.Relations {
+							o, err = z.Watches.Relations[za0001].MarshalMsg(o)
+							if err != nil {
+								err = msgp.WrapError(err, "Watches", "Relations", za0001)
+								return
+							}
+						}
+					}
+				}
+			}
+		}
 		// string "hooks"
 		o = append(o, 0xa5, 0x68, 0x6f, 0x6f, 0x6b, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.Hooks)))
-		for za0001 := range z.Hooks {
-			o = msgp.AppendString(o, z.Hooks[za0001])
+		for za0002 := range z.Hooks {
+			o = msgp.AppendString(o, z.Hooks[za0002])
 		}
-		if (zb0001Mask & 0x20) == 0 { // if not omitted
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
 			// string "capabilities"
 			o = append(o, 0xac, 0x63, 0x61, 0x70, 0x61, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x69, 0x65, 0x73)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Capabilities)))
-			for za0002 := range z.Capabilities {
-				o, err = z.Capabilities[za0002].MarshalMsg(o)
+			for za0003 := range z.Capabilities {
+				o, err = z.Capabilities[za0003].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Capabilities", za0002)
+					err = msgp.WrapError(err, "Capabilities", za0003)
 					return
 				}
 			}
 		}
-		if (zb0001Mask & 0x40) == 0 { // if not omitted
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
 			// string "description"
 			o = append(o, 0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.Description)
 		}
-		if (zb0001Mask & 0x80) == 0 { // if not omitted
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
 			// string "configSchema"
 			o = append(o, 0xac, 0x63, 0x6f, 0x6e, 0x66, 0x69, 0x67, 0x53, 0x63, 0x68, 0x65, 0x6d, 0x61)
 			o = msgp.AppendString(o, z.ConfigSchema)
 		}
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
 			// string "admission"
 			o = append(o, 0xa9, 0x61, 0x64, 0x6d, 0x69, 0x73, 0x73, 0x69, 0x6f, 0x6e)
 			if z.Admission == nil {
@@ -3377,14 +3422,14 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x200) == 0 { // if not omitted
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
 			// string "projection"
 			o = append(o, 0xaa, 0x70, 0x72, 0x6f, 0x6a, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Projection)))
-			for za0003 := range z.Projection {
-				o, err = z.Projection[za0003].MarshalMsg(o)
+			for za0004 := range z.Projection {
+				o, err = z.Projection[za0004].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Projection", za0003)
+					err = msgp.WrapError(err, "Projection", za0004)
 					return
 				}
 			}
@@ -3405,7 +3450,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 5 bits */
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -3449,51 +3494,125 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Subject")
 				return
 			}
+		case "watches":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Watches = nil
+			} else {
+				if z.Watches == nil {
+					z.Watches = new(Watches)
+				}
+				var zb0002 uint32
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "Watches")
+					return
+				}
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				for zb0002 > 0 {
+					zb0002--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "Watches")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "subject":
+						bts, err = z.Watches.Subject.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Watches", "Subject")
+							return
+						}
+					case "relations":
+						var zb0003 uint32
+						if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+							zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Watches", "Relations")
+							return
+						}
+						if cap(z.Watches.Relations) >= int(zb0003) {
+							z.Watches.Relations = (z.Watches.Relations)[:zb0003]
+						} else {
+							z.Watches.Relations = make([]Relation, zb0003)
+						}
+						for za0001 := range z.Watches.Relations {
+							bts, err = z.Watches.Relations[za0001].UnmarshalMsg(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Watches", "Relations", za0001)
+								return
+							}
+						}
+						zb0002Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Watches")
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0002Mask & 0x1) == 0 {
+					z.Watches.Relations = nil
+				}
+
+			}
+			zb0001Mask |= 0x1
 		case "hooks":
-			var zb0002 uint32
-			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0004 uint32
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Hooks")
 				return
 			}
-			if cap(z.Hooks) >= int(zb0002) {
-				z.Hooks = (z.Hooks)[:zb0002]
+			if cap(z.Hooks) >= int(zb0004) {
+				z.Hooks = (z.Hooks)[:zb0004]
 			} else {
-				z.Hooks = make([]string, zb0002)
+				z.Hooks = make([]string, zb0004)
 			}
-			for za0001 := range z.Hooks {
-				if z.Hooks[za0001], bts, err = readShortString(bts); err != nil {
-					z.Hooks[za0001], bts, err = readStringBytes(bts)
+			for za0002 := range z.Hooks {
+				if z.Hooks[za0002], bts, err = readShortString(bts); err != nil {
+					z.Hooks[za0002], bts, err = readStringBytes(bts)
 				}
 				if err != nil {
-					err = msgp.WrapError(err, "Hooks", za0001)
+					err = msgp.WrapError(err, "Hooks", za0002)
 					return
 				}
 			}
 		case "capabilities":
-			var zb0003 uint32
-			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0005 uint32
+			if zb0005, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Capabilities")
 				return
 			}
-			if cap(z.Capabilities) >= int(zb0003) {
-				z.Capabilities = (z.Capabilities)[:zb0003]
+			if cap(z.Capabilities) >= int(zb0005) {
+				z.Capabilities = (z.Capabilities)[:zb0005]
 			} else {
-				z.Capabilities = make([]Capability, zb0003)
+				z.Capabilities = make([]Capability, zb0005)
 			}
-			for za0002 := range z.Capabilities {
-				bts, err = z.Capabilities[za0002].UnmarshalMsg(bts)
+			for za0003 := range z.Capabilities {
+				bts, err = z.Capabilities[za0003].UnmarshalMsg(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "Capabilities", za0002)
+					err = msgp.WrapError(err, "Capabilities", za0003)
 					return
 				}
 			}
-			zb0001Mask |= 0x1
+			zb0001Mask |= 0x2
 		case "description":
 			if z.Description, bts, err = readShortString(bts); err != nil {
 				z.Description, bts, err = readStringBytes(bts)
@@ -3502,7 +3621,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Description")
 				return
 			}
-			zb0001Mask |= 0x2
+			zb0001Mask |= 0x4
 		case "configSchema":
 			if z.ConfigSchema, bts, err = readShortString(bts); err != nil {
 				z.ConfigSchema, bts, err = readStringBytes(bts)
@@ -3511,7 +3630,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ConfigSchema")
 				return
 			}
-			zb0001Mask |= 0x4
+			zb0001Mask |= 0x8
 		case "admission":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3529,29 +3648,29 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
-			zb0001Mask |= 0x8
+			zb0001Mask |= 0x10
 		case "projection":
-			var zb0004 uint32
-			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0006 uint32
+			if zb0006, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Projection")
 				return
 			}
-			if cap(z.Projection) >= int(zb0004) {
-				z.Projection = (z.Projection)[:zb0004]
+			if cap(z.Projection) >= int(zb0006) {
+				z.Projection = (z.Projection)[:zb0006]
 			} else {
-				z.Projection = make([]ObjectFields, zb0004)
+				z.Projection = make([]ObjectFields, zb0006)
 			}
-			for za0003 := range z.Projection {
-				bts, err = z.Projection[za0003].UnmarshalMsg(bts)
+			for za0004 := range z.Projection {
+				bts, err = z.Projection[za0004].UnmarshalMsg(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "Projection", za0003)
+					err = msgp.WrapError(err, "Projection", za0004)
 					return
 				}
 			}
-			zb0001Mask |= 0x10
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -3561,20 +3680,23 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x1f {
+	if zb0001Mask != 0x3f {
 		if (zb0001Mask & 0x1) == 0 {
-			z.Capabilities = nil
+			z.Watches = nil
 		}
 		if (zb0001Mask & 0x2) == 0 {
-			z.Description = ""
+			z.Capabilities = nil
 		}
 		if (zb0001Mask & 0x4) == 0 {
-			z.ConfigSchema = ""
+			z.Description = ""
 		}
 		if (zb0001Mask & 0x8) == 0 {
-			z.Admission = nil
+			z.ConfigSchema = ""
 		}
 		if (zb0001Mask & 0x10) == 0 {
+			z.Admission = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
 			z.Projection = nil
 		}
 	}
@@ -3584,13 +3706,22 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Manifest) Msgsize() (s int) {
-	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 8 + msgp.StringPrefixSize + len(z.Version) + 11 + msgp.StringPrefixSize + len(z.ABIVersion) + 8 + msgp.StringPrefixSize + len(z.Subject) + 6 + msgp.ArrayHeaderSize
-	for za0001 := range z.Hooks {
-		s += msgp.StringPrefixSize + len(z.Hooks[za0001])
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 8 + msgp.StringPrefixSize + len(z.Version) + 11 + msgp.StringPrefixSize + len(z.ABIVersion) + 8 + msgp.StringPrefixSize + len(z.Subject) + 8
+	if z.Watches == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 8 + z.Watches.Subject.Msgsize() + 10 + msgp.ArrayHeaderSize
+		for za0001 := range z.Watches.Relations {
+			s += z.Watches.Relations[za0001].Msgsize()
+		}
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0002 := range z.Hooks {
+		s += msgp.StringPrefixSize + len(z.Hooks[za0002])
 	}
 	s += 13 + msgp.ArrayHeaderSize
-	for za0002 := range z.Capabilities {
-		s += z.Capabilities[za0002].Msgsize()
+	for za0003 := range z.Capabilities {
+		s += z.Capabilities[za0003].Msgsize()
 	}
 	s += 12 + msgp.StringPrefixSize + len(z.Description) + 13 + msgp.StringPrefixSize + len(z.ConfigSchema) + 10
 	if z.Admission == nil {
@@ -3599,8 +3730,8 @@ func (z *Manifest) Msgsize() (s int) {
 		s += z.Admission.Msgsize()
 	}
 	s += 11 + msgp.ArrayHeaderSize
-	for za0003 := range z.Projection {
-		s += z.Projection[za0003].Msgsize()
+	for za0004 := range z.Projection {
+		s += z.Projection[za0004].Msgsize()
 	}
 	return
 }
@@ -7639,6 +7770,327 @@ func (z *ReconcileRequest) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *Relation) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Path == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.InNamespace == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.LabelSelector == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "name"
+		o = append(o, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+		o = msgp.AppendString(o, z.Name)
+		// string "type"
+		o = append(o, 0xa4, 0x74, 0x79, 0x70, 0x65)
+		o = msgp.AppendString(o, z.Type)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		o, err = z.Resource.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Resource")
+			return
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "path"
+			o = append(o, 0xa4, 0x70, 0x61, 0x74, 0x68)
+			o = msgp.AppendString(o, z.Path)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "inNamespace"
+			o = append(o, 0xab, 0x69, 0x6e, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.InNamespace)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "labelSelector"
+			o = append(o, 0xad, 0x6c, 0x61, 0x62, 0x65, 0x6c, 0x53, 0x65, 0x6c, 0x65, 0x63, 0x74, 0x6f, 0x72)
+			o = msgp.AppendString(o, z.LabelSelector)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Relation) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "name":
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+		case "type":
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Type")
+				return
+			}
+		case "resource":
+			bts, err = z.Resource.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+		case "path":
+			if z.Path, bts, err = readShortString(bts); err != nil {
+				z.Path, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Path")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "inNamespace":
+			z.InNamespace, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "InNamespace")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "labelSelector":
+			if z.LabelSelector, bts, err = readShortString(bts); err != nil {
+				z.LabelSelector, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "LabelSelector")
+				return
+			}
+			zb0001Mask |= 0x4
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Path = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.InNamespace = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.LabelSelector = ""
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Relation) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 5 + msgp.StringPrefixSize + len(z.Type) + 9 + z.Resource.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Path) + 12 + msgp.BoolSize + 14 + msgp.StringPrefixSize + len(z.LabelSelector)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Resource) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Group == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Kind == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Namespaced == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "group"
+			o = append(o, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+			o = msgp.AppendString(o, z.Group)
+		}
+		// string "version"
+		o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Version)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		o = msgp.AppendString(o, z.Resource)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "kind"
+			o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+			o = msgp.AppendString(o, z.Kind)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "namespaced"
+			o = append(o, 0xaa, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65, 0x64)
+			if z.Namespaced == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Namespaced)
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Resource) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "group":
+			if z.Group, bts, err = readShortString(bts); err != nil {
+				z.Group, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Group")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "version":
+			if z.Version, bts, err = readShortString(bts); err != nil {
+				z.Version, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "resource":
+			if z.Resource, bts, err = readShortString(bts); err != nil {
+				z.Resource, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+		case "kind":
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "namespaced":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Namespaced = nil
+			} else {
+				if z.Namespaced == nil {
+					z.Namespaced = new(bool)
+				}
+				*z.Namespaced, bts, err = msgp.ReadBoolBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Namespaced")
+					return
+				}
+			}
+			zb0001Mask |= 0x4
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Group = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Kind = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Namespaced = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Resource) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Group) + 8 + msgp.StringPrefixSize + len(z.Version) + 9 + msgp.StringPrefixSize + len(z.Resource) + 5 + msgp.StringPrefixSize + len(z.Kind) + 11
+	if z.Namespaced == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.BoolSize
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *ResourceRequirements) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
@@ -11384,6 +11836,123 @@ func (z *VolumeDelete) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += 1 + 10 + msgp.StringPrefixSize + len(z.Secrets.Namespace) + 5 + msgp.StringPrefixSize + len(z.Secrets.Name)
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Watches) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Relations == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "subject"
+		o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
+		o, err = z.Subject.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Subject")
+			return
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "relations"
+			o = append(o, 0xa9, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Relations)))
+			for za0001 := range z.Relations {
+				o, err = z.Relations[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Relations", za0001)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Watches) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "subject":
+			bts, err = z.Subject.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Subject")
+				return
+			}
+		case "relations":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Relations")
+				return
+			}
+			if cap(z.Relations) >= int(zb0002) {
+				z.Relations = (z.Relations)[:zb0002]
+			} else {
+				z.Relations = make([]Relation, zb0002)
+			}
+			for za0001 := range z.Relations {
+				bts, err = z.Relations[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Relations", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Relations = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Watches) Msgsize() (s int) {
+	s = 1 + 8 + z.Subject.Msgsize() + 10 + msgp.ArrayHeaderSize
+	for za0001 := range z.Relations {
+		s += z.Relations[za0001].Msgsize()
 	}
 	return
 }
