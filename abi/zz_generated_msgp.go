@@ -3053,6 +3053,240 @@ func (z *Condition) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *DeclaredSubject) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Object == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Related == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "object"
+			o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			if z.Object == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Object.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "related"
+			o = append(o, 0xa7, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Related)))
+			for za0001 := range z.Related {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.Related[za0001].Objects == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					// string "relation"
+					o = append(o, 0xa8, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+					o = msgp.AppendString(o, z.Related[za0001].Relation)
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "objects"
+						o = append(o, 0xa7, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.Related[za0001].Objects)))
+						for za0002 := range z.Related[za0001].Objects {
+							o, err = z.Related[za0001].Objects[za0002].MarshalMsg(o)
+							if err != nil {
+								err = msgp.WrapError(err, "Related", za0001, "Objects", za0002)
+								return
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DeclaredSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "object":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Object = nil
+			} else {
+				if z.Object == nil {
+					z.Object = new(GenericObject)
+				}
+				bts, err = z.Object.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		case "related":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Related")
+				return
+			}
+			if cap(z.Related) >= int(zb0002) {
+				z.Related = (z.Related)[:zb0002]
+			} else {
+				z.Related = make([]RelatedObjects, zb0002)
+			}
+			for za0001 := range z.Related {
+				var zb0003 uint32
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "Related", za0001)
+					return
+				}
+				var zb0003Mask uint8 /* 1 bits */
+				_ = zb0003Mask
+				for zb0003 > 0 {
+					zb0003--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "Related", za0001)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "relation":
+						if z.Related[za0001].Relation, bts, err = readShortString(bts); err != nil {
+							z.Related[za0001].Relation, bts, err = readStringBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001, "Relation")
+							return
+						}
+					case "objects":
+						var zb0004 uint32
+						if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+							zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001, "Objects")
+							return
+						}
+						if cap(z.Related[za0001].Objects) >= int(zb0004) {
+							z.Related[za0001].Objects = (z.Related[za0001].Objects)[:zb0004]
+						} else {
+							z.Related[za0001].Objects = make([]GenericObject, zb0004)
+						}
+						for za0002 := range z.Related[za0001].Objects {
+							bts, err = z.Related[za0001].Objects[za0002].UnmarshalMsg(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Related", za0001, "Objects", za0002)
+								return
+							}
+						}
+						zb0003Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001)
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0003Mask & 0x1) == 0 {
+					z.Related[za0001].Objects = nil
+				}
+
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Object = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Related = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *DeclaredSubject) Msgsize() (s int) {
+	s = 1 + 7
+	if z.Object == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Object.Msgsize()
+	}
+	s += 8 + msgp.ArrayHeaderSize
+	for za0001 := range z.Related {
+		s += 1 + 9 + msgp.StringPrefixSize + len(z.Related[za0001].Relation) + 8 + msgp.ArrayHeaderSize
+		for za0002 := range z.Related[za0001].Objects {
+			s += z.Related[za0001].Objects[za0002].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z Event) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 3
@@ -3129,6 +3363,101 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z Event) Msgsize() (s int) {
 	s = 1 + 5 + msgp.StringPrefixSize + len(z.Type) + 7 + msgp.StringPrefixSize + len(z.Reason) + 8 + msgp.StringPrefixSize + len(z.Message)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *GenericObject) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "apiVersion"
+	o = append(o, 0x84, 0xaa, 0x61, 0x70, 0x69, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.APIVersion)
+	// string "kind"
+	o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+	o = msgp.AppendString(o, z.Kind)
+	// string "metadata"
+	o = append(o, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+	o, err = z.Metadata.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Metadata")
+		return
+	}
+	// string "object"
+	o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+	o = msgp.AppendBytes(o, []byte(z.Object))
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GenericObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "apiVersion":
+			if z.APIVersion, bts, err = readShortString(bts); err != nil {
+				z.APIVersion, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "APIVersion")
+				return
+			}
+		case "kind":
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+		case "metadata":
+			bts, err = z.Metadata.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Metadata")
+				return
+			}
+		case "object":
+			{
+				var zb0002 []byte
+				zb0002, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Object))
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+				z.Object = RawJSON(zb0002)
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *GenericObject) Msgsize() (s int) {
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.APIVersion) + 5 + msgp.StringPrefixSize + len(z.Kind) + 9 + z.Metadata.Msgsize() + 7 + msgp.BytesPrefixSize + len([]byte(z.Object))
 	return
 }
 
@@ -7570,11 +7899,39 @@ func (z PodVolume) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z RawJSON) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	o = msgp.AppendBytes(o, []byte(z))
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RawJSON) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	{
+		var zb0001 []byte
+		zb0001, bts, err = msgp.ReadBytesBytes(bts, []byte((*z)))
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		(*z) = RawJSON(zb0001)
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z RawJSON) Msgsize() (s int) {
+	s = msgp.BytesPrefixSize + len([]byte(z))
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(7)
+	var zb0001Mask uint8 /* 7 bits */
 	_ = zb0001Mask
 	if z.Config == nil {
 		zb0001Len--
@@ -7587,6 +7944,10 @@ func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.PersistentVolume == nil {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.Declared == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -7633,6 +7994,19 @@ func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "declared"
+			o = append(o, 0xa8, 0x64, 0x65, 0x63, 0x6c, 0x61, 0x72, 0x65, 0x64)
+			if z.Declared == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Declared.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Declared")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -7649,7 +8023,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 3 bits */
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -7728,6 +8102,24 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x4
+		case "declared":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Declared = nil
+			} else {
+				if z.Declared == nil {
+					z.Declared = new(DeclaredSubject)
+				}
+				bts, err = z.Declared.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Declared")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -7737,7 +8129,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7 {
+	if zb0001Mask != 0xf {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Config = nil
 		}
@@ -7746,6 +8138,9 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x4) == 0 {
 			z.PersistentVolume = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Declared = nil
 		}
 	}
 	o = bts
@@ -7765,6 +8160,127 @@ func (z *ReconcileRequest) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.PersistentVolume.Msgsize()
+	}
+	s += 9
+	if z.Declared == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Declared.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *RelatedObjects) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Objects == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "relation"
+		o = append(o, 0xa8, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Relation)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "objects"
+			o = append(o, 0xa7, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Objects)))
+			for za0001 := range z.Objects {
+				o, err = z.Objects[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Objects", za0001)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RelatedObjects) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "relation":
+			if z.Relation, bts, err = readShortString(bts); err != nil {
+				z.Relation, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Relation")
+				return
+			}
+		case "objects":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Objects")
+				return
+			}
+			if cap(z.Objects) >= int(zb0002) {
+				z.Objects = (z.Objects)[:zb0002]
+			} else {
+				z.Objects = make([]GenericObject, zb0002)
+			}
+			for za0001 := range z.Objects {
+				bts, err = z.Objects[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Objects", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Objects = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *RelatedObjects) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.Relation) + 8 + msgp.ArrayHeaderSize
+	for za0001 := range z.Objects {
+		s += z.Objects[za0001].Msgsize()
 	}
 	return
 }

@@ -115,7 +115,7 @@ func every(kind string) Index {
 // field at path names (namedKeys).
 func (r *Relation) namedBy() Index {
 	return Index{
-		Name: "kubeplug.dev/named:" + abi.JoinFieldPath(r.path) + ":" + r.related.Resource + "." + r.related.Group,
+		Name: "kubeplug.dev/named:" + abi.JoinFieldPath(r.path) + ":" + schema.GroupResource{Group: r.related.Group, Resource: r.related.Resource}.String(),
 		Kind: r.subject.Kind,
 		Keys: func(obj runtime.Object) ([]string, error) { return r.namedKeys(obj), nil },
 	}
