@@ -45,12 +45,16 @@ type Manifest struct {
 // lower-case plural resource names ("persistentvolumeclaims"); they are
 // required for actions on objects and ignored for ActionDeleteVolume.
 //
-// Paths is read for CapabilityMutate only: the JSON Pointer prefixes a
-// patch may touch, "*" for any (ABI 1.1).
+// Paths is read for CapabilityMutate and ActionApply only: the JSON
+// Pointer prefixes a patch or an applied object may touch, "*" for any
+// (ABI 1.1; apply 1.6).
 type Capability struct {
 	Action    string   `json:"action"`
 	Resources []string `json:"resources,omitempty"`
 	Paths     []string `json:"paths,omitempty"`
+	// Force lets ActionApply take fields another field manager owns
+	// (ABI 1.6); without it such an apply fails with the conflict.
+	Force bool `json:"force,omitempty"`
 }
 
 // Allows reports whether c covers action type a on resource r.

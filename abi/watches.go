@@ -162,8 +162,7 @@ func (m *Manifest) validateWatches(marker Version, bad func(field string, index 
 	}
 	for i, c := range m.Capabilities {
 		if c.Action == ActionDeleteVolume {
-			bad("capabilities.action", i, RuleUnexpected, c.Action, "capabilities[%d] asks for %q, which only the built-in persistentvolume subject may: a declared module acts on its declared resources", i, c.Action)
-			continue
+			continue // refused with the other built-in actions
 		}
 		for _, res := range c.Resources {
 			if !declaresResource(declared, res) {

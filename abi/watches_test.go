@@ -117,7 +117,26 @@ func TestValidateWatches(t *testing.T) {
 			"capabilities.resources", abi.RuleUnexpected, `names "*"`},
 		{"deleting volumes", func(m *abi.Manifest) {
 			m.Capabilities = append(m.Capabilities, abi.Capability{Action: abi.ActionDeleteVolume})
-		}, "capabilities.action", abi.RuleUnexpected, "only the built-in persistentvolume subject may"},
+		}, "capabilities.action", abi.RuleUnexpected, `capabilities[1] asks for "deleteVolume", which acts on a built-in subject's objects: a declared module acts through apply, create, applyStatus, deleteObject, addFinalizer, removeFinalizer, event`},
+		{"a typed action", func(m *abi.Manifest) {
+			m.Capabilities = append(m.Capabilities, abi.Capability{Action: abi.ActionSetPartition, Resources: []string{"deployments"}})
+		}, "capabilities.action", abi.RuleUnexpected, `asks for "setPartition", which acts on a built-in subject's objects`},
+		{"the generic actions", func(m *abi.Manifest) {
+			m.Capabilities = append(m.Capabilities,
+				abi.Capability{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets"}, Paths: []string{"/spec"}, Force: true},
+				abi.Capability{Action: abi.ActionCreate, Resources: []string{"poddisruptionbudgets.policy"}},
+				abi.Capability{Action: abi.ActionApplyStatus, Resources: []string{"deployments/status"}},
+				abi.Capability{Action: abi.ActionDeleteObject, Resources: []string{"replicasets"}})
+		}, "", "", ""},
+		{"apply without paths", func(m *abi.Manifest) {
+			m.Capabilities = append(m.Capabilities, abi.Capability{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets"}})
+		}, "capabilities.paths", abi.RuleEmpty, "capabilities[1].paths is empty: list the JSON Pointer prefixes an applied object may set"},
+		{"paths on create", func(m *abi.Manifest) {
+			m.Capabilities = append(m.Capabilities, abi.Capability{Action: abi.ActionCreate, Resources: []string{"poddisruptionbudgets"}, Paths: []string{"/spec"}})
+		}, "capabilities.paths", abi.RuleUnexpected, "only mutate and apply read paths"},
+		{"force on create", func(m *abi.Manifest) {
+			m.Capabilities = append(m.Capabilities, abi.Capability{Action: abi.ActionCreate, Resources: []string{"poddisruptionbudgets"}, Force: true})
+		}, "capabilities.force", abi.RuleUnexpected, "only apply forces"},
 		{"a projection", func(m *abi.Manifest) {
 			m.Projection = []abi.ObjectFields{{Kind: "Deployment", Fields: []string{"spec"}}}
 		},
@@ -174,5 +193,16 @@ func TestWatchesRoundTrip(t *testing.T) {
 	if got.Watches == nil || len(got.Watches.Relations) != 4 || got.Watches.Relations[3].LabelSelector != "tier in (a,b)" ||
 		got.Watches.Subject.String() != "deployments.apps/v1" {
 		t.Errorf("round trip: %+v", got.Watches)
+	}
+}
+
+// A built-in module cannot ask for the generic actions.
+func TestGenericActionsNeedWatches(t *testing.T) {
+	m := &abi.Manifest{Name: "m", Version: "1", ABIVersion: watchesVersion.String(), Subject: abi.SubjectStatefulSet, Hooks: []string{abi.HookReconcile},
+		Capabilities: []abi.Capability{{Action: abi.ActionCreate, Resources: []string{"persistentvolumeclaims"}}}}
+	var first *abi.ManifestError
+	if err := m.Validate(watchesVersion); !errors.As(err, &first) || first.Field != "capabilities.action" ||
+		!strings.Contains(first.Error(), `asks for "create", which only a module that declares watches may (ABI 1.6)`) {
+		t.Errorf("got %v", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
 	if z.OwnerReferences == nil {
 		zb0001Len--
@@ -44,6 +44,10 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Event == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.Object == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -171,6 +175,11 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Event.Message)
 			}
 		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "object"
+			o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			o = msgp.AppendBytes(o, []byte(z.Object))
+		}
 	}
 	return
 }
@@ -187,7 +196,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 8 bits */
+	var zb0001Mask uint16 /* 9 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -439,6 +448,17 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x80
+		case "object":
+			{
+				var zb0004 []byte
+				zb0004, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Object))
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+				z.Object = RawJSON(zb0004)
+			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -448,7 +468,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xff {
+	if zb0001Mask != 0x1ff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.OwnerReferences = nil
 		}
@@ -472,6 +492,9 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x80) == 0 {
 			z.Event = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Object = nil
 		}
 	}
 	o = bts
@@ -527,6 +550,7 @@ func (z *Action) Msgsize() (s int) {
 	} else {
 		s += 1 + 5 + msgp.StringPrefixSize + len(z.Event.Type) + 7 + msgp.StringPrefixSize + len(z.Event.Reason) + 8 + msgp.StringPrefixSize + len(z.Event.Message)
 	}
+	s += 7 + msgp.BytesPrefixSize + len([]byte(z.Object))
 	return
 }
 
@@ -2472,8 +2496,8 @@ func (z *CSIVolumeSource) Msgsize() (s int) {
 func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	if z.Resources == nil {
 		zb0001Len--
@@ -2482,6 +2506,10 @@ func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Paths == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4
+	}
+	if z.Force == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -2507,6 +2535,11 @@ func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Paths[za0002])
 			}
 		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "force"
+			o = append(o, 0xa5, 0x66, 0x6f, 0x72, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.Force)
+		}
 	}
 	return
 }
@@ -2523,7 +2556,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 2 bits */
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -2591,6 +2624,13 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x2
+		case "force":
+			z.Force, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Force")
+				return
+			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2600,12 +2640,15 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x3 {
+	if zb0001Mask != 0x7 {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Resources = nil
 		}
 		if (zb0001Mask & 0x2) == 0 {
 			z.Paths = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Force = false
 		}
 	}
 	o = bts
@@ -2622,6 +2665,7 @@ func (z *Capability) Msgsize() (s int) {
 	for za0002 := range z.Paths {
 		s += msgp.StringPrefixSize + len(z.Paths[za0002])
 	}
+	s += 6 + msgp.BoolSize
 	return
 }
 
