@@ -32,6 +32,30 @@ const (
 	ActionDeleteVolume = "deleteVolume"
 	// ActionEvent records a Kubernetes Event on the target.
 	ActionEvent = "event"
+
+	// The generic actions of a module that declares Watches (ABI 1.6), on
+	// any declared kind. Each writes with the module's own field manager
+	// and never touches metadata the host keeps (uid, resourceVersion,
+	// owner references, finalizers, managedFields).
+
+	// ActionApply server-side applies Object, a partial object of the
+	// target's apiVersion and kind, to the target: the fields it sets, each
+	// under a path a capability grants (Capability.Paths), become the
+	// module's; a field the module applied before and leaves out is
+	// removed. The target's uid and resourceVersion are preconditions; a
+	// conflict with another field manager fails the action unless the
+	// capability grants Force.
+	ActionApply = "apply"
+	// ActionCreate creates Object, an object of one of the declared
+	// relations' resources, in the subject's namespace (none for a
+	// cluster-scoped kind), with the subject as its controller owner.
+	// Target names its kind, namespace and name (an empty name with
+	// metadata.generateName set) and has no uid.
+	ActionCreate = "create"
+	// ActionApplyStatus server-side applies Object's status to the
+	// subject's status subresource: Object holds the subject's apiVersion,
+	// kind and status, nothing else.
+	ActionApplyStatus = "applyStatus"
 )
 
 // ObjectRef names the object an action is about. It must be an object of the
@@ -60,6 +84,9 @@ type Action struct {
 	ClaimUpdateStatus *VolumeClaimUpdateStatus `json:"claimUpdateStatus,omitempty"`
 	Volume            *VolumeDelete            `json:"volume,omitempty"`
 	Event             *Event                   `json:"event,omitempty"`
+	// Object is the object of apply, create and applyStatus (ABI 1.6), as
+	// JSON.
+	Object RawJSON `json:"object,omitempty"`
 }
 
 // OwnerReferencesChange is the payload of ActionUpdateOwnerReferences.

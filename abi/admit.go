@@ -167,8 +167,14 @@ type AdmitResponse struct {
 // AllowsPatch reports whether c is a CapabilityMutate that lets a patch
 // touch path (a JSON Pointer) on resource r: one of c.Paths is "*", path
 // itself, or a prefix of it ending at a segment boundary.
-func (c Capability) AllowsPatch(r, path string) bool {
-	if !c.Allows(CapabilityMutate, r) {
+func (c Capability) AllowsPatch(r, path string) bool { return c.AllowsPath(CapabilityMutate, r, path) }
+
+// AllowsPath reports whether c lets action (CapabilityMutate, ActionApply)
+// on resource r touch the JSON Pointer path: c names the action and the
+// resource, and one of its Paths is "*", path itself, or a prefix of it
+// ending at a "/".
+func (c Capability) AllowsPath(action, r, path string) bool {
+	if !c.Allows(action, r) {
 		return false
 	}
 	for _, p := range c.Paths {

@@ -199,6 +199,15 @@ var actionTypes = [...]string{
 	ActionUpdateOwnerReferences, ActionAddFinalizer, ActionRemoveFinalizer,
 	ActionDeleteObject, ActionApplyClaim, ActionSetPartition,
 	ActionUpdateClaimUpdateStatus, ActionDeleteVolume, ActionEvent,
+	ActionApply, ActionCreate, ActionApplyStatus,
+}
+
+// GenericActions are the action types of a module that declares Watches:
+// ActionApply, ActionCreate, ActionApplyStatus and the types that read no
+// typed object (deleteObject, add/removeFinalizer, event). The others
+// (applyClaim, setPartition, ...) belong to the built-in subjects.
+func GenericActions() []string {
+	return []string{ActionApply, ActionCreate, ActionApplyStatus, ActionDeleteObject, ActionAddFinalizer, ActionRemoveFinalizer, ActionEvent}
 }
 
 // ActionTypes returns every action type this ABI version knows.

@@ -14,8 +14,12 @@ type Manifest struct {
 	// ABIVersion is "major.minor.patch" and must equal the version marker
 	// export's.
 	ABIVersion string `json:"abiVersion"`
-	// Subject is one of Subjects().
+	// Subject is one of Subjects(), or empty when Watches declares the
+	// subject.
 	Subject string `json:"subject"`
+	// Watches declares the subject and its related objects (ABI 1.6), in
+	// place of a built-in Subject.
+	Watches *Watches `json:"watches,omitempty"`
 	// Hooks lists the hooks the module implements (HookReconcile,
 	// HookAdmit).
 	Hooks []string `json:"hooks"`
@@ -41,12 +45,16 @@ type Manifest struct {
 // lower-case plural resource names ("persistentvolumeclaims"); they are
 // required for actions on objects and ignored for ActionDeleteVolume.
 //
-// Paths is read for CapabilityMutate only: the JSON Pointer prefixes a
-// patch may touch, "*" for any (ABI 1.1).
+// Paths is read for CapabilityMutate and ActionApply only: the JSON
+// Pointer prefixes a patch or an applied object may touch, "*" for any
+// (ABI 1.1; apply 1.6).
 type Capability struct {
 	Action    string   `json:"action"`
 	Resources []string `json:"resources,omitempty"`
 	Paths     []string `json:"paths,omitempty"`
+	// Force lets ActionApply take fields another field manager owns
+	// (ABI 1.6); without it such an apply fails with the conflict.
+	Force bool `json:"force,omitempty"`
 }
 
 // Allows reports whether c covers action type a on resource r.

@@ -5,7 +5,8 @@ package abi
 
 // ReconcileRequest is the input of the reconcile hook: one subject's current
 // state, read from the host's caches, and everything else a decision needs.
-// Exactly one of StatefulSet and PersistentVolume is set, matching Subject.
+// Exactly one of StatefulSet, PersistentVolume and Declared is set,
+// matching Subject (Declared for a module that declares Watches).
 type ReconcileRequest struct {
 	// Subject is the manifest's subject kind.
 	Subject string `json:"subject"`
@@ -18,6 +19,9 @@ type ReconcileRequest struct {
 
 	StatefulSet      *StatefulSetSubject      `json:"statefulSet,omitempty"`
 	PersistentVolume *PersistentVolumeSubject `json:"persistentVolume,omitempty"`
+	// Declared is set, in place of the above, for a module that declares
+	// Watches (ABI 1.6).
+	Declared *DeclaredSubject `json:"declared,omitempty"`
 }
 
 // SubjectObject returns the kind and metadata of r's subject object: the
@@ -30,6 +34,8 @@ func (r *ReconcileRequest) SubjectObject() (kind string, meta *ObjectMeta, ok bo
 		return KindStatefulSet, &r.StatefulSet.Set.Metadata, true
 	case r.PersistentVolume != nil && r.PersistentVolume.Volume != nil:
 		return KindPersistentVolume, &r.PersistentVolume.Volume.Metadata, true
+	case r.Declared != nil && r.Declared.Object != nil:
+		return r.Declared.Object.Kind, &r.Declared.Object.Metadata, true
 	}
 	return "", nil, false
 }

@@ -79,7 +79,7 @@ func (m *Manifest) Validate(marker Version) error {
 	if m.ABIVersion != marker.String() {
 		bad("abiVersion", -1, RuleMismatch, m.ABIVersion, "abiVersion %q differs from the version marker export %s", m.ABIVersion, marker.ExportName())
 	}
-	if _, ok := Subject(m.Subject).Info(); !ok {
+	if _, ok := Subject(m.Subject).Info(); !ok && m.Watches == nil {
 		bad("subject", -1, RuleUnknown, m.Subject, "subject %q is not one of %s", m.Subject, strings.Join(Subjects(), ", "))
 	}
 	if len(m.Hooks) == 0 {
@@ -102,8 +102,19 @@ func (m *Manifest) Validate(marker Version) error {
 			bad("capabilities.resources", i, RuleEmpty, c.Action, "capabilities[%d].resources is empty: list the resources action %q may touch", i, c.Action)
 		case c.Action == CapabilityMutate && len(c.Paths) == 0:
 			bad("capabilities.paths", i, RuleEmpty, c.Action, "capabilities[%d].paths is empty: list the JSON Pointer prefixes a patch may touch, e.g. /metadata/labels", i)
+		case c.Action == ActionApply && len(c.Paths) == 0:
+			bad("capabilities.paths", i, RuleEmpty, c.Action, "capabilities[%d].paths is empty: list the JSON Pointer prefixes an applied object may set, e.g. /spec/minAvailable", i)
+		case len(c.Paths) > 0 && c.Action != CapabilityMutate && c.Action != ActionApply:
+			bad("capabilities.paths", i, RuleUnexpected, c.Action, "capabilities[%d].paths is set, but only %s and %s read paths: drop them", i, CapabilityMutate, ActionApply)
+		case c.Force && c.Action != ActionApply:
+			bad("capabilities.force", i, RuleUnexpected, c.Action, "capabilities[%d].force is set, but only %s forces: drop it", i, ActionApply)
+		case m.Watches == nil && isGenericOnly(c.Action):
+			bad("capabilities.action", i, RuleUnexpected, c.Action, "capabilities[%d] asks for %q, which only a module that declares watches may (ABI %d.%d)", i, c.Action, VersionMajor, WatchesMinMinor)
+		case m.Watches != nil && c.Action != CapabilityMutate && !slices.Contains(GenericActions(), c.Action):
+			bad("capabilities.action", i, RuleUnexpected, c.Action, "capabilities[%d] asks for %q, which acts on a built-in subject's objects: a declared module acts through %s", i, c.Action, strings.Join(GenericActions(), ", "))
 		}
 	}
+	m.validateWatches(marker, bad)
 	m.validateAdmission(bad)
 	m.validateProjection(marker, bad)
 	return errors.Join(errs...)
@@ -159,6 +170,10 @@ func (m *Manifest) validateProjection(marker Version, bad func(field string, ind
 	}
 	if len(p) > len(projectionKinds) || total > MaxProjectionFields {
 		bad("projection", -1, RuleTooMany, "", "projection lists %d kinds and %d field paths, more than the %d kinds and %d paths allowed: list only the fields the module reads", len(p), total, len(projectionKinds), MaxProjectionFields)
+		return
+	}
+	if m.Watches != nil {
+		bad("projection", -1, RuleUnexpected, "", "projection is set beside watches: a declared module's request is not projected yet (this host sends its objects whole); drop projection")
 		return
 	}
 	info, ok := Subject(m.Subject).Info()
@@ -220,4 +235,10 @@ func (m *Manifest) validateProjection(marker Version, bad func(field string, ind
 			}
 		}
 	}
+}
+
+// isGenericOnly reports whether action is one only a declared module may
+// ask for.
+func isGenericOnly(action string) bool {
+	return action == ActionApply || action == ActionCreate || action == ActionApplyStatus
 }

@@ -5,7 +5,8 @@ import "iter"
 //msgp:ignore Object
 
 // Object is one object of a request as Objects yields it: its kind (one of
-// Kinds()), its metadata, and the object itself (a *StatefulSet, *Pod, ...).
+// Kinds(), or a declared resource's), its metadata, and the object itself (a
+// *StatefulSet, *Pod, ..., a *GenericObject of a declared module's request).
 type Object struct {
 	Kind string
 	Meta *ObjectMeta
@@ -61,6 +62,19 @@ func (r *ReconcileRequest) Objects() iter.Seq[Object] {
 			}
 			if s.StorageClass != nil && !yield(Object{KindStorageClass, &s.StorageClass.Metadata, s.StorageClass}) {
 				return
+			}
+		}
+		if s := r.Declared; s != nil {
+			if o := s.Object; o != nil && !yield(Object{o.Kind, &o.Metadata, o}) {
+				return
+			}
+			for i := range s.Related {
+				for j := range s.Related[i].Objects {
+					o := &s.Related[i].Objects[j]
+					if !yield(Object{o.Kind, &o.Metadata, o}) {
+						return
+					}
+				}
 			}
 		}
 	}

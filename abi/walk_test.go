@@ -1,6 +1,9 @@
 package abi_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -52,5 +55,69 @@ func TestObjects(t *testing.T) {
 	}
 	for range (*abi.ReconcileRequest)(nil).Objects() {
 		t.Fatal("a nil request has objects")
+	}
+}
+
+// A declared module's request yields its subject, then each relation's
+// objects in order, and says what its subject is.
+func TestObjectsOfADeclaredSubject(t *testing.T) {
+	obj := func(kind, name string) abi.GenericObject {
+		return abi.GenericObject{APIVersion: "v1", Kind: kind, Metadata: abi.ObjectMeta{Name: name}, Object: abi.RawJSON(`{"kind":"` + kind + `"}`)}
+	}
+	subject := obj("Deployment", "web")
+	req := &abi.ReconcileRequest{Declared: &abi.DeclaredSubject{
+		Object: &subject,
+		Related: []abi.RelatedObjects{
+			{Relation: "pods", Objects: []abi.GenericObject{obj("Pod", "web-a"), obj("Pod", "web-b")}},
+			{Relation: "budget"},
+			{Relation: "classes", Objects: []abi.GenericObject{obj("StorageClass", "fast")}},
+		},
+	}}
+	var got []string
+	for o := range req.Objects() {
+		got = append(got, o.Kind+"/"+o.Meta.Name)
+	}
+	if want := "[Deployment/web Pod/web-a Pod/web-b StorageClass/fast]"; fmt.Sprint(got) != want {
+		t.Errorf("Objects() = %v, want %s", got, want)
+	}
+	if kind, m, ok := req.SubjectObject(); !ok || kind != "Deployment" || m != &subject.Metadata {
+		t.Errorf("SubjectObject() = %s, %p, %t, want the Deployment's own metadata", kind, m, ok)
+	}
+	if n := len(req.Declared.Relation("pods")); n != 2 || req.Declared.Relation("none") != nil {
+		t.Errorf("Relation(pods) has %d objects, want 2; Relation(none) %v", n, req.Declared.Relation("none"))
+	}
+}
+
+// The objects travel whole: as bytes in MessagePack, as themselves in
+// JSON (an Extism plugin's request).
+func TestDeclaredRoundTrip(t *testing.T) {
+	raw := `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":3}}`
+	req := &abi.ReconcileRequest{Subject: "", Key: "a/web", Declared: &abi.DeclaredSubject{
+		Object: &abi.GenericObject{APIVersion: "apps/v1", Kind: "Deployment", Metadata: abi.ObjectMeta{Name: "web", Namespace: "a"}, Object: abi.RawJSON(raw)},
+	}}
+	b, err := req.MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := abi.DecodeReconcileRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(back.Declared.Object.Object); got != raw {
+		t.Errorf("msgp round trip: %s", got)
+	}
+	js, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"object":`+raw) {
+		t.Errorf("JSON carries the object as %s", js)
+	}
+	var fromJSON abi.ReconcileRequest
+	if err := json.Unmarshal(js, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(fromJSON.Declared.Object.Object); got != raw {
+		t.Errorf("JSON round trip: %s", got)
 	}
 }

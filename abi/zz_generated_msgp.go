@@ -10,8 +10,8 @@ import (
 func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
 	if z.OwnerReferences == nil {
 		zb0001Len--
@@ -44,6 +44,10 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Event == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.Object == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -171,6 +175,11 @@ func (z *Action) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Event.Message)
 			}
 		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "object"
+			o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			o = msgp.AppendBytes(o, []byte(z.Object))
+		}
 	}
 	return
 }
@@ -187,7 +196,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 8 bits */
+	var zb0001Mask uint16 /* 9 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -439,6 +448,17 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x80
+		case "object":
+			{
+				var zb0004 []byte
+				zb0004, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Object))
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+				z.Object = RawJSON(zb0004)
+			}
+			zb0001Mask |= 0x100
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -448,7 +468,7 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0xff {
+	if zb0001Mask != 0x1ff {
 		if (zb0001Mask & 0x1) == 0 {
 			z.OwnerReferences = nil
 		}
@@ -472,6 +492,9 @@ func (z *Action) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x80) == 0 {
 			z.Event = nil
+		}
+		if (zb0001Mask & 0x100) == 0 {
+			z.Object = nil
 		}
 	}
 	o = bts
@@ -527,6 +550,7 @@ func (z *Action) Msgsize() (s int) {
 	} else {
 		s += 1 + 5 + msgp.StringPrefixSize + len(z.Event.Type) + 7 + msgp.StringPrefixSize + len(z.Event.Reason) + 8 + msgp.StringPrefixSize + len(z.Event.Message)
 	}
+	s += 7 + msgp.BytesPrefixSize + len([]byte(z.Object))
 	return
 }
 
@@ -2472,8 +2496,8 @@ func (z *CSIVolumeSource) Msgsize() (s int) {
 func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(3)
-	var zb0001Mask uint8 /* 3 bits */
+	zb0001Len := uint32(4)
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	if z.Resources == nil {
 		zb0001Len--
@@ -2482,6 +2506,10 @@ func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Paths == nil {
 		zb0001Len--
 		zb0001Mask |= 0x4
+	}
+	if z.Force == false {
+		zb0001Len--
+		zb0001Mask |= 0x8
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -2507,6 +2535,11 @@ func (z *Capability) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendString(o, z.Paths[za0002])
 			}
 		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "force"
+			o = append(o, 0xa5, 0x66, 0x6f, 0x72, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.Force)
+		}
 	}
 	return
 }
@@ -2523,7 +2556,7 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 2 bits */
+	var zb0001Mask uint8 /* 3 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -2591,6 +2624,13 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x2
+		case "force":
+			z.Force, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Force")
+				return
+			}
+			zb0001Mask |= 0x4
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -2600,12 +2640,15 @@ func (z *Capability) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x3 {
+	if zb0001Mask != 0x7 {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Resources = nil
 		}
 		if (zb0001Mask & 0x2) == 0 {
 			z.Paths = nil
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Force = false
 		}
 	}
 	o = bts
@@ -2622,6 +2665,7 @@ func (z *Capability) Msgsize() (s int) {
 	for za0002 := range z.Paths {
 		s += msgp.StringPrefixSize + len(z.Paths[za0002])
 	}
+	s += 6 + msgp.BoolSize
 	return
 }
 
@@ -3053,6 +3097,240 @@ func (z *Condition) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *DeclaredSubject) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Object == nil {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Related == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "object"
+			o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+			if z.Object == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Object.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "related"
+			o = append(o, 0xa7, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x65, 0x64)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Related)))
+			for za0001 := range z.Related {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.Related[za0001].Objects == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					// string "relation"
+					o = append(o, 0xa8, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+					o = msgp.AppendString(o, z.Related[za0001].Relation)
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "objects"
+						o = append(o, 0xa7, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.Related[za0001].Objects)))
+						for za0002 := range z.Related[za0001].Objects {
+							o, err = z.Related[za0001].Objects[za0002].MarshalMsg(o)
+							if err != nil {
+								err = msgp.WrapError(err, "Related", za0001, "Objects", za0002)
+								return
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *DeclaredSubject) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "object":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Object = nil
+			} else {
+				if z.Object == nil {
+					z.Object = new(GenericObject)
+				}
+				bts, err = z.Object.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		case "related":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Related")
+				return
+			}
+			if cap(z.Related) >= int(zb0002) {
+				z.Related = (z.Related)[:zb0002]
+			} else {
+				z.Related = make([]RelatedObjects, zb0002)
+			}
+			for za0001 := range z.Related {
+				var zb0003 uint32
+				if zb0003, bts, err = readShortMapHeader(bts); err != nil {
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "Related", za0001)
+					return
+				}
+				var zb0003Mask uint8 /* 1 bits */
+				_ = zb0003Mask
+				for zb0003 > 0 {
+					zb0003--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "Related", za0001)
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "relation":
+						if z.Related[za0001].Relation, bts, err = readShortString(bts); err != nil {
+							z.Related[za0001].Relation, bts, err = readStringBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001, "Relation")
+							return
+						}
+					case "objects":
+						var zb0004 uint32
+						if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+							zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001, "Objects")
+							return
+						}
+						if cap(z.Related[za0001].Objects) >= int(zb0004) {
+							z.Related[za0001].Objects = (z.Related[za0001].Objects)[:zb0004]
+						} else {
+							z.Related[za0001].Objects = make([]GenericObject, zb0004)
+						}
+						for za0002 := range z.Related[za0001].Objects {
+							bts, err = z.Related[za0001].Objects[za0002].UnmarshalMsg(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Related", za0001, "Objects", za0002)
+								return
+							}
+						}
+						zb0003Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Related", za0001)
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0003Mask & 0x1) == 0 {
+					z.Related[za0001].Objects = nil
+				}
+
+			}
+			zb0001Mask |= 0x2
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x3 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Object = nil
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Related = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *DeclaredSubject) Msgsize() (s int) {
+	s = 1 + 7
+	if z.Object == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Object.Msgsize()
+	}
+	s += 8 + msgp.ArrayHeaderSize
+	for za0001 := range z.Related {
+		s += 1 + 9 + msgp.StringPrefixSize + len(z.Related[za0001].Relation) + 8 + msgp.ArrayHeaderSize
+		for za0002 := range z.Related[za0001].Objects {
+			s += z.Related[za0001].Objects[za0002].Msgsize()
+		}
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z Event) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// map header, size 3
@@ -3129,6 +3407,101 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z Event) Msgsize() (s int) {
 	s = 1 + 5 + msgp.StringPrefixSize + len(z.Type) + 7 + msgp.StringPrefixSize + len(z.Reason) + 8 + msgp.StringPrefixSize + len(z.Message)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *GenericObject) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 4
+	// string "apiVersion"
+	o = append(o, 0x84, 0xaa, 0x61, 0x70, 0x69, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+	o = msgp.AppendString(o, z.APIVersion)
+	// string "kind"
+	o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+	o = msgp.AppendString(o, z.Kind)
+	// string "metadata"
+	o = append(o, 0xa8, 0x6d, 0x65, 0x74, 0x61, 0x64, 0x61, 0x74, 0x61)
+	o, err = z.Metadata.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Metadata")
+		return
+	}
+	// string "object"
+	o = append(o, 0xa6, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74)
+	o = msgp.AppendBytes(o, []byte(z.Object))
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *GenericObject) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "apiVersion":
+			if z.APIVersion, bts, err = readShortString(bts); err != nil {
+				z.APIVersion, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "APIVersion")
+				return
+			}
+		case "kind":
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+		case "metadata":
+			bts, err = z.Metadata.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Metadata")
+				return
+			}
+		case "object":
+			{
+				var zb0002 []byte
+				zb0002, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Object))
+				if err != nil {
+					err = msgp.WrapError(err, "Object")
+					return
+				}
+				z.Object = RawJSON(zb0002)
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *GenericObject) Msgsize() (s int) {
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.APIVersion) + 5 + msgp.StringPrefixSize + len(z.Kind) + 9 + z.Metadata.Msgsize() + 7 + msgp.BytesPrefixSize + len([]byte(z.Object))
 	return
 }
 
@@ -3296,28 +3669,32 @@ func (z GroupVersionResource) Msgsize() (s int) {
 func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
-	if z.Capabilities == nil {
+	if z.Watches == nil {
 		zb0001Len--
-		zb0001Mask |= 0x20
+		zb0001Mask |= 0x10
 	}
-	if z.Description == "" {
+	if z.Capabilities == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40
 	}
-	if z.ConfigSchema == "" {
+	if z.Description == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
 	}
-	if z.Admission == nil {
+	if z.ConfigSchema == "" {
 		zb0001Len--
 		zb0001Mask |= 0x100
 	}
-	if z.Projection == nil {
+	if z.Admission == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
+	}
+	if z.Projection == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -3336,35 +3713,76 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "subject"
 		o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
 		o = msgp.AppendString(o, z.Subject)
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "watches"
+			o = append(o, 0xa7, 0x77, 0x61, 0x74, 0x63, 0x68, 0x65, 0x73)
+			if z.Watches == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				// check for omitted fields
+				zb0002Len := uint32(2)
+				var zb0002Mask uint8 /* 2 bits */
+				_ = zb0002Mask
+				if z.Watches.Relations == nil {
+					zb0002Len--
+					zb0002Mask |= 0x2
+				}
+				// variable map header, size zb0002Len
+				o = append(o, 0x80|uint8(zb0002Len))
+
+				// skip if no fields are to be emitted
+				if zb0002Len != 0 {
+					// string "subject"
+					o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
+					o, err = z.Watches.Subject.MarshalMsg(o)
+					if err != nil {
+						err = msgp.WrapError(err, "Watches", "Subject")
+						return
+					}
+					if (zb0002Mask & 0x2) == 0 { // if not omitted
+						// string "relations"
+						o = append(o, 0xa9, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+						o = msgp.AppendArrayHeader(o, uint32(len(z.Watches.Relations)))
+						for za0001 := range z.Watches.Relations {
+							o, err = z.Watches.Relations[za0001].MarshalMsg(o)
+							if err != nil {
+								err = msgp.WrapError(err, "Watches", "Relations", za0001)
+								return
+							}
+						}
+					}
+				}
+			}
+		}
 		// string "hooks"
 		o = append(o, 0xa5, 0x68, 0x6f, 0x6f, 0x6b, 0x73)
 		o = msgp.AppendArrayHeader(o, uint32(len(z.Hooks)))
-		for za0001 := range z.Hooks {
-			o = msgp.AppendString(o, z.Hooks[za0001])
+		for za0002 := range z.Hooks {
+			o = msgp.AppendString(o, z.Hooks[za0002])
 		}
-		if (zb0001Mask & 0x20) == 0 { // if not omitted
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
 			// string "capabilities"
 			o = append(o, 0xac, 0x63, 0x61, 0x70, 0x61, 0x62, 0x69, 0x6c, 0x69, 0x74, 0x69, 0x65, 0x73)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Capabilities)))
-			for za0002 := range z.Capabilities {
-				o, err = z.Capabilities[za0002].MarshalMsg(o)
+			for za0003 := range z.Capabilities {
+				o, err = z.Capabilities[za0003].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Capabilities", za0002)
+					err = msgp.WrapError(err, "Capabilities", za0003)
 					return
 				}
 			}
 		}
-		if (zb0001Mask & 0x40) == 0 { // if not omitted
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
 			// string "description"
 			o = append(o, 0xab, 0x64, 0x65, 0x73, 0x63, 0x72, 0x69, 0x70, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendString(o, z.Description)
 		}
-		if (zb0001Mask & 0x80) == 0 { // if not omitted
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
 			// string "configSchema"
 			o = append(o, 0xac, 0x63, 0x6f, 0x6e, 0x66, 0x69, 0x67, 0x53, 0x63, 0x68, 0x65, 0x6d, 0x61)
 			o = msgp.AppendString(o, z.ConfigSchema)
 		}
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
 			// string "admission"
 			o = append(o, 0xa9, 0x61, 0x64, 0x6d, 0x69, 0x73, 0x73, 0x69, 0x6f, 0x6e)
 			if z.Admission == nil {
@@ -3377,14 +3795,14 @@ func (z *Manifest) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x200) == 0 { // if not omitted
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
 			// string "projection"
 			o = append(o, 0xaa, 0x70, 0x72, 0x6f, 0x6a, 0x65, 0x63, 0x74, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Projection)))
-			for za0003 := range z.Projection {
-				o, err = z.Projection[za0003].MarshalMsg(o)
+			for za0004 := range z.Projection {
+				o, err = z.Projection[za0004].MarshalMsg(o)
 				if err != nil {
-					err = msgp.WrapError(err, "Projection", za0003)
+					err = msgp.WrapError(err, "Projection", za0004)
 					return
 				}
 			}
@@ -3405,7 +3823,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 5 bits */
+	var zb0001Mask uint8 /* 6 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -3449,51 +3867,125 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Subject")
 				return
 			}
+		case "watches":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Watches = nil
+			} else {
+				if z.Watches == nil {
+					z.Watches = new(Watches)
+				}
+				var zb0002 uint32
+				if zb0002, bts, err = readShortMapHeader(bts); err != nil {
+					zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
+				}
+				if err != nil {
+					err = msgp.WrapError(err, "Watches")
+					return
+				}
+				var zb0002Mask uint8 /* 1 bits */
+				_ = zb0002Mask
+				for zb0002 > 0 {
+					zb0002--
+					if field, bts, err = readShortKey(bts); err != nil {
+						field, bts, err = msgp.ReadMapKeyZC(bts)
+					}
+					if err != nil {
+						err = msgp.WrapError(err, "Watches")
+						return
+					}
+					switch msgp.UnsafeString(field) {
+					case "subject":
+						bts, err = z.Watches.Subject.UnmarshalMsg(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Watches", "Subject")
+							return
+						}
+					case "relations":
+						var zb0003 uint32
+						if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
+							zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+						}
+						if err != nil {
+							err = msgp.WrapError(err, "Watches", "Relations")
+							return
+						}
+						if cap(z.Watches.Relations) >= int(zb0003) {
+							z.Watches.Relations = (z.Watches.Relations)[:zb0003]
+						} else {
+							z.Watches.Relations = make([]Relation, zb0003)
+						}
+						for za0001 := range z.Watches.Relations {
+							bts, err = z.Watches.Relations[za0001].UnmarshalMsg(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Watches", "Relations", za0001)
+								return
+							}
+						}
+						zb0002Mask |= 0x1
+					default:
+						bts, err = msgp.Skip(bts)
+						if err != nil {
+							err = msgp.WrapError(err, "Watches")
+							return
+						}
+					}
+				}
+				// Clear omitted fields.
+				if (zb0002Mask & 0x1) == 0 {
+					z.Watches.Relations = nil
+				}
+
+			}
+			zb0001Mask |= 0x1
 		case "hooks":
-			var zb0002 uint32
-			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0004 uint32
+			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Hooks")
 				return
 			}
-			if cap(z.Hooks) >= int(zb0002) {
-				z.Hooks = (z.Hooks)[:zb0002]
+			if cap(z.Hooks) >= int(zb0004) {
+				z.Hooks = (z.Hooks)[:zb0004]
 			} else {
-				z.Hooks = make([]string, zb0002)
+				z.Hooks = make([]string, zb0004)
 			}
-			for za0001 := range z.Hooks {
-				if z.Hooks[za0001], bts, err = readShortString(bts); err != nil {
-					z.Hooks[za0001], bts, err = readStringBytes(bts)
+			for za0002 := range z.Hooks {
+				if z.Hooks[za0002], bts, err = readShortString(bts); err != nil {
+					z.Hooks[za0002], bts, err = readStringBytes(bts)
 				}
 				if err != nil {
-					err = msgp.WrapError(err, "Hooks", za0001)
+					err = msgp.WrapError(err, "Hooks", za0002)
 					return
 				}
 			}
 		case "capabilities":
-			var zb0003 uint32
-			if zb0003, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0005 uint32
+			if zb0005, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Capabilities")
 				return
 			}
-			if cap(z.Capabilities) >= int(zb0003) {
-				z.Capabilities = (z.Capabilities)[:zb0003]
+			if cap(z.Capabilities) >= int(zb0005) {
+				z.Capabilities = (z.Capabilities)[:zb0005]
 			} else {
-				z.Capabilities = make([]Capability, zb0003)
+				z.Capabilities = make([]Capability, zb0005)
 			}
-			for za0002 := range z.Capabilities {
-				bts, err = z.Capabilities[za0002].UnmarshalMsg(bts)
+			for za0003 := range z.Capabilities {
+				bts, err = z.Capabilities[za0003].UnmarshalMsg(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "Capabilities", za0002)
+					err = msgp.WrapError(err, "Capabilities", za0003)
 					return
 				}
 			}
-			zb0001Mask |= 0x1
+			zb0001Mask |= 0x2
 		case "description":
 			if z.Description, bts, err = readShortString(bts); err != nil {
 				z.Description, bts, err = readStringBytes(bts)
@@ -3502,7 +3994,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Description")
 				return
 			}
-			zb0001Mask |= 0x2
+			zb0001Mask |= 0x4
 		case "configSchema":
 			if z.ConfigSchema, bts, err = readShortString(bts); err != nil {
 				z.ConfigSchema, bts, err = readStringBytes(bts)
@@ -3511,7 +4003,7 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ConfigSchema")
 				return
 			}
-			zb0001Mask |= 0x4
+			zb0001Mask |= 0x8
 		case "admission":
 			if msgp.IsNil(bts) {
 				bts, err = msgp.ReadNilBytes(bts)
@@ -3529,29 +4021,29 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
-			zb0001Mask |= 0x8
+			zb0001Mask |= 0x10
 		case "projection":
-			var zb0004 uint32
-			if zb0004, bts, err = readShortArrayHeader(bts); err != nil {
-				zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			var zb0006 uint32
+			if zb0006, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
 			}
 			if err != nil {
 				err = msgp.WrapError(err, "Projection")
 				return
 			}
-			if cap(z.Projection) >= int(zb0004) {
-				z.Projection = (z.Projection)[:zb0004]
+			if cap(z.Projection) >= int(zb0006) {
+				z.Projection = (z.Projection)[:zb0006]
 			} else {
-				z.Projection = make([]ObjectFields, zb0004)
+				z.Projection = make([]ObjectFields, zb0006)
 			}
-			for za0003 := range z.Projection {
-				bts, err = z.Projection[za0003].UnmarshalMsg(bts)
+			for za0004 := range z.Projection {
+				bts, err = z.Projection[za0004].UnmarshalMsg(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "Projection", za0003)
+					err = msgp.WrapError(err, "Projection", za0004)
 					return
 				}
 			}
-			zb0001Mask |= 0x10
+			zb0001Mask |= 0x20
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -3561,20 +4053,23 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x1f {
+	if zb0001Mask != 0x3f {
 		if (zb0001Mask & 0x1) == 0 {
-			z.Capabilities = nil
+			z.Watches = nil
 		}
 		if (zb0001Mask & 0x2) == 0 {
-			z.Description = ""
+			z.Capabilities = nil
 		}
 		if (zb0001Mask & 0x4) == 0 {
-			z.ConfigSchema = ""
+			z.Description = ""
 		}
 		if (zb0001Mask & 0x8) == 0 {
-			z.Admission = nil
+			z.ConfigSchema = ""
 		}
 		if (zb0001Mask & 0x10) == 0 {
+			z.Admission = nil
+		}
+		if (zb0001Mask & 0x20) == 0 {
 			z.Projection = nil
 		}
 	}
@@ -3584,13 +4079,22 @@ func (z *Manifest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Manifest) Msgsize() (s int) {
-	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 8 + msgp.StringPrefixSize + len(z.Version) + 11 + msgp.StringPrefixSize + len(z.ABIVersion) + 8 + msgp.StringPrefixSize + len(z.Subject) + 6 + msgp.ArrayHeaderSize
-	for za0001 := range z.Hooks {
-		s += msgp.StringPrefixSize + len(z.Hooks[za0001])
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 8 + msgp.StringPrefixSize + len(z.Version) + 11 + msgp.StringPrefixSize + len(z.ABIVersion) + 8 + msgp.StringPrefixSize + len(z.Subject) + 8
+	if z.Watches == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + 8 + z.Watches.Subject.Msgsize() + 10 + msgp.ArrayHeaderSize
+		for za0001 := range z.Watches.Relations {
+			s += z.Watches.Relations[za0001].Msgsize()
+		}
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0002 := range z.Hooks {
+		s += msgp.StringPrefixSize + len(z.Hooks[za0002])
 	}
 	s += 13 + msgp.ArrayHeaderSize
-	for za0002 := range z.Capabilities {
-		s += z.Capabilities[za0002].Msgsize()
+	for za0003 := range z.Capabilities {
+		s += z.Capabilities[za0003].Msgsize()
 	}
 	s += 12 + msgp.StringPrefixSize + len(z.Description) + 13 + msgp.StringPrefixSize + len(z.ConfigSchema) + 10
 	if z.Admission == nil {
@@ -3599,8 +4103,8 @@ func (z *Manifest) Msgsize() (s int) {
 		s += z.Admission.Msgsize()
 	}
 	s += 11 + msgp.ArrayHeaderSize
-	for za0003 := range z.Projection {
-		s += z.Projection[za0003].Msgsize()
+	for za0004 := range z.Projection {
+		s += z.Projection[za0004].Msgsize()
 	}
 	return
 }
@@ -7439,11 +7943,39 @@ func (z PodVolume) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z RawJSON) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	o = msgp.AppendBytes(o, []byte(z))
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RawJSON) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	{
+		var zb0001 []byte
+		zb0001, bts, err = msgp.ReadBytesBytes(bts, []byte((*z)))
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		(*z) = RawJSON(zb0001)
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z RawJSON) Msgsize() (s int) {
+	s = msgp.BytesPrefixSize + len([]byte(z))
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(7)
+	var zb0001Mask uint8 /* 7 bits */
 	_ = zb0001Mask
 	if z.Config == nil {
 		zb0001Len--
@@ -7456,6 +7988,10 @@ func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.PersistentVolume == nil {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.Declared == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -7502,6 +8038,19 @@ func (z *ReconcileRequest) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "declared"
+			o = append(o, 0xa8, 0x64, 0x65, 0x63, 0x6c, 0x61, 0x72, 0x65, 0x64)
+			if z.Declared == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Declared.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Declared")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -7518,7 +8067,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	var zb0001Mask uint8 /* 3 bits */
+	var zb0001Mask uint8 /* 4 bits */
 	_ = zb0001Mask
 	for zb0001 > 0 {
 		zb0001--
@@ -7597,6 +8146,24 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				}
 			}
 			zb0001Mask |= 0x4
+		case "declared":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Declared = nil
+			} else {
+				if z.Declared == nil {
+					z.Declared = new(DeclaredSubject)
+				}
+				bts, err = z.Declared.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Declared")
+					return
+				}
+			}
+			zb0001Mask |= 0x8
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -7606,7 +8173,7 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 	}
 	// Clear omitted fields.
-	if zb0001Mask != 0x7 {
+	if zb0001Mask != 0xf {
 		if (zb0001Mask & 0x1) == 0 {
 			z.Config = nil
 		}
@@ -7615,6 +8182,9 @@ func (z *ReconcileRequest) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		}
 		if (zb0001Mask & 0x4) == 0 {
 			z.PersistentVolume = nil
+		}
+		if (zb0001Mask & 0x8) == 0 {
+			z.Declared = nil
 		}
 	}
 	o = bts
@@ -7634,6 +8204,448 @@ func (z *ReconcileRequest) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += z.PersistentVolume.Msgsize()
+	}
+	s += 9
+	if z.Declared == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Declared.Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *RelatedObjects) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Objects == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "relation"
+		o = append(o, 0xa8, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Relation)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "objects"
+			o = append(o, 0xa7, 0x6f, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Objects)))
+			for za0001 := range z.Objects {
+				o, err = z.Objects[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Objects", za0001)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *RelatedObjects) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "relation":
+			if z.Relation, bts, err = readShortString(bts); err != nil {
+				z.Relation, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Relation")
+				return
+			}
+		case "objects":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Objects")
+				return
+			}
+			if cap(z.Objects) >= int(zb0002) {
+				z.Objects = (z.Objects)[:zb0002]
+			} else {
+				z.Objects = make([]GenericObject, zb0002)
+			}
+			for za0001 := range z.Objects {
+				bts, err = z.Objects[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Objects", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Objects = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *RelatedObjects) Msgsize() (s int) {
+	s = 1 + 9 + msgp.StringPrefixSize + len(z.Relation) + 8 + msgp.ArrayHeaderSize
+	for za0001 := range z.Objects {
+		s += z.Objects[za0001].Msgsize()
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Relation) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Path == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.InNamespace == false {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	if z.LabelSelector == "" {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "name"
+		o = append(o, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+		o = msgp.AppendString(o, z.Name)
+		// string "type"
+		o = append(o, 0xa4, 0x74, 0x79, 0x70, 0x65)
+		o = msgp.AppendString(o, z.Type)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		o, err = z.Resource.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Resource")
+			return
+		}
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "path"
+			o = append(o, 0xa4, 0x70, 0x61, 0x74, 0x68)
+			o = msgp.AppendString(o, z.Path)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "inNamespace"
+			o = append(o, 0xab, 0x69, 0x6e, 0x4e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65)
+			o = msgp.AppendBool(o, z.InNamespace)
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "labelSelector"
+			o = append(o, 0xad, 0x6c, 0x61, 0x62, 0x65, 0x6c, 0x53, 0x65, 0x6c, 0x65, 0x63, 0x74, 0x6f, 0x72)
+			o = msgp.AppendString(o, z.LabelSelector)
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Relation) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "name":
+			if z.Name, bts, err = readShortString(bts); err != nil {
+				z.Name, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Name")
+				return
+			}
+		case "type":
+			if z.Type, bts, err = readShortString(bts); err != nil {
+				z.Type, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Type")
+				return
+			}
+		case "resource":
+			bts, err = z.Resource.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+		case "path":
+			if z.Path, bts, err = readShortString(bts); err != nil {
+				z.Path, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Path")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "inNamespace":
+			z.InNamespace, bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "InNamespace")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "labelSelector":
+			if z.LabelSelector, bts, err = readShortString(bts); err != nil {
+				z.LabelSelector, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "LabelSelector")
+				return
+			}
+			zb0001Mask |= 0x4
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Path = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.InNamespace = false
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.LabelSelector = ""
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Relation) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Name) + 5 + msgp.StringPrefixSize + len(z.Type) + 9 + z.Resource.Msgsize() + 5 + msgp.StringPrefixSize + len(z.Path) + 12 + msgp.BoolSize + 14 + msgp.StringPrefixSize + len(z.LabelSelector)
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Resource) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(5)
+	var zb0001Mask uint8 /* 5 bits */
+	_ = zb0001Mask
+	if z.Group == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1
+	}
+	if z.Kind == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8
+	}
+	if z.Namespaced == nil {
+		zb0001Len--
+		zb0001Mask |= 0x10
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		if (zb0001Mask & 0x1) == 0 { // if not omitted
+			// string "group"
+			o = append(o, 0xa5, 0x67, 0x72, 0x6f, 0x75, 0x70)
+			o = msgp.AppendString(o, z.Group)
+		}
+		// string "version"
+		o = append(o, 0xa7, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.Version)
+		// string "resource"
+		o = append(o, 0xa8, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65)
+		o = msgp.AppendString(o, z.Resource)
+		if (zb0001Mask & 0x8) == 0 { // if not omitted
+			// string "kind"
+			o = append(o, 0xa4, 0x6b, 0x69, 0x6e, 0x64)
+			o = msgp.AppendString(o, z.Kind)
+		}
+		if (zb0001Mask & 0x10) == 0 { // if not omitted
+			// string "namespaced"
+			o = append(o, 0xaa, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61, 0x63, 0x65, 0x64)
+			if z.Namespaced == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendBool(o, *z.Namespaced)
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Resource) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "group":
+			if z.Group, bts, err = readShortString(bts); err != nil {
+				z.Group, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Group")
+				return
+			}
+			zb0001Mask |= 0x1
+		case "version":
+			if z.Version, bts, err = readShortString(bts); err != nil {
+				z.Version, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Version")
+				return
+			}
+		case "resource":
+			if z.Resource, bts, err = readShortString(bts); err != nil {
+				z.Resource, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Resource")
+				return
+			}
+		case "kind":
+			if z.Kind, bts, err = readShortString(bts); err != nil {
+				z.Kind, bts, err = readStringBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Kind")
+				return
+			}
+			zb0001Mask |= 0x2
+		case "namespaced":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Namespaced = nil
+			} else {
+				if z.Namespaced == nil {
+					z.Namespaced = new(bool)
+				}
+				*z.Namespaced, bts, err = msgp.ReadBoolBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Namespaced")
+					return
+				}
+			}
+			zb0001Mask |= 0x4
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if zb0001Mask != 0x7 {
+		if (zb0001Mask & 0x1) == 0 {
+			z.Group = ""
+		}
+		if (zb0001Mask & 0x2) == 0 {
+			z.Kind = ""
+		}
+		if (zb0001Mask & 0x4) == 0 {
+			z.Namespaced = nil
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Resource) Msgsize() (s int) {
+	s = 1 + 6 + msgp.StringPrefixSize + len(z.Group) + 8 + msgp.StringPrefixSize + len(z.Version) + 9 + msgp.StringPrefixSize + len(z.Resource) + 5 + msgp.StringPrefixSize + len(z.Kind) + 11
+	if z.Namespaced == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.BoolSize
 	}
 	return
 }
@@ -11384,6 +12396,123 @@ func (z *VolumeDelete) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += 1 + 10 + msgp.StringPrefixSize + len(z.Secrets.Namespace) + 5 + msgp.StringPrefixSize + len(z.Secrets.Name)
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *Watches) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(2)
+	var zb0001Mask uint8 /* 2 bits */
+	_ = zb0001Mask
+	if z.Relations == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "subject"
+		o = append(o, 0xa7, 0x73, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74)
+		o, err = z.Subject.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Subject")
+			return
+		}
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "relations"
+			o = append(o, 0xa9, 0x72, 0x65, 0x6c, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.Relations)))
+			for za0001 := range z.Relations {
+				o, err = z.Relations[za0001].MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Relations", za0001)
+					return
+				}
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *Watches) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	if zb0001, bts, err = readShortMapHeader(bts); err != nil {
+		zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	}
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	var zb0001Mask uint8 /* 1 bits */
+	_ = zb0001Mask
+	for zb0001 > 0 {
+		zb0001--
+		if field, bts, err = readShortKey(bts); err != nil {
+			field, bts, err = msgp.ReadMapKeyZC(bts)
+		}
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "subject":
+			bts, err = z.Subject.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Subject")
+				return
+			}
+		case "relations":
+			var zb0002 uint32
+			if zb0002, bts, err = readShortArrayHeader(bts); err != nil {
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			}
+			if err != nil {
+				err = msgp.WrapError(err, "Relations")
+				return
+			}
+			if cap(z.Relations) >= int(zb0002) {
+				z.Relations = (z.Relations)[:zb0002]
+			} else {
+				z.Relations = make([]Relation, zb0002)
+			}
+			for za0001 := range z.Relations {
+				bts, err = z.Relations[za0001].UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Relations", za0001)
+					return
+				}
+			}
+			zb0001Mask |= 0x1
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	// Clear omitted fields.
+	if (zb0001Mask & 0x1) == 0 {
+		z.Relations = nil
+	}
+
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *Watches) Msgsize() (s int) {
+	s = 1 + 8 + z.Subject.Msgsize() + 10 + msgp.ArrayHeaderSize
+	for za0001 := range z.Relations {
+		s += z.Relations[za0001].Msgsize()
 	}
 	return
 }

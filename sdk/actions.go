@@ -111,3 +111,28 @@ func Warning(target abi.ObjectRef, reason, message string) abi.Action {
 func Normal(target abi.ObjectRef, reason, message string) abi.Action {
 	return Event(target, abi.EventNormal, reason, message)
 }
+
+// Apply server-side applies object, a partial object as JSON, to the
+// target with the module's own field manager (ABI 1.6, a module that
+// declares watches): object holds the target's apiVersion and kind and the
+// fields the module owns, each under a path its apply capability grants.
+//
+//	sdk.Apply(ref, []byte(`{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","spec":{"minAvailable":1}}`))
+func Apply(target abi.ObjectRef, object []byte) abi.Action {
+	return abi.Action{Type: abi.ActionApply, Target: target, Object: object}
+}
+
+// Create creates object, as JSON, an object of one of the module's
+// relations, in the subject's namespace with the subject as its controller
+// (ABI 1.6). target names its kind, namespace and name; an empty name with
+// metadata.generateName in object lets the API server pick one.
+func Create(target abi.ObjectRef, object []byte) abi.Action {
+	return abi.Action{Type: abi.ActionCreate, Target: target, Object: object}
+}
+
+// ApplyStatus server-side applies object's status, as JSON, to the
+// subject's status subresource (ABI 1.6): object holds the subject's
+// apiVersion, kind and status.
+func ApplyStatus(subject abi.ObjectRef, object []byte) abi.Action {
+	return abi.Action{Type: abi.ActionApplyStatus, Target: subject, Object: object}
+}

@@ -41,6 +41,9 @@ func TestActions(t *testing.T) {
 		{"event", sdk.Event(setRef, abi.EventNormal, "R", "m"), abi.Action{Type: abi.ActionEvent, Target: setRef, Event: &abi.Event{Type: "Normal", Reason: "R", Message: "m"}}},
 		{"warning", sdk.Warning(setRef, "R", "m"), abi.Action{Type: abi.ActionEvent, Target: setRef, Event: &abi.Event{Type: "Warning", Reason: "R", Message: "m"}}},
 		{"normal", sdk.Normal(setRef, "R", "m"), abi.Action{Type: abi.ActionEvent, Target: setRef, Event: &abi.Event{Type: "Normal", Reason: "R", Message: "m"}}},
+		{"apply", sdk.Apply(setRef, []byte(`{"spec":{}}`)), abi.Action{Type: abi.ActionApply, Target: setRef, Object: abi.RawJSON(`{"spec":{}}`)}},
+		{"create", sdk.Create(claimRef, []byte(`{"kind":"PersistentVolumeClaim"}`)), abi.Action{Type: abi.ActionCreate, Target: claimRef, Object: abi.RawJSON(`{"kind":"PersistentVolumeClaim"}`)}},
+		{"apply status", sdk.ApplyStatus(setRef, []byte(`{"status":{}}`)), abi.Action{Type: abi.ActionApplyStatus, Target: setRef, Object: abi.RawJSON(`{"status":{}}`)}},
 	}
 	var covered []string
 	for _, tt := range tests {

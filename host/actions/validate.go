@@ -35,6 +35,12 @@ func Validate(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action) (Target, 
 	if !abi.ActionType(a.Type).Known() {
 		return refuse("unknown action type %q; this host knows %s", a.Type, strings.Join(abi.ActionTypes(), ", "))
 	}
+	if m.Watches != nil {
+		return validateDeclared(m, req, a, refuse)
+	}
+	if a.Type == abi.ActionApply || a.Type == abi.ActionCreate || a.Type == abi.ActionApplyStatus {
+		return refuse("%s acts on the kinds a module declares in watches, and module %q declares none", a.Type, m.Name)
+	}
 	info, ok := abi.LookupKind(a.Target.Kind)
 	if !ok {
 		return refuse("unknown target kind %q", a.Target.Kind)

@@ -24,7 +24,7 @@ func TestAdmissionSettings(t *testing.T) {
 		{"fractional timeout", "admission: {timeout: 1500ms}", "", 0, "whole seconds from 1s to 30s"},
 		{"long timeout", "admission: {timeout: 31s}", "", 0, "whole seconds from 1s to 30s"},
 		{"mutate without paths", "allow: [{action: mutate, resources: [persistentvolumeclaims]}]", "", 0, "paths is missing"},
-		{"paths on another action", "allow: [{action: event, resources: [pods], paths: [/a]}]", "", 0, "paths apply to the mutate capability only"},
+		{"paths on another action", "allow: [{action: event, resources: [pods], paths: [/a]}]", "", 0, "paths apply to the mutate and apply capabilities only"},
 		{"not a pointer", "allow: [{action: mutate, resources: [persistentvolumeclaims], paths: [metadata]}]", "", 0, "is not a JSON Pointer"},
 	}
 	for _, tt := range tests {
@@ -128,5 +128,5 @@ func TestAllowAdmitResources(t *testing.T) {
 	_, _, err = load(t, "modules:\n- path: guests/m.wasm\n  allow: [{action: admit, resources: [\"Pods\"]}]\n")
 	require.ErrorContains(t, err, `"Pods" is not a resource as an admission rule names it`)
 	_, _, err = load(t, "modules:\n- path: guests/m.wasm\n  allow: [{action: admit, resources: [pods], paths: [/x]}]\n")
-	require.ErrorContains(t, err, "paths apply to the mutate capability only")
+	require.ErrorContains(t, err, "paths apply to the mutate and apply capabilities only")
 }

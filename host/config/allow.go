@@ -133,7 +133,7 @@ func Beyond(asked, allow []abi.Capability) []abi.Capability {
 			}
 			continue
 		}
-		if c.Action == abi.CapabilityMutate {
+		if c.Action == abi.CapabilityMutate || c.Action == abi.ActionApply {
 			if m := beyondPaths(c, allow); m != nil {
 				out = append(out, *m)
 			}
@@ -164,15 +164,19 @@ func Beyond(asked, allow []abi.Capability) []abi.Capability {
 	return out
 }
 
-// beyondPaths returns what of the mutate capability c allow does not
-// grant: each resource with the paths no granted mutate covers (a path is
-// covered by itself, a prefix of it, or "*").
+// beyondPaths returns what of the mutate or apply capability c allow does
+// not grant: each resource with the paths no granted capability of the
+// same action covers (a path is covered by itself, a prefix of it, or
+// "*"), and, for an apply that forces, the resources no grant lets force.
 func beyondPaths(c abi.Capability, allow []abi.Capability) *abi.Capability {
 	var res, paths []string
 	for _, r := range c.Resources {
+		if c.Force && !slices.ContainsFunc(allow, func(a abi.Capability) bool { return a.Force && a.Allows(c.Action, r) }) {
+			res = append(res, r)
+		}
 		for _, path := range c.Paths {
 			ok := slices.ContainsFunc(allow, func(a abi.Capability) bool {
-				return a.AllowsPatch(r, path) && (r != "*" || slices.Contains(a.Resources, "*")) && (path != "*" || slices.Contains(a.Paths, "*"))
+				return a.AllowsPath(c.Action, r, path) && (r != "*" || slices.Contains(a.Resources, "*")) && (path != "*" || slices.Contains(a.Paths, "*"))
 			})
 			if !ok {
 				if !slices.Contains(res, r) {
@@ -187,7 +191,7 @@ func beyondPaths(c abi.Capability, allow []abi.Capability) *abi.Capability {
 	if res == nil {
 		return nil
 	}
-	return &abi.Capability{Action: c.Action, Resources: res, Paths: paths}
+	return &abi.Capability{Action: c.Action, Resources: res, Paths: paths, Force: c.Force}
 }
 
 // AllowBlock returns caps as an allow: block to paste under a module's
@@ -224,6 +228,9 @@ func capabilityYAML(c abi.Capability) string {
 		}
 		s += ", paths: [" + strings.Join(ps, ", ") + "]"
 	}
+	if c.Force {
+		s += ", force: true"
+	}
 	return s + "}"
 }
 
@@ -256,7 +263,7 @@ func (p *parser) allow(n *yaml.Node, field string) []abi.Capability {
 	return out
 }
 
-var capabilityFields = []string{"action", "resources", "paths"}
+var capabilityFields = []string{"action", "resources", "paths", "force"}
 
 // capability converts one entry of an allow: list.
 func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
@@ -282,9 +289,21 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 	c.Action = s
 	if pv, ok := vals["paths"]; ok {
 		c.Paths = p.patchPaths(pv, join(field, "paths"), c.Action)
-	} else if c.Action == abi.CapabilityMutate {
-		p.addf(n, field, "paths is missing; name the JSON Pointers a patch may touch, e.g. paths: [/metadata/labels], or [\"*\"] for any")
+	} else if c.Action == abi.CapabilityMutate || c.Action == abi.ActionApply {
+		p.addf(n, field, "paths is missing; name the JSON Pointers %s may touch, e.g. paths: [/metadata/labels], or [\"*\"] for any", c.Action)
 		return c, false
+	}
+	if fv, ok := vals["force"]; ok {
+		if c.Action != abi.ActionApply {
+			p.addf(fv, join(field, "force"), "force applies to the apply capability only; remove it from %s", c.Action)
+			return c, false
+		}
+		var force bool
+		if err := fv.Decode(&force); err != nil {
+			p.addf(fv, join(field, "force"), "force is true or false")
+			return c, false
+		}
+		c.Force = force
 	}
 	rv, ok := vals["resources"]
 	if !ok {
@@ -311,6 +330,15 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 				p.addf(e, f, "%s is not a resource as an admission rule names it; use e.g. persistentvolumeclaims, pods/status, or \"*\" for all", input.Quote(r))
 				continue
 			}
+		} else if declaredOnly(c.Action) || strings.Contains(r, ".") {
+			// A resource of a module that declares watches: any the API
+			// server may serve (qualified by its group for the actions the
+			// built-in subjects share); the module's load checks it
+			// against the declaration.
+			if !admitResource.MatchString(r) || r == "*" {
+				p.addf(e, f, "%s is not a resource; name one as the API server does, e.g. poddisruptionbudgets or poddisruptionbudgets.policy", input.Quote(r))
+				continue
+			}
 		} else if r != "*" && !slices.Contains(known, r) {
 			p.addf(e, f, "%s is not a resource%s; use one of %s, or \"*\" for all", input.Quote(r), didYouMean(r, known), strings.Join(known, ", "))
 			continue
@@ -322,10 +350,17 @@ func (p *parser) capability(n *yaml.Node, field string) (abi.Capability, bool) {
 	return c, true
 }
 
-// patchPaths converts the paths of a mutate capability: JSON Pointers, or "*".
+// declaredOnly reports whether action is one only a module that declares
+// watches may ask for.
+func declaredOnly(action string) bool {
+	return action == abi.ActionApply || action == abi.ActionCreate || action == abi.ActionApplyStatus
+}
+
+// patchPaths converts the paths of a mutate or apply capability: JSON
+// Pointers, or "*".
 func (p *parser) patchPaths(n *yaml.Node, field, action string) []string {
-	if action != abi.CapabilityMutate {
-		p.addf(n, field, "paths apply to the mutate capability only; remove them from %s", action)
+	if action != abi.CapabilityMutate && action != abi.ActionApply {
+		p.addf(n, field, "paths apply to the mutate and apply capabilities only; remove them from %s", action)
 		return nil
 	}
 	ns, ok := p.list(n, field, "a list of JSON Pointers, e.g. [/metadata/labels]")

@@ -48,6 +48,11 @@ func TestAllowRefusesBadEntries(t *testing.T) {
 		{"missing action", `[{resources: [pods]}]`, `modules[0].allow[0]: action is missing`},
 		{"not a list", `{action: addFinalizer}`, `modules[0].allow: must be a list of capabilities`},
 		{"unknown field", `[{action: addFinalizer, resource: [pods]}]`, `modules[0].allow[0].resource: unknown field; did you mean resources?`},
+		{"apply without paths", `[{action: apply, resources: [poddisruptionbudgets]}]`, `modules[0].allow[0]: paths is missing; name the JSON Pointers apply may touch`},
+		{"force on create", `[{action: create, resources: [poddisruptionbudgets], force: true}]`, `modules[0].allow[0].force: force applies to the apply capability only`},
+		{"force not a bool", `[{action: apply, resources: [poddisruptionbudgets], paths: [/spec], force: always}]`, `modules[0].allow[0].force: force is true or false`},
+		{"a resource that is no name", `[{action: create, resources: [Pod_Budgets]}]`, `"Pod_Budgets" is not a resource; name one as the API server does`},
+		{"every resource of a declared kind", `[{action: create, resources: ["*"]}]`, `"*" is not a resource`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := load(t, "modules:\n- path: guests/m.wasm\n  allow: "+tc.allow+"\n")
@@ -151,4 +156,34 @@ func TestAllowBlockIsYAML(t *testing.T) {
 // indent puts every line of s two spaces in, as under a module's entry.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
+}
+
+// A declared module's resources are granted by their names, any the API
+// server may serve; apply by paths, forcing only when the grant says so.
+func TestAllowDeclaredResources(t *testing.T) {
+	f, _, err := load(t, `modules:
+- path: guests/m.wasm
+  allow:
+  - {action: apply, resources: [poddisruptionbudgets.policy], paths: [/spec], force: true}
+  - {action: create, resources: [poddisruptionbudgets]}
+  - {action: deleteObject, resources: [poddisruptionbudgets.policy]}
+`)
+	require.NoError(t, err)
+	require.Equal(t, []abi.Capability{
+		{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Paths: []string{"/spec"}, Force: true},
+		{Action: abi.ActionCreate, Resources: []string{"poddisruptionbudgets"}},
+		{Action: abi.ActionDeleteObject, Resources: []string{"poddisruptionbudgets.policy"}},
+	}, f.Modules[0].Allow)
+
+	asked := []abi.Capability{{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Paths: []string{"/spec/minAvailable", "/metadata/labels"}, Force: true}}
+	require.Equal(t, []abi.Capability{{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Paths: []string{"/metadata/labels"}, Force: true}},
+		config.Beyond(asked, f.Modules[0].Allow), "a path outside the grant")
+	asked[0].Paths = asked[0].Paths[:1]
+	require.Empty(t, config.Beyond(asked, f.Modules[0].Allow))
+	unforced := []abi.Capability{{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Paths: []string{"/spec"}}}
+	forcing := []abi.Capability{{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Paths: []string{"/spec"}, Force: true}}
+	require.Equal(t, []abi.Capability{{Action: abi.ActionApply, Resources: []string{"poddisruptionbudgets.policy"}, Force: true}},
+		config.Beyond(forcing, unforced), "force asked, not granted")
+	require.Empty(t, config.Beyond(unforced, forcing), "a grant that may force covers an apply that does not")
+	require.Equal(t, "allow:\n- {action: apply, resources: [poddisruptionbudgets.policy], paths: [\"/spec\"], force: true}\n", config.AllowBlock(forcing))
 }

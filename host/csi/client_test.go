@@ -11,6 +11,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	"github.com/kubeplug/kubeplug/abi"
@@ -344,4 +345,38 @@ func TestNew(t *testing.T) {
 	}
 	_, err := csi.New(nil, nil, nil)
 	require.ErrorContains(t, err, "nil SecretGetter")
+}
+
+// TestDeleteVolumeDriverReplacedBetweenCalls: gRPC reconnects by itself, so
+// a driver replaced behind the socket while no call was made is reached by
+// the next call without an error: the client verifies the connection again
+// before a DeleteVolume once it has not stayed ready, and never sends the
+// other driver a deletion.
+func TestDeleteVolumeDriverReplacedBetweenCalls(t *testing.T) {
+	sock := socketPath(t)
+	stop := serveAt(t, csitest.New(fakeName), sock)
+	c := newClient(t, fakeName, sock, nil)
+	require.NoError(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil))
+
+	stop()
+	// gRPC notices the server gone on its own, between calls.
+	require.Eventually(t, func() bool { return csi.ConnState(c, fakeName) != connectivity.Ready }, 10*time.Second, time.Millisecond)
+	other := csitest.New("other.csi.example.com")
+	serveAt(t, other, sock)
+	err := c.DeleteVolume(t.Context(), fakeName, "vol-2", nil)
+	require.ErrorIs(t, err, csi.ErrWrongDriver)
+	require.Zero(t, other.Calls("DeleteVolume"), "the other driver was asked to delete a volume")
+}
+
+// TestProbeFailureUnverifies: a probe that finds another driver behind the
+// connection leaves it unverified, so that no DeleteVolume goes to it.
+func TestProbeFailureUnverifies(t *testing.T) {
+	f := csitest.New(fakeName)
+	sock := serve(t, f)
+	c := newClient(t, fakeName, sock, nil)
+	require.NoError(t, c.Probe(t.Context(), fakeName))
+	f.SetName("other.csi.example.com")
+	require.ErrorIs(t, c.Probe(t.Context(), fakeName), csi.ErrWrongDriver)
+	require.ErrorIs(t, c.DeleteVolume(t.Context(), fakeName, "vol-1", nil), csi.ErrWrongDriver)
+	require.Zero(t, f.Calls("DeleteVolume"))
 }

@@ -10,6 +10,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -50,13 +51,19 @@ func (d *driver) deleteVolume(ctx context.Context, handle string, secrets map[st
 }
 
 // ready returns the driver's connection, dialing it on first use and
-// verifying it until verification passes once. Concurrent first calls may
-// each verify; the calls are read-only, and holding no lock across them
-// lets Close cancel them.
+// verifying it until verification passes, and again whenever the
+// connection has not stayed ready since: gRPC reconnects by itself, and
+// what answers on the socket after a reconnection may be another driver
+// (a socket taken over by another binary), which must never be sent a
+// deletion. Concurrent calls may each verify; the calls are read-only, and
+// holding no lock across them lets Close cancel them.
 func (d *driver) ready(ctx context.Context) (*grpc.ClientConn, error) {
 	conn, verified, err := d.dial()
-	if err != nil || verified {
-		return conn, err
+	if err != nil {
+		return nil, err
+	}
+	if verified && conn.GetState() == connectivity.Ready {
+		return conn, nil
 	}
 	if err := d.check(ctx, conn); err != nil {
 		return nil, err
@@ -94,14 +101,19 @@ func (d *driver) dial() (*grpc.ClientConn, bool, error) {
 	return d.conn, d.verified, nil
 }
 
-// check verifies conn and, when it passes, marks it verified.
+// check verifies conn and marks it verified when it passes, unverified
+// when it fails: a probe that finds another driver behind the connection
+// stops every DeleteVolume until one passes again.
 func (d *driver) check(ctx context.Context, conn *grpc.ClientConn) error {
 	vendorVersion, err := d.verify(ctx, conn)
-	if err != nil {
-		return err
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err != nil {
+		if d.conn == conn {
+			d.verified = false
+		}
+		return err
+	}
 	if d.conn == conn && !d.verified {
 		d.verified = true
 		d.log.Info("connected to CSI driver", "endpoint", d.Endpoint, "vendorVersion", vendorVersion)

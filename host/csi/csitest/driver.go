@@ -58,6 +58,21 @@ func New(name string) *Driver {
 	return &Driver{Name: name}
 }
 
+// SetName changes the plugin name GetPluginInfo answers from now on: another
+// driver behind the same connection, as a socket taken over by another
+// binary looks once gRPC has reconnected to it.
+func (d *Driver) SetName(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Name = name
+}
+
+func (d *Driver) name() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Name
+}
+
 // Calls returns how many calls of method, such as "DeleteVolume", the driver
 // received, whatever their answer. Calls of methods it does not implement,
 // and calls an interceptor of Serve answered, are not counted.

@@ -14,7 +14,7 @@ type identity struct {
 
 func (s identity) GetPluginInfo(context.Context, *csipb.GetPluginInfoRequest) (*csipb.GetPluginInfoResponse, error) {
 	s.d.received("GetPluginInfo", "")
-	return &csipb.GetPluginInfoResponse{Name: s.d.Name, VendorVersion: "csitest"}, nil
+	return &csipb.GetPluginInfoResponse{Name: s.d.name(), VendorVersion: "csitest"}, nil
 }
 
 func (s identity) GetPluginCapabilities(context.Context, *csipb.GetPluginCapabilitiesRequest) (*csipb.GetPluginCapabilitiesResponse, error) {
