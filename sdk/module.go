@@ -106,7 +106,7 @@ func goError(e *abi.ManifestError) error {
 	switch {
 	case e.Field == "name" || e.Field == "version":
 		return fmt.Errorf("%s%s is empty", strings.ToUpper(e.Field[:1]), e.Field[1:])
-	case e.Field == "subject":
+	case e.Field == "subject" && e.Rule == abi.RuleUnknown:
 		return fmt.Errorf("Subject %q is not one of %s", e.Value, strings.Join(abi.Subjects(), ", "))
 	case e.Field == "hooks" && e.Rule == abi.RuleEmpty:
 		return errors.New("Reconcile and Admit are nil: set at least one")
@@ -114,12 +114,12 @@ func goError(e *abi.ManifestError) error {
 		return errors.New("Admission is set but Admit is nil")
 	case e.Field == "admission.rules" && e.Rule == abi.RuleEmpty:
 		return errors.New("Admit is set but Admission has no Rules: say which operations on which resources it admits")
-	case e.Field == "capabilities.action":
+	case e.Field == "capabilities.action" && e.Rule == abi.RuleUnknown:
 		return fmt.Errorf("Capabilities[%d]: unknown action %q (known: %s)", e.Index, e.Value, strings.Join(abi.CapabilityNames(), ", "))
-	case e.Field == "capabilities.resources":
+	case e.Field == "capabilities.resources" && e.Rule == abi.RuleEmpty:
 		return fmt.Errorf("Capabilities[%d]: action %q names no Resources (e.g. \"persistentvolumeclaims\")", e.Index, e.Value)
-	case e.Field == "capabilities.paths":
-		return fmt.Errorf("Capabilities[%d]: mutate names no Paths (e.g. \"/metadata/labels\")", e.Index)
+	case e.Field == "capabilities.paths" && e.Rule == abi.RuleEmpty:
+		return fmt.Errorf("Capabilities[%d]: %s names no Paths (e.g. \"/metadata/labels\")", e.Index, e.Value)
 	}
 	return e
 }

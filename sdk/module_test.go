@@ -126,6 +126,9 @@ func TestModuleValidation(t *testing.T) {
 			m.Capabilities = []abi.Capability{{Action: abi.CapabilityMutate, Resources: []string{"persistentvolumeclaims"}}}
 		}, "mutate names no Paths"},
 		{"unknown action", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: "patch", Resources: []string{"pods"}}} }, `unknown action "patch"`},
+		{"a declared module's action", func(m *sdk.Module) {
+			m.Capabilities = []abi.Capability{{Action: abi.ActionCreate, Resources: []string{"pods"}}}
+		}, `capabilities[0] asks for "create", which only a module that declares watches may`},
 		{"no resources", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteObject}} }, "names no Resources"},
 		{"delete volume needs none", func(m *sdk.Module) { m.Capabilities = []abi.Capability{{Action: abi.ActionDeleteVolume}} }, ""},
 		{"bad schema", func(m *sdk.Module) { m.ConfigSchema = `{"type":` }, "not valid JSON"},

@@ -6,9 +6,15 @@ import (
 )
 
 func init() {
-	caps := make([]abi.Capability, len(abi.ActionTypes()))
-	for i, t := range abi.ActionTypes() {
-		caps[i] = abi.Capability{Action: t, Resources: []string{"*"}}
+	var caps []abi.Capability
+	for _, t := range abi.ActionTypes() {
+		switch t {
+		case abi.ActionApply, abi.ActionCreate, abi.ActionApplyStatus:
+			// A declared module's (ABI 1.6): a statefulset module
+			// cannot ask for them.
+			continue
+		}
+		caps = append(caps, abi.Capability{Action: t, Resources: []string{"*"}})
 	}
 	sdk.Register(sdk.Module{
 		Name:         "beyond-allow",
