@@ -17,8 +17,11 @@ type Module struct {
 	// Name is the entry's name, for messages.
 	Name string
 	// Subject is the manifest's subject: abi.SubjectStatefulSet or
-	// abi.SubjectPersistentVolume.
+	// abi.SubjectPersistentVolume; empty with Watches.
 	Subject string
+	// Watches is the manifest's declaration of its subject and related
+	// objects (ABI 1.6), in place of Subject.
+	Watches *abi.Watches
 	// Hooks are the manifest's hooks (abi.HookReconcile, abi.HookAdmit).
 	Hooks []string
 	// Namespaces limits the module to subjects in these namespaces; empty
@@ -263,6 +266,9 @@ func (b *builder) admission(m Module) bool {
 
 // module adds what the executor does for m's granted capabilities.
 func (b *builder) module(m Module) error {
+	if m.Watches != nil {
+		return b.declared(m)
+	}
 	kinds, ok := inputKinds(m.Subject)
 	if !ok {
 		return fmt.Errorf("module %q: subject %q is not one of %s", m.Name, m.Subject, strings.Join(abi.Subjects(), ", "))

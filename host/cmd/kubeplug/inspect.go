@@ -349,7 +349,7 @@ type moduleRules struct {
 // adds to its host's (rbac.ModuleRules); none for a manifest rbac cannot
 // read (an unknown subject, which loading refuses first).
 func moduleRBAC(m abi.Manifest) moduleRules {
-	r, err := rbac.ModuleRules(rbac.Module{Name: m.Name, Subject: m.Subject, Hooks: m.Hooks, Granted: config.Asked(m)})
+	r, err := rbac.ModuleRules(rbac.Module{Name: m.Name, Subject: m.Subject, Watches: m.Watches, Hooks: m.Hooks, Granted: config.Asked(m)})
 	if err != nil {
 		return moduleRules{}
 	}

@@ -158,7 +158,7 @@ func rbacModule(ctx context.Context, opts *globalOptions, s streams, file *confi
 	err := withEntry(ctx, opts, s, file, entry, func(l *loadedModule, mod controller.Module) error {
 		man := l.module.Manifest()
 		m = rbac.Module{
-			Name: entry.Name, Subject: man.Subject, Hooks: slices.Clone(man.Hooks),
+			Name: entry.Name, Subject: man.Subject, Watches: man.Watches, Hooks: slices.Clone(man.Hooks),
 			Namespaces: entry.Namespaces, Granted: mod.Allowed, Shadow: mod.Shadow,
 		}
 		return nil
