@@ -199,15 +199,16 @@ func (r *Relation) Objects(l Lister, subject runtime.Object) ([]runtime.Object, 
 	return objs, nil
 }
 
-// named reads the objects subject's field at r.path names, each once.
+// named reads the objects subject's field at r.path names, each once: at
+// most abi.MaxRelatedObjects names, so that a subject listing a hundred
+// thousand names costs one error, not as many reads.
 func (r *Relation) named(l Lister, subject runtime.Object) ([]runtime.Object, error) {
+	keys := r.namedKeys(subject)
+	if len(keys) > abi.MaxRelatedObjects {
+		return nil, fmt.Errorf("its path %s names more than %d %s: narrow it", abi.JoinFieldPath(r.path), abi.MaxRelatedObjects, r.related.Resource)
+	}
 	var out []runtime.Object
-	seen := map[string]bool{}
-	for _, key := range r.namedKeys(subject) {
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
+	for _, key := range keys {
 		ns, name, ok := strings.Cut(key, "/")
 		if !ok {
 			ns, name = "", key
@@ -352,7 +353,13 @@ func (r *Relation) namedKeys(subject runtime.Object) []string {
 		return nil
 	}
 	var keys []string
+	seen := map[string]bool{}
 	for _, v := range fieldValues(contentOf(subject), r.path) {
+		if len(keys) > abi.MaxRelatedObjects {
+			// More names than a relation may bring: named fails the
+			// build, and the index holds no more than that proves.
+			break
+		}
 		var ns, name string
 		switch v := v.(type) {
 		case string:
@@ -365,14 +372,20 @@ func (r *Relation) namedKeys(subject runtime.Object) []string {
 		case name == "":
 			continue
 		case !r.namespaced:
-			keys = append(keys, name)
-			continue
+			ns = ""
 		case ns == "" && r.subjectNamespaced:
 			ns = m.GetNamespace()
 		case ns == "":
 			continue
 		}
-		keys = append(keys, Key(ns, name))
+		key := name
+		if r.namespaced {
+			key = Key(ns, name)
+		}
+		if !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
 	}
 	return keys
 }

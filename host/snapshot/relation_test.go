@@ -227,3 +227,25 @@ func TestCompileRelationsRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedFanOutIsBounded: a subject whose path names more objects than a
+// relation may bring fails its build before it reads them, and the index
+// keeps no more of its names than that proves.
+func TestNamedFanOutIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("- {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: a}, spec: {budgets: [")
+	for i := range 3 * abi.MaxRelatedObjects {
+		fmt.Fprintf(&b, "{name: b%d}, ", i%(abi.MaxRelatedObjects+5))
+	}
+	b.WriteString("]}}\n")
+	c := loadWorld(t, b.String())
+	rels, err := snapshot.CompileRelations(deployments, []abi.Relation{{Name: "budgets", Type: abi.RelationNamed, Path: "spec.budgets", Resource: budgets}})
+	require.NoError(t, err)
+	subject, err := c.GetObject("Deployment", "a", "web")
+	require.NoError(t, err)
+	_, err = rels[0].Objects(c, subject)
+	require.ErrorContains(t, err, "relation budgets of a/web: its path spec.budgets names more than 1000 poddisruptionbudgets: narrow it")
+	keys, err := rels[0].Indexes()[0].Keys(subject)
+	require.NoError(t, err)
+	require.Len(t, keys, abi.MaxRelatedObjects+1, "repeated names count once, and the index stops past the bound")
+}
