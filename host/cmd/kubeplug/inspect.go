@@ -306,12 +306,20 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 		if len(c.Paths) > 0 {
 			line += " at " + strings.Join(c.Paths, ", ")
 		}
+		if c.Force {
+			line += ", forcing conflicts"
+		}
 		caps = append(caps, line)
 	}
 	field("Name", m.Name)
 	field("Version", m.Version)
 	field("ABI version", abiVersion)
-	field("Subject", m.Subject)
+	if w := m.Watches; w != nil {
+		field("Subject", resourceText(w.Subject))
+		field("Related", orNone(relationsText(w.Relations)))
+	} else {
+		field("Subject", m.Subject)
+	}
 	field("Hooks", strings.Join(m.Hooks, ", "))
 	field("Capabilities", orNone(strings.Join(caps, "\n")))
 	if a := m.Admission; a != nil {
@@ -343,6 +351,9 @@ func manifestFields(field func(label, value string), m abi.Manifest, abiVersion 
 type moduleRules struct {
 	Cluster    []rbacv1.PolicyRule            `json:"cluster"`
 	Namespaced map[string][]rbacv1.PolicyRule `json:"namespaced,omitempty"`
+	// Error says why the rules cannot be derived (a declared resource
+	// whose scope is neither declared nor known).
+	Error string `json:"error,omitempty"`
 }
 
 // moduleRBAC returns the rules a module granted what its manifest asks
@@ -351,7 +362,7 @@ type moduleRules struct {
 func moduleRBAC(m abi.Manifest) moduleRules {
 	r, err := rbac.ModuleRules(rbac.Module{Name: m.Name, Subject: m.Subject, Watches: m.Watches, Hooks: m.Hooks, Granted: config.Asked(m)})
 	if err != nil {
-		return moduleRules{}
+		return moduleRules{Error: err.Error()}
 	}
 	return moduleRules{Cluster: r.Cluster, Namespaced: r.Namespaced}
 }
@@ -360,6 +371,9 @@ func moduleRBAC(m abi.Manifest) moduleRules {
 // kubectl names them (resource.group/subresource), then the namespace of a
 // namespaced rule.
 func (r moduleRules) text() string {
+	if r.Error != "" {
+		return "cannot be derived: " + r.Error
+	}
 	var lines []string
 	line := func(rule rbacv1.PolicyRule, where string) {
 		var res []string
@@ -425,6 +439,46 @@ func humanSize(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// resourceText names a declared resource as kubectl would
+// ("deployments.apps/v1"), with its kind and scope when declared.
+func resourceText(r abi.Resource) string {
+	s := r.String()
+	if r.Kind != "" {
+		s += " (" + r.Kind + ")"
+	}
+	if r.Namespaced != nil && !*r.Namespaced {
+		s += ", cluster-scoped"
+	}
+	return s
+}
+
+// relationsText describes a declaration's relations, one a line: the
+// name, what the objects are and how they relate to the subject.
+func relationsText(rels []abi.Relation) string {
+	lines := make([]string, len(rels))
+	for i, r := range rels {
+		how := r.Type
+		switch r.Type {
+		case abi.RelationOwned:
+			how = "controlled by the subject"
+		case abi.RelationSelected:
+			how = "in its namespace, selected by its " + r.Path
+		case abi.RelationNamed:
+			how = "named by its " + r.Path
+		case abi.RelationAll:
+			how = "all"
+			if r.InNamespace {
+				how += " in its namespace"
+			}
+			if r.LabelSelector != "" {
+				how += " matching " + r.LabelSelector
+			}
+		}
+		lines[i] = fmt.Sprintf("%s: %s, %s", r.Name, resourceText(r.Resource), how)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // admissionText describes what an admit hook admits, one rule a line.
