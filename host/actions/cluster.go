@@ -23,6 +23,19 @@ type Cluster interface {
 	// force is true). The executor passes its FieldManager with every patch,
 	// so that managedFields name kubeplug as the writer of merge patches too.
 	Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (resourceVersion string, err error)
+	// Apply server-side applies data, an object as JSON that carries its
+	// uid (and resourceVersion) as preconditions, to the named object or
+	// its subresource with fieldManager, and returns the new
+	// resourceVersion. Without force it fails with a conflict naming each
+	// field another manager owns (apierrors.IsConflict, causes of type
+	// FieldManagerConflict), the manager's own Update entry included: the
+	// generic actions' write (ABI 1.6).
+	Apply(ctx context.Context, kind, namespace, name string, data []byte, fieldManager string, force bool, subresource string) (resourceVersion string, err error)
+	// Create creates data, an object as JSON, in namespace with
+	// fieldManager, and returns its name (made from metadata.generateName
+	// when it has none) and resourceVersion; an object of that name that
+	// exists is AlreadyExists.
+	Create(ctx context.Context, kind, namespace string, data []byte, fieldManager string) (name, resourceVersion string, err error)
 	// Delete deletes the named object with UID and resourceVersion
 	// preconditions (either may be empty to skip it).
 	Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error

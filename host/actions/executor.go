@@ -167,7 +167,13 @@ func (e *Executor) execute(ctx context.Context, i int, m abi.Manifest, req *abi.
 	if st.gone != "" && a.Type != abi.ActionEvent {
 		return Conflict, "", fmt.Errorf("%w: %s %s", ErrConflict, t, st.gone)
 	}
-	w, err := plan(a, t, st)
+	var w *write
+	switch a.Type {
+	case abi.ActionApply, abi.ActionApplyStatus, abi.ActionCreate:
+		w, err = e.planGeneric(m, req, a, t, st)
+	default:
+		w, err = plan(a, t, st)
+	}
 	if errors.Is(err, ErrRefused) {
 		return Refused, "", err
 	}
@@ -342,6 +348,8 @@ func (e *Executor) call(ctx context.Context, a abi.Action, t Target, st *objectS
 		return nil
 	case writeEvent:
 		return e.Cluster.RecordEvent(ctx, t.Ref(), a.Event.Type, a.Event.Reason, truncate(a.Event.Message, MaxEventMessage), e.Module)
+	case writeApply, writeCreate:
+		return e.callGeneric(ctx, t, st, w)
 	}
 	return fmt.Errorf("unknown write kind %d", w.kind)
 }

@@ -2,6 +2,7 @@ package actions_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -76,6 +77,18 @@ func (f *fakeCluster) Patch(_ context.Context, kind, namespace, name string, pt 
 	}
 	f.nextRV++
 	return strconv.Itoa(f.nextRV - 1), nil
+}
+
+// Apply and Create are the generic actions' writes, which the executor
+// does not make yet: a call of either is recorded and fails.
+func (f *fakeCluster) Apply(_ context.Context, kind, namespace, name string, data []byte, fieldManager string, _ bool, subresource string) (string, error) {
+	_ = f.record(call{Op: "apply", Kind: kind, Namespace: namespace, Name: name, Data: string(data), FieldManager: fieldManager, Subresource: []string{subresource}})
+	return "", errors.New("fakeCluster: no apply")
+}
+
+func (f *fakeCluster) Create(_ context.Context, kind, namespace string, data []byte, fieldManager string) (string, string, error) {
+	_ = f.record(call{Op: "create", Kind: kind, Namespace: namespace, Data: string(data), FieldManager: fieldManager})
+	return "", "", errors.New("fakeCluster: no create")
 }
 
 func (f *fakeCluster) Delete(_ context.Context, kind, namespace, name, uid, resourceVersion string) error {

@@ -24,6 +24,10 @@ const (
 	writeDelete
 	writeDeleteVolume
 	writeEvent
+	// writeApply is a generic apply or applyStatus (Cluster.Apply),
+	// writeCreate a generic create (Cluster.Create).
+	writeApply
+	writeCreate
 )
 
 // write is one call the executor makes for an action.
@@ -37,6 +41,11 @@ type write struct {
 	commit func(*objectState)
 	// desc says what the call is, for logs and reports.
 	desc string
+	// fieldManager and force are a generic write's: the module's own
+	// manager, and whether its grant lets the apply take fields another
+	// manager owns.
+	fieldManager string
+	force        bool
 }
 
 // plan returns the call that carries out a on t, whose current state is st,

@@ -73,6 +73,30 @@ func (h *host) Patch(ctx context.Context, kind, namespace, name string, pt types
 	return rv, err
 }
 
+func (h *host) Apply(ctx context.Context, kind, namespace, name string, data []byte, fieldManager string, force bool, subresource string) (string, error) {
+	if !h.write() {
+		return "", errCrashed
+	}
+	rv, err := h.c.Apply(ctx, kind, namespace, name, data, fieldManager, force, subresource)
+	if err == nil {
+		h.x.wrote("module: apply " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
+	}
+	h.wrote()
+	return rv, err
+}
+
+func (h *host) Create(ctx context.Context, kind, namespace string, data []byte, fieldManager string) (string, string, error) {
+	if !h.write() {
+		return "", "", errCrashed
+	}
+	name, rv, err := h.c.Create(ctx, kind, namespace, data, fieldManager)
+	if err == nil {
+		h.x.wrote("module: create " + casetest.ObjectKey{Kind: kind, Namespace: namespace, Name: name}.String())
+	}
+	h.wrote()
+	return name, rv, err
+}
+
 func (h *host) Delete(ctx context.Context, kind, namespace, name, uid, resourceVersion string) error {
 	if !h.write() {
 		return errCrashed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -21,6 +22,10 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	// Events records the events; nil drops them.
 	Events *EventSink
+	// Declared resolves a kind abi's table does not hold: a resource a
+	// module declares (ABI 1.6), as kube.ResolveWatches resolved it; nil
+	// knows none.
+	Declared func(kind string) (abi.Resource, bool)
 }
 
 var _ actions.Cluster = (*Cluster)(nil)
@@ -72,8 +77,48 @@ func (c *Cluster) RecordEvent(ctx context.Context, target abi.ObjectRef, eventTy
 	return c.Events.Record(target, eventType, reason, message, module)
 }
 
+// Apply implements actions.Cluster: a server-side apply that takes fields
+// other managers own only when force is set.
+func (c *Cluster) Apply(ctx context.Context, kind, namespace, name string, data []byte, fieldManager string, force bool, subresource string) (string, error) {
+	ri, err := c.resource(kind, namespace)
+	if err != nil {
+		return "", err
+	}
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	obj, err := ri.Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}, sub...)
+	if err != nil {
+		return "", err
+	}
+	return obj.GetResourceVersion(), nil
+}
+
+// Create implements actions.Cluster with a POST.
+func (c *Cluster) Create(ctx context.Context, kind, namespace string, data []byte, fieldManager string) (string, string, error) {
+	ri, err := c.resource(kind, namespace)
+	if err != nil {
+		return "", "", err
+	}
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(data); err != nil {
+		return "", "", fmt.Errorf("create %s: %w", kind, err)
+	}
+	obj, err := ri.Create(ctx, &u, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return "", "", err
+	}
+	return obj.GetName(), obj.GetResourceVersion(), nil
+}
+
 func (c *Cluster) resource(kind, namespace string) (dynamic.ResourceInterface, error) {
 	gvr, namespaced, err := GVR(kind)
+	if err != nil && c.Declared != nil {
+		if r, ok := c.Declared(kind); ok && r.Namespaced != nil {
+			gvr, namespaced, err = schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}, *r.Namespaced, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

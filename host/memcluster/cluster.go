@@ -40,6 +40,8 @@ type Cluster struct {
 	deletes  []VolumeDelete
 	// owners is server-side apply's field ownership, by object uid.
 	owners map[string]ownership
+	// generated counts the names made from generateName.
+	generated int
 }
 
 // New returns an empty cluster.

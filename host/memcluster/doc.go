@@ -41,8 +41,17 @@
 //     manager set alone (it changed the value) goes away when that manager's
 //     next apply omits it; one it applied unchanged (shared with the
 //     object's writer) or that a later write changed stays. There are no
-//     managedFields, no ownership conflicts (kubeplug always applies with
-//     force), and an apply that only changes ownership is not a write;
+//     managedFields, and an apply that only changes ownership is not a
+//     write. Patch's apply forces (applyClaim's); Apply (the generic
+//     actions', ABI 1.6) may not, and then conflicts on a field whose value
+//     it changes unless its manager's Apply entry owns it alone: a field
+//     another apply manager owns, one a Create by any manager (its Update
+//     entry, the same manager's included) wrote, one written before any
+//     apply (a case file's) or shared, each cause naming the manager as the
+//     API server does (e2e/crd's TestGenericWritesAsMemcluster holds the
+//     two to the same outcomes). An apply of an absent object under a uid
+//     is a conflict, as on the API server; without one the API server
+//     would create the object, memcluster answers NotFound;
 //   - no controller runs: no garbage collector (owner references are stored,
 //     never followed), no kubelet (a pod without finalizers is removed at
 //     once instead of terminating gracefully), no PV binder;

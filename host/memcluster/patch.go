@@ -27,6 +27,12 @@ var errModified = errors.New("the object has been modified; please apply your ch
 // resourceVersion and is not counted as a write. A patch that removes the last
 // finalizer of an object under deletion removes the object.
 func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, subresource ...string) (string, error) {
+	return c.patch(ctx, kind, namespace, name, pt, data, fieldManager, true, subresource...)
+}
+
+// patch is Patch; an apply that does not force fails with the fields it
+// would take from other managers (conflicts).
+func (c *Cluster) patch(ctx context.Context, kind, namespace, name string, pt types.PatchType, data []byte, fieldManager string, force bool, subresource ...string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -45,10 +51,15 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 	}
 	k := c.key(kind, namespace, name)
 	stored, ok := c.objects[k]
+	pm, _ := patch["metadata"].(map[string]any)
 	if !ok {
+		if uid := str(pm, "uid"); pt == types.ApplyPatchType && uid != "" {
+			// The API server's apply would create the object, but not
+			// under a uid it never had (measured on 1.37).
+			return "", apierrors.NewConflict(gr, name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
+		}
 		return "", apierrors.NewNotFound(gr, name)
 	}
-	pm, _ := patch["metadata"].(map[string]any)
 	if err := checkPreconditions(k, stored, str(pm, "uid"), str(pm, "resourceVersion")); err != nil {
 		return "", err
 	}
@@ -58,6 +69,11 @@ func (c *Cluster) Patch(ctx context.Context, kind, namespace, name string, pt ty
 	var leaves map[fieldPath]bool
 	if pt == types.ApplyPatchType && !status {
 		leaves = appliedLeaves(patch)
+		if !force {
+			if err := c.ownersOf(stored).conflicts(gr, name, fieldManager, leaves, patch, stored); err != nil {
+				return "", err
+			}
+		}
 	}
 	updated := runtime.DeepCopyJSON(stored)
 	if status {
