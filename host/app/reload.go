@@ -515,7 +515,7 @@ func (r *Reloader) apply(l loaded) error {
 		return r.replaceShadow(l, old, gen)
 	}
 	ctrl := r.fleet.get(name)
-	if ctrl != nil && ctrl.Subject() == l.mod.Runtime.Manifest().Subject && old.cfg.Workers == l.cfg.Workers {
+	if ctrl != nil && ctrl.Subject().Name() == controller.SubjectOf(l.mod).Name() && old.cfg.Workers == l.cfg.Workers {
 		l.mod.Generation = gen
 		// The webhook moves to the new module first: the controller closes
 		// the old one once its last reconcile ends, and an admission call

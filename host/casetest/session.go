@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/controller"
 	"github.com/kubeplug/kubeplug/host/memcluster"
 	"github.com/kubeplug/kubeplug/host/metrics"
+	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
 // Session is a case's in-memory cluster and the host reconciling it: the
@@ -49,11 +49,15 @@ func newSession(mod controller.Module, c Case, cluster *memcluster.Cluster, log 
 	if c.Config != nil {
 		mod.Config = c.Config
 	}
-	subject, ok := abi.Subject(m.Subject).Info()
-	kind := subject.Kind
-	if !ok {
-		return nil, fmt.Errorf("module %q has subject %q, which kubeplug test cannot run: want one of %v", m.Name, m.Subject, abi.Subjects())
+	subject := mod.Subject
+	if subject == nil {
+		var err error
+		if subject, err = snapshot.SubjectOf(m); err != nil {
+			return nil, fmt.Errorf("kubeplug test cannot run it: %w", err)
+		}
+		mod.Subject = subject
 	}
+	kind := subject.Kind()
 	now := c.Now
 	if now.IsZero() {
 		now = DefaultNow

@@ -65,7 +65,39 @@ type Module struct {
 	// operator's allow: list. nil takes the manifest's as they are, for
 	// callers that hold no host configuration.
 	Allowed []abi.Capability
+	// Subject is what the module reconciles: its declaration, resolved
+	// against the API server (snapshot.SubjectOf of the resolved manifest).
+	// nil takes the manifest's built-in subject.
+	Subject snapshot.Subject
 }
+
+// SubjectOf is mod's subject: the one it was given, else its manifest's
+// built-in one, else one whose every build fails saying why (a manifest
+// the host's load would have refused).
+func SubjectOf(mod Module) snapshot.Subject {
+	if mod.Subject != nil {
+		return mod.Subject
+	}
+	s, err := snapshot.SubjectOf(mod.Runtime.Manifest())
+	if err != nil {
+		return unknownSubject{name: mod.Runtime.Manifest().Subject, err: err}
+	}
+	return s
+}
+
+// unknownSubject is a subject the host cannot serve: every build fails.
+type unknownSubject struct {
+	name string
+	err  error
+}
+
+func (u unknownSubject) Name() string     { return u.name }
+func (u unknownSubject) Kind() string     { return "" }
+func (u unknownSubject) Namespaced() bool { return false }
+func (u unknownSubject) Build(*snapshot.Builder, string, []byte) (*abi.ReconcileRequest, error) {
+	return nil, u.err
+}
+func (u unknownSubject) RelatedKeys() map[string]snapshot.KeysFunc { return nil }
 
 // Deps are what every controller of a host shares.
 type Deps struct {
@@ -112,7 +144,7 @@ const (
 // through a handle that Swap replaces atomically (see handle).
 type Controller struct {
 	name    string
-	subject string
+	subject snapshot.Subject
 	workers int
 	deps    Deps
 	builder *snapshot.Builder
@@ -156,7 +188,7 @@ func New(mod Module, deps Deps) *Controller {
 	}
 	return &Controller{
 		name:    mod.Name,
-		subject: g.manifest.Subject,
+		subject: SubjectOf(mod),
 		workers: mod.Workers,
 		deps:    deps,
 		builder: &snapshot.Builder{Lister: deps.Lister, Drivers: deps.Drivers, Now: deps.Now},
@@ -178,10 +210,10 @@ func (c *Controller) Swap(mod Module) (uint64, error) {
 	if mod.Name != c.name {
 		return 0, fmt.Errorf("swap module %q into the controller of %q: %w", mod.Name, c.name, ErrSwap)
 	}
-	g := newGeneration(mod, c.deps)
-	if g.manifest.Subject != c.subject {
-		return 0, fmt.Errorf("swap module %q: its subject is %q, the controller's %q: %w", c.name, g.manifest.Subject, c.subject, ErrSwap)
+	if got := SubjectOf(mod).Name(); got != c.subject.Name() {
+		return 0, fmt.Errorf("swap module %q: its subject is %q, the controller's %q: %w", c.name, got, c.subject.Name(), ErrSwap)
 	}
+	g := newGeneration(mod, c.deps)
 	if m := c.deps.Metrics; m != nil {
 		initSeries(m, c.name, g.manifest.Capabilities, mod.Shadow)
 	}
@@ -210,8 +242,8 @@ func (c *Controller) Close(ctx context.Context) error {
 // Name is the module's name.
 func (c *Controller) Name() string { return c.name }
 
-// Subject is the module's subject kind.
-func (c *Controller) Subject() string { return c.subject }
+// Subject is what the module reconciles.
+func (c *Controller) Subject() snapshot.Subject { return c.subject }
 
 // Enqueue queues key for a reconcile unless its namespace is out of the
 // module's scope. Keys queued twice before a worker takes them are
@@ -237,8 +269,8 @@ func (c *Controller) inScope(key string) bool {
 	return inScope(c.h.current(), c.subject, key)
 }
 
-func inScope(g *generation, subject, key string) bool {
-	if !abi.Subject(subject).Namespaced() {
+func inScope(g *generation, subject snapshot.Subject, key string) bool {
+	if !subject.Namespaced() {
 		return true
 	}
 	ns, _, _ := cache.SplitMetaNamespaceKey(key) // a key without a namespace is in none
@@ -406,7 +438,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, out *Outcome, st
 	if !inScope(g, c.subject, key) {
 		return Result{}, nil
 	}
-	req, err := c.builder.Build(c.subject, key, g.mod.Config)
+	req, err := c.subject.Build(c.builder, key, g.mod.Config)
 	if err != nil {
 		return Result{}, fmt.Errorf("build input: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/actions"
+	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
 // generation is one loaded module as a controller runs it: the guest, its
@@ -149,6 +150,11 @@ func newGeneration(mod Module, deps Deps) *generation {
 	man := mod.Runtime.Manifest()
 	if mod.Allowed != nil {
 		man.Capabilities = mod.Allowed
+	}
+	if d, ok := mod.Subject.(*snapshot.Declaration); ok {
+		// The executor checks a declared module's actions against its
+		// declaration as the API server resolved it.
+		man.Watches = d.Watches()
 	}
 	return &generation{
 		n:        mod.Generation,

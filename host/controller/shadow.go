@@ -19,15 +19,16 @@ import (
 // once the last call into it has ended. A changed module is a new Shadow,
 // attached in place of the old one with Controller.Compare.
 type Shadow struct {
-	name string
-	h    handle
-	log  *slog.Logger
+	name    string
+	subject string // the name of what it reconciles (snapshot.Subject)
+	h       handle
+	log     *slog.Logger
 }
 
 // NewShadow returns the shadow of mod, to be attached to a controller with
-// Controller.Compare. Only mod's Runtime, Name, Config and Generation are
-// used: the shadow runs on the subjects of the controller it is attached
-// to.
+// Controller.Compare. Only mod's Runtime, Name, Config, Generation and
+// Subject are used: the shadow runs on the subjects of the controller it is
+// attached to.
 func NewShadow(mod Module, deps Deps) *Shadow {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -37,14 +38,14 @@ func NewShadow(mod Module, deps Deps) *Shadow {
 		g.n = 1
 	}
 	log := deps.Logger.With("module", mod.Name)
-	return &Shadow{name: mod.Name, h: handle{cur: g, log: log}, log: log}
+	return &Shadow{name: mod.Name, subject: SubjectOf(mod).Name(), h: handle{cur: g, log: log}, log: log}
 }
 
 // Name is the shadow module's name.
 func (s *Shadow) Name() string { return s.name }
 
-// Subject is the shadow module's subject kind.
-func (s *Shadow) Subject() string { return s.h.current().manifest.Subject }
+// Subject names what the shadow module reconciles (snapshot.Subject.Name).
+func (s *Shadow) Subject() string { return s.subject }
 
 // Generation is the number of the shadow module's current generation.
 func (s *Shadow) Generation() uint64 { return s.h.current().n }
@@ -59,9 +60,9 @@ func (s *Shadow) Close(ctx context.Context) error {
 // same input as c's module and the results are compared. s must have c's
 // subject.
 func (c *Controller) Compare(s *Shadow) error {
-	if got := s.Subject(); got != c.subject {
+	if got := s.Subject(); got != c.subject.Name() {
 		return fmt.Errorf("module %q in shadow compares with %q: its subject is %q, the other's %q: compareWith must name a module of the same subject",
-			s.name, c.name, got, c.subject)
+			s.name, c.name, got, c.subject.Name())
 	}
 	c.shadowMu.Lock()
 	defer c.shadowMu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubeplug/kubeplug/abi"
 	"github.com/kubeplug/kubeplug/host/snapshot"
 )
 
@@ -72,8 +71,8 @@ func (w *Wiring) Unwire() error {
 // replays them to a new handler as adds), and one removed is told of
 // nothing more, without touching the others'.
 func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
-	subject, ok := abi.Subject(c.Subject()).Info()
-	if !ok {
+	subject := c.Subject()
+	if subject.Kind() == "" {
 		return &Wiring{}, nil
 	}
 	// A resync's keys wait behind every change's (see changesFirst).
@@ -91,18 +90,18 @@ func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 	handlers := map[string]func(obj any, resync bool){
 		// The subject's own kind queues its key: "namespace/name", or
 		// "name" for a cluster-scoped kind.
-		subject.Kind: func(obj any, resync bool) {
+		subject.Kind(): func(obj any, resync bool) {
 			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 				enqueue(resync, key)
 			}
 		},
 	}
-	for kind, keys := range snapshot.RelatedKeys(string(subject.Name)) {
+	for kind, keys := range subject.RelatedKeys() {
 		handlers[kind] = func(obj any, resync bool) {
 			ks, err := keys(obj, inf)
 			if err != nil {
 				key, _ := cache.MetaNamespaceKeyFunc(obj)
-				log.Warn("map "+kind+" to "+string(subject.Name)+"s", "object", key, "err", err)
+				log.Warn("map "+kind+" to the subjects "+subject.Name(), "object", key, "err", err)
 			}
 			enqueue(resync, ks...)
 		}
@@ -126,8 +125,7 @@ func WireOne(inf Informers, c *Controller, log *slog.Logger) (*Wiring, error) {
 // EnqueueAll queues every subject of c the caches hold: after a swap, so
 // that the new module decides on each of them.
 func EnqueueAll(inf Informers, c *Controller) {
-	subject, _ := abi.Subject(c.Subject()).Info()
-	i := inf.Informer(subject.Kind)
+	i := inf.Informer(c.Subject().Kind())
 	if i == nil {
 		return
 	}

@@ -28,6 +28,7 @@ import (
 // needs its subject's and its own resource resolved: Kind and Namespaced
 // set, as discovery says them.
 type Relation struct {
+	decl              abi.Relation // as declared, resolved
 	name, typ         string
 	subject, related  abi.Resource
 	subjectNamespaced bool
@@ -53,7 +54,7 @@ func CompileRelations(subject abi.Resource, rels []abi.Relation) ([]*Relation, e
 			return nil, fmt.Errorf("%s: %s %w", where, d.Resource, err)
 		}
 		r := &Relation{
-			name: d.Name, typ: d.Type, subject: subject, related: d.Resource,
+			decl: d, name: d.Name, typ: d.Type, subject: subject, related: d.Resource,
 			subjectNamespaced: *subject.Namespaced, namespaced: *d.Resource.Namespaced, inNamespace: d.InNamespace,
 		}
 		switch {
