@@ -3,6 +3,7 @@ package memcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -45,14 +46,14 @@ func (c *Cluster) Apply(ctx context.Context, kind, namespace, name string, data 
 // before any apply this cluster saw: the case file's author's).
 func (o ownership) conflicts(gr schema.GroupResource, name, manager string, leaves map[fieldPath]bool, patch, stored map[string]any) error {
 	var causes []metav1.StatusCause
-	for _, p := range slices.Sorted(mapKeys(leaves)) {
+	for _, p := range slices.Sorted(maps.Keys(leaves)) {
 		cur, ok := valueAt(stored, p)
 		want, _ := valueAt(patch, p)
 		if !ok || reflect.DeepEqual(cur, want) || o[manager][p] {
 			continue
 		}
 		other := "the object's earlier writer"
-		for _, m := range slices.Sorted(mapKeys(o)) {
+		for _, m := range slices.Sorted(maps.Keys(o)) {
 			if _, owns := o[m][p]; owns && m != manager {
 				other = strconv.Quote(strings.TrimSuffix(m, "\x00update"))
 				break
@@ -72,16 +73,6 @@ func (o ownership) conflicts(gr schema.GroupResource, name, manager string, leav
 		msgs[i] = c.Message + ": " + c.Field
 	}
 	return apierrors.NewApplyConflict(causes, fmt.Sprintf("Apply failed with %d conflict(s) on %s %s: %s", len(causes), gr, name, strings.Join(msgs, ", ")))
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Create implements actions.Cluster: it creates data, an object of kind as
