@@ -174,10 +174,13 @@ func (c Capability) AllowsPatch(r, path string) bool { return c.AllowsPath(Capab
 // resource, and one of its Paths is "*", path itself, or a prefix of it
 // ending at a "/".
 func (c Capability) AllowsPath(action, r, path string) bool {
-	if !c.Allows(action, r) {
-		return false
-	}
-	for _, p := range c.Paths {
+	return c.Allows(action, r) && pathCovered(c.Paths, path)
+}
+
+// pathCovered reports whether one of paths is "*", path itself, or a
+// prefix of it ending at a "/".
+func pathCovered(paths []string, path string) bool {
+	for _, p := range paths {
 		if p == "*" || p == path || len(path) > len(p) && path[:len(p)] == p && path[len(p)] == '/' {
 			return true
 		}

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -257,12 +258,35 @@ func (r Resource) check() string {
 // declared.
 func declaresResource(declared []GroupResource, res string) bool {
 	base, _, _ := strings.Cut(res, "/")
-	for _, d := range declared {
-		if base == d.Resource || (d.Group != "" && base == d.Resource+"."+d.Group) {
-			return true
+	return slices.ContainsFunc(declared, func(d GroupResource) bool { return d.Named(base, "") })
+}
+
+// Named reports whether name, as a capability or a grant names a resource
+// of a declared module ("poddisruptionbudgets" or
+// "poddisruptionbudgets.policy", then "/sub" when sub is set), names g's
+// subresource sub (g itself for "").
+func (g GroupResource) Named(name, sub string) bool {
+	if sub != "" {
+		var ok bool
+		if name, ok = strings.CutSuffix(name, "/"+sub); !ok {
+			return false
 		}
 	}
-	return false
+	return name == g.Resource || g.Group != "" && name == g.Resource+"."+g.Group
+}
+
+// AllowsResource reports whether c allows action on r's subresource sub
+// (r itself for ""), by either of r's names (GroupResource.Named) or "*".
+func (c Capability) AllowsResource(action string, r Resource, sub string) bool {
+	return c.Action == action && slices.ContainsFunc(c.Resources, func(x string) bool {
+		return x == "*" || r.GroupResource().Named(x, sub)
+	})
+}
+
+// AllowsResourcePath is AllowsPath for a declared resource: c allows action
+// on r and one of its Paths covers path.
+func (c Capability) AllowsResourcePath(action string, r Resource, path string) bool {
+	return c.AllowsResource(action, r, "") && pathCovered(c.Paths, path)
 }
 
 func joinResources(rs []GroupResource) string {
@@ -316,15 +340,7 @@ func isKind(s string) bool {
 // digits and '-', starting with a letter, ending with a letter or digit, at
 // most 63 bytes.
 func isLabel(s string) bool {
-	if s == "" || len(s) > 63 || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= 63 && s[0] >= 'a' && s[0] <= 'z' && s[len(s)-1] != '-' && lowerDigitsDashes(s)
 }
 
 // isSubdomain reports whether s is an RFC 1123 subdomain: dot-separated
@@ -335,13 +351,19 @@ func isSubdomain(s string) bool {
 		return false
 	}
 	for _, l := range strings.Split(s, ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' || !lowerDigitsDashes(l) {
 			return false
 		}
-		for i := 0; i < len(l); i++ {
-			if c := l[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
+	}
+	return true
+}
+
+// lowerDigitsDashes reports whether s holds only lower-case letters,
+// digits and '-'.
+func lowerDigitsDashes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
 		}
 	}
 	return true

@@ -35,24 +35,10 @@ func declared(m abi.Manifest, kind string) (r abi.Resource, subject, ok bool) {
 	return abi.Resource{}, false, false
 }
 
-// allowsDeclared reports whether m's capabilities allow action on r, named
-// by its resource or by resource.group.
+// allowsDeclared reports whether m's capabilities allow action on r's
+// subresource sub (r itself for ""), by either of r's names.
 func allowsDeclared(m abi.Manifest, action string, r abi.Resource, sub string) bool {
-	names := []string{r.Resource}
-	if r.Group != "" {
-		names = append(names, r.Resource+"."+r.Group)
-	}
-	for _, c := range m.Capabilities {
-		for _, n := range names {
-			if sub != "" {
-				n += "/" + sub
-			}
-			if c.Allows(action, n) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Capabilities, func(c abi.Capability) bool { return c.AllowsResource(action, r, sub) })
 }
 
 // validateDeclared is Validate for a module that declares Watches: its
@@ -240,10 +226,6 @@ func checkApplied(m abi.Manifest, r abi.Resource, obj map[string]any) string {
 	var leaves []string
 	leafPaths(obj, "", &leaves)
 	slices.Sort(leaves)
-	names := []string{r.Resource}
-	if r.Group != "" {
-		names = append(names, r.Resource+"."+r.Group)
-	}
 	fields := 0
 	for _, p := range leaves {
 		switch p {
@@ -251,9 +233,7 @@ func checkApplied(m abi.Manifest, r abi.Resource, obj map[string]any) string {
 			continue
 		}
 		fields++
-		if !slices.ContainsFunc(m.Capabilities, func(c abi.Capability) bool {
-			return slices.ContainsFunc(names, func(n string) bool { return c.AllowsPath(abi.ActionApply, n, p) })
-		}) {
+		if !slices.ContainsFunc(m.Capabilities, func(c abi.Capability) bool { return c.AllowsResourcePath(abi.ActionApply, r, p) }) {
 			return fmt.Sprintf("object sets %s, which no apply capability for %s grants (paths)", p, r.Resource)
 		}
 	}

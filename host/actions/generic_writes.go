@@ -65,9 +65,7 @@ func (e *Executor) planGeneric(m abi.Manifest, req *abi.ReconcileRequest, a abi.
 			w.subresource = "status"
 		} else {
 			r, _, _ := declared(m, t.Kind)
-			w.force = slices.ContainsFunc(m.Capabilities, func(c abi.Capability) bool {
-				return c.Force && (c.Allows(abi.ActionApply, r.Resource) || r.Group != "" && c.Allows(abi.ActionApply, r.Resource+"."+r.Group))
-			})
+			w.force = slices.ContainsFunc(m.Capabilities, func(c abi.Capability) bool { return c.Force && c.AllowsResource(abi.ActionApply, r, "") })
 		}
 		w.desc = fmt.Sprintf("server-side apply as %s (force=%t) with preconditions uid=%s resourceVersion=%s", w.fieldManager, w.force, t.UID, st.rv)
 		if w.subresource != "" {

@@ -49,7 +49,7 @@ func (b *builder) declared(m Module) error {
 	b.addDeclaredEvents(in(0), scoped[0])
 	for _, c := range m.Granted {
 		for i, r := range resources {
-			if !grantNames(c, r) {
+			if !c.AllowsResource(c.Action, r, "") {
 				continue
 			}
 			switch c.Action {
@@ -65,7 +65,7 @@ func (b *builder) declared(m Module) error {
 				b.addDeclaredEvents(in(i), scoped[i])
 			}
 		}
-		if c.Action == abi.ActionApplyStatus && grantNamesStatus(c, w.Subject) {
+		if c.AllowsResource(abi.ActionApplyStatus, w.Subject, "status") {
 			b.add(in(0), w.Subject.Group, w.Subject.Resource+"/status", "", "patch")
 		}
 	}
@@ -94,18 +94,4 @@ func scopeOf(r abi.Resource) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("the scope of %s is not declared: give namespaced: true or false in its declaration, so that its RBAC is granted where it lives", r)
-}
-
-// grantNames reports whether c names r, as "resource" or "resource.group".
-func grantNames(c abi.Capability, r abi.Resource) bool {
-	return slices.ContainsFunc(c.Resources, func(x string) bool {
-		return x == r.Resource || r.Group != "" && x == r.Resource+"."+r.Group
-	})
-}
-
-// grantNamesStatus reports whether c names r's status subresource.
-func grantNamesStatus(c abi.Capability, r abi.Resource) bool {
-	return slices.ContainsFunc(c.Resources, func(x string) bool {
-		return x == r.Resource+"/status" || r.Group != "" && x == r.Resource+"."+r.Group+"/status"
-	})
 }
