@@ -85,6 +85,7 @@ func validateDeclared(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action, r
 		if why != "" {
 			return refuse("%s", why)
 		}
+		t.Body = obj
 	case abi.ActionApplyStatus:
 		if !isSubject || t.UID != subject.UID {
 			return refuse("applyStatus writes the subject's status only")
@@ -101,6 +102,7 @@ func validateDeclared(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action, r
 		if _, ok := obj["status"].(map[string]any); !ok {
 			return refuse("object has no status object")
 		}
+		t.Body = obj
 	case abi.ActionDeleteObject:
 		if isSubject {
 			return refuse("a module does not delete its subject")
@@ -166,7 +168,7 @@ func validateCreate(m abi.Manifest, a abi.Action, r abi.Resource, isSubject bool
 	if _, ok := obj["status"]; ok {
 		return refuse("the object sets status: create the object, then applyStatus if it is the subject's")
 	}
-	return Target{Kind: r.Kind, Namespace: namespace, Name: a.Target.Name, Object: obj}, nil
+	return Target{Kind: r.Kind, Namespace: namespace, Name: a.Target.Name, Body: obj}, nil
 }
 
 // hostMetadata are the metadata fields a module's object may not set: the

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,9 +27,9 @@ func ModuleFieldManager(module string) string { return "kubeplug/" + module }
 // (the API server's apply would), and the resourceVersion this Result
 // knows; a create carries the subject as its controller.
 func (e *Executor) planGeneric(m abi.Manifest, req *abi.ReconcileRequest, a abi.Action, t Target, st *objectState) (*write, error) {
-	obj, err := decodeJSONObject(a.Object)
-	if err != nil {
-		return nil, err
+	obj := t.Body
+	if obj == nil {
+		return nil, fmt.Errorf("%s on %s: no object decoded by Validate", a.Type, t)
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
@@ -74,6 +73,7 @@ func (e *Executor) planGeneric(m abi.Manifest, req *abi.ReconcileRequest, a abi.
 	default:
 		return nil, fmt.Errorf("no generic write for action type %q", a.Type)
 	}
+	var err error
 	if w.data, err = json.Marshal(obj); err != nil {
 		return nil, err
 	}
@@ -134,15 +134,4 @@ func onlyConflictsWith(err error, manager string) bool {
 		}
 	}
 	return true
-}
-
-// decodeJSONObject decodes an action's object (Validate has checked it).
-func decodeJSONObject(raw abi.RawJSON) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
 }

@@ -19,8 +19,14 @@ type Target struct {
 	Deleting bool
 	// Object is the input's projection of the object: one of
 	// *abi.StatefulSet, *abi.Pod, *abi.PersistentVolumeClaim,
-	// *abi.PersistentVolume, *abi.StorageClass, *abi.VolumeClaimUpdate.
+	// *abi.PersistentVolume, *abi.StorageClass, *abi.VolumeClaimUpdate,
+	// or a declared module's *abi.GenericObject; nil for an object to
+	// create.
 	Object any
+	// Body is the object an apply, applyStatus or create carries, as
+	// Validate decoded and checked it, for the executor to write without
+	// decoding it again.
+	Body map[string]any
 }
 
 // Ref returns the reference naming t.
