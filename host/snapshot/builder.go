@@ -41,11 +41,11 @@ type Builder struct {
 // Build builds the input of the reconcile of key for a module with the given
 // subject kind (one of abi.Subjects()).
 func (b *Builder) Build(subject, key string, config []byte) (*abi.ReconcileRequest, error) {
-	part, ok := subjects[subject]
+	s, ok := BuiltIn(subject)
 	if !ok {
 		return nil, fmt.Errorf("build reconcile input for %q: unknown subject %q, want one of %v", key, subject, abi.Subjects())
 	}
-	return part.build(b, key, config)
+	return s.Build(b, key, config)
 }
 
 // subjectPart is the snapshot's part of a subject kind of abi's table: how

@@ -46,9 +46,9 @@ func (d *Declaration) Kinds() []abi.Resource {
 	out := []abi.Resource{d.subject}
 	seen := map[string]bool{d.subject.Kind: true}
 	for _, r := range d.relations {
-		if !seen[r.related.Kind] {
-			seen[r.related.Kind] = true
-			out = append(out, r.related)
+		if !seen[r.decl.Resource.Kind] {
+			seen[r.decl.Resource.Kind] = true
+			out = append(out, r.decl.Resource)
 		}
 	}
 	return out
@@ -75,7 +75,7 @@ func (d *Declaration) Indexes() []Index {
 func (d *Declaration) RelatedKeys() map[string]KeysFunc {
 	byKind := map[string][]*Relation{}
 	for _, r := range d.relations {
-		byKind[r.related.Kind] = append(byKind[r.related.Kind], r)
+		byKind[r.decl.Resource.Kind] = append(byKind[r.decl.Resource.Kind], r)
 	}
 	out := make(map[string]KeysFunc, len(byKind))
 	for kind, rels := range byKind {
@@ -124,10 +124,10 @@ func (b *Builder) Declared(d *Declaration, key string, config []byte) (*abi.Reco
 		if err != nil {
 			return nil, err
 		}
-		in.Related[i] = abi.RelatedObjects{Relation: r.name, Objects: make([]abi.GenericObject, len(objs))}
+		in.Related[i] = abi.RelatedObjects{Relation: r.decl.Name, Objects: make([]abi.GenericObject, len(objs))}
 		for j, o := range objs {
-			if in.Related[i].Objects[j], err = genericObject(r.related, o); err != nil {
-				return nil, fmt.Errorf("relation %s of %s %s: %w", r.name, d.subject.Resource, key, err)
+			if in.Related[i].Objects[j], err = genericObject(r.decl.Resource, o); err != nil {
+				return nil, fmt.Errorf("relation %s of %s %s: %w", r.decl.Name, d.subject.Resource, key, err)
 			}
 		}
 	}

@@ -28,15 +28,16 @@ import (
 // needs its subject's and its own resource resolved: Kind and Namespaced
 // set, as discovery says them.
 type Relation struct {
-	decl              abi.Relation // as declared, resolved
-	name, typ         string
-	subject, related  abi.Resource
-	subjectNamespaced bool
-	namespaced        bool
-	path              []abi.FieldStep
-	inNamespace       bool
-	selector          labels.Selector // of an all relation; nil for everything
+	decl     abi.Relation // as declared, resolved
+	subject  abi.Resource // resolved
+	path     []abi.FieldStep
+	selector labels.Selector // of an all relation; nil for everything
 }
+
+// subjectNamespaced and namespaced are the scopes of the subject and of
+// the relation's kind, as resolved.
+func (r *Relation) subjectNamespaced() bool { return *r.subject.Namespaced }
+func (r *Relation) namespaced() bool        { return *r.decl.Resource.Namespaced }
 
 // CompileRelations compiles the relations of a declaration whose subject
 // and relations' resources are resolved. It checks again what abi's
@@ -53,16 +54,13 @@ func CompileRelations(subject abi.Resource, rels []abi.Relation) ([]*Relation, e
 		if err := resolved(d.Resource); err != nil {
 			return nil, fmt.Errorf("%s: %s %w", where, d.Resource, err)
 		}
-		r := &Relation{
-			decl: d, name: d.Name, typ: d.Type, subject: subject, related: d.Resource,
-			subjectNamespaced: *subject.Namespaced, namespaced: *d.Resource.Namespaced, inNamespace: d.InNamespace,
-		}
+		r := &Relation{decl: d, subject: subject}
 		switch {
-		case d.Type == abi.RelationSelected && !r.subjectNamespaced:
+		case d.Type == abi.RelationSelected && !r.subjectNamespaced():
 			return nil, fmt.Errorf("%s selects %s in the subject's namespace, but %s are cluster-scoped: use a relation of type all, named or owned", where, d.Resource.Resource, subject.Resource)
-		case d.Type == abi.RelationSelected && !r.namespaced:
+		case d.Type == abi.RelationSelected && !r.namespaced():
 			return nil, fmt.Errorf("%s selects %s in the subject's namespace, but they are cluster-scoped: use a relation of type all", where, d.Resource.Resource)
-		case d.InNamespace && (!r.subjectNamespaced || !r.namespaced):
+		case d.InNamespace && (!r.subjectNamespaced() || !r.namespaced()):
 			return nil, fmt.Errorf("%s: inNamespace needs a namespaced subject and namespaced %s: drop it", where, d.Resource.Resource)
 		}
 		if d.Path != "" {
@@ -92,10 +90,10 @@ func resolved(r abi.Resource) error {
 }
 
 // Name is the relation's name in a request.
-func (r *Relation) Name() string { return r.name }
+func (r *Relation) Name() string { return r.decl.Name }
 
 // Kind is the kind of the relation's objects, as a Lister knows them.
-func (r *Relation) Kind() string { return r.related.Kind }
+func (r *Relation) Kind() string { return r.decl.Resource.Kind }
 
 // The indexes of declared relations. Each is named after what it files
 // and by what, so that the same relation declared by two modules is one
@@ -116,7 +114,7 @@ func every(kind string) Index {
 // field at path names (namedKeys).
 func (r *Relation) namedBy() Index {
 	return Index{
-		Name: "kubeplug.dev/named:" + abi.JoinFieldPath(r.path) + ":" + schema.GroupResource{Group: r.related.Group, Resource: r.related.Resource}.String(),
+		Name: "kubeplug.dev/named:" + abi.JoinFieldPath(r.path) + ":" + schema.GroupResource{Group: r.decl.Resource.Group, Resource: r.decl.Resource.Resource}.String(),
 		Kind: r.subject.Kind,
 		Keys: func(obj runtime.Object) ([]string, error) { return r.namedKeys(obj), nil },
 	}
@@ -126,15 +124,15 @@ func (r *Relation) namedBy() Index {
 // subject's: a Lister must keep each (the live host registers them as
 // indexers of the kinds' informers).
 func (r *Relation) Indexes() []Index {
-	switch r.typ {
+	switch r.decl.Type {
 	case abi.RelationOwned:
-		return []Index{controlledBy(r.related.Kind)}
+		return []Index{controlledBy(r.decl.Resource.Kind)}
 	case abi.RelationSelected:
-		return []Index{inNamespace(r.related.Kind), inNamespace(r.subject.Kind)}
+		return []Index{inNamespace(r.decl.Resource.Kind), inNamespace(r.subject.Kind)}
 	case abi.RelationNamed:
 		return []Index{r.namedBy()}
 	case abi.RelationAll:
-		return []Index{r.allIndex(r.related.Kind), r.allIndex(r.subject.Kind)}
+		return []Index{r.allIndex(r.decl.Resource.Kind), r.allIndex(r.subject.Kind)}
 	}
 	return nil
 }
@@ -142,7 +140,7 @@ func (r *Relation) Indexes() []Index {
 // allIndex is how an all relation lists a kind: by namespace when it is
 // limited to the subject's, else whole.
 func (r *Relation) allIndex(kind string) Index {
-	if r.inNamespace {
+	if r.decl.InNamespace {
 		return inNamespace(kind)
 	}
 	return every(kind)
@@ -154,25 +152,25 @@ func (r *Relation) allIndex(kind string) Index {
 func (r *Relation) Objects(l Lister, subject runtime.Object) ([]runtime.Object, error) {
 	s, err := meta.Accessor(subject)
 	if err != nil {
-		return nil, fmt.Errorf("relation %s: %w", r.name, err)
+		return nil, fmt.Errorf("relation %s: %w", r.decl.Name, err)
 	}
 	var objs []runtime.Object
-	switch r.typ {
+	switch r.decl.Type {
 	case abi.RelationOwned:
-		objs, err = l.ByIndex(controlledBy(r.related.Kind), string(s.GetUID()))
+		objs, err = l.ByIndex(controlledBy(r.decl.Resource.Kind), string(s.GetUID()))
 		// The reference must also name the subject's group and kind, as
 		// the garbage collector checks; and an owner reference names an
 		// owner in the dependent's own namespace: one elsewhere does not
 		// point at this subject.
 		objs = slices.DeleteFunc(objs, func(o runtime.Object) bool {
-			return !r.controls(o) || r.subjectNamespaced && namespaceOf(o) != s.GetNamespace()
+			return !r.controls(o) || r.subjectNamespaced() && namespaceOf(o) != s.GetNamespace()
 		})
 	case abi.RelationSelected:
 		sel := r.selectorOf(subject)
 		if sel == nil {
 			return nil, nil
 		}
-		objs, err = l.ByIndex(inNamespace(r.related.Kind), s.GetNamespace())
+		objs, err = l.ByIndex(inNamespace(r.decl.Resource.Kind), s.GetNamespace())
 		if err == nil {
 			objs = slices.DeleteFunc(objs, func(o runtime.Object) bool { return !sel.Matches(labels.Set(labelsOf(o))) })
 		}
@@ -180,19 +178,19 @@ func (r *Relation) Objects(l Lister, subject runtime.Object) ([]runtime.Object, 
 		objs, err = r.named(l, subject)
 	case abi.RelationAll:
 		key := ""
-		if r.inNamespace {
+		if r.decl.InNamespace {
 			key = s.GetNamespace()
 		}
-		objs, err = l.ByIndex(r.allIndex(r.related.Kind), key)
+		objs, err = l.ByIndex(r.allIndex(r.decl.Resource.Kind), key)
 		if err == nil && r.selector != nil {
 			objs = slices.DeleteFunc(objs, func(o runtime.Object) bool { return !r.selector.Matches(labels.Set(labelsOf(o))) })
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("relation %s of %s/%s: %w", r.name, s.GetNamespace(), s.GetName(), err)
+		return nil, fmt.Errorf("relation %s of %s/%s: %w", r.decl.Name, s.GetNamespace(), s.GetName(), err)
 	}
 	if len(objs) > abi.MaxRelatedObjects {
-		return nil, fmt.Errorf("relation %s of %s %s/%s holds %d %s, more than %d: narrow it (a selector, inNamespace, a relation of another type)", r.name, r.subject.Kind, s.GetNamespace(), s.GetName(), len(objs), r.related.Resource, abi.MaxRelatedObjects)
+		return nil, fmt.Errorf("relation %s of %s %s/%s holds %d %s, more than %d: narrow it (a selector, inNamespace, a relation of another type)", r.decl.Name, r.subject.Kind, s.GetNamespace(), s.GetName(), len(objs), r.decl.Resource.Resource, abi.MaxRelatedObjects)
 	}
 	slices.SortFunc(objs, func(a, b runtime.Object) int {
 		return cmp.Or(cmp.Compare(namespaceOf(a), namespaceOf(b)), cmp.Compare(nameOf(a), nameOf(b)))
@@ -206,7 +204,7 @@ func (r *Relation) Objects(l Lister, subject runtime.Object) ([]runtime.Object, 
 func (r *Relation) named(l Lister, subject runtime.Object) ([]runtime.Object, error) {
 	keys := r.namedKeys(subject)
 	if len(keys) > abi.MaxRelatedObjects {
-		return nil, fmt.Errorf("its path %s names more than %d %s: narrow it", abi.JoinFieldPath(r.path), abi.MaxRelatedObjects, r.related.Resource)
+		return nil, fmt.Errorf("its path %s names more than %d %s: narrow it", abi.JoinFieldPath(r.path), abi.MaxRelatedObjects, r.decl.Resource.Resource)
 	}
 	var out []runtime.Object
 	for _, key := range keys {
@@ -214,7 +212,7 @@ func (r *Relation) named(l Lister, subject runtime.Object) ([]runtime.Object, er
 		if !ok {
 			ns, name = "", key
 		}
-		o, err := l.GetObject(r.related.Kind, ns, name)
+		o, err := l.GetObject(r.decl.Resource.Kind, ns, name)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
@@ -237,13 +235,13 @@ func (r *Relation) SubjectKeys(obj any, l Lister) ([]string, error) {
 	if err != nil {
 		return nil, nil
 	}
-	switch r.typ {
+	switch r.decl.Type {
 	case abi.RelationOwned:
 		if !r.controls(o) {
 			return nil, nil
 		}
 		ref := metav1.GetControllerOfNoCopy(m)
-		if r.subjectNamespaced {
+		if r.subjectNamespaced() {
 			return []string{Key(m.GetNamespace(), ref.Name)}, nil
 		}
 		return []string{ref.Name}, nil
@@ -256,7 +254,7 @@ func (r *Relation) SubjectKeys(obj any, l Lister) ([]string, error) {
 		var keys []string
 		for _, s := range subjects {
 			if sel := r.selectorOf(s); sel != nil && sel.Matches(set) {
-				keys = append(keys, subjectKey(s, r.subjectNamespaced))
+				keys = append(keys, subjectKey(s, r.subjectNamespaced()))
 			}
 		}
 		return keys, nil
@@ -265,20 +263,20 @@ func (r *Relation) SubjectKeys(obj any, l Lister) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return keysOfObjects(subjects, r.subjectNamespaced), nil
+		return keysOfObjects(subjects, r.subjectNamespaced()), nil
 	case abi.RelationAll:
 		if r.selector != nil && !r.selector.Matches(labels.Set(m.GetLabels())) {
 			return nil, nil
 		}
 		key := ""
-		if r.inNamespace {
+		if r.decl.InNamespace {
 			key = m.GetNamespace()
 		}
 		subjects, err := l.ByIndex(r.allIndex(r.subject.Kind), key)
 		if err != nil {
 			return nil, err
 		}
-		return keysOfObjects(subjects, r.subjectNamespaced), nil
+		return keysOfObjects(subjects, r.subjectNamespaced()), nil
 	}
 	return nil, nil
 }
@@ -372,15 +370,15 @@ func (r *Relation) namedKeys(subject runtime.Object) []string {
 		switch {
 		case name == "":
 			continue
-		case !r.namespaced:
+		case !r.namespaced():
 			ns = ""
-		case ns == "" && r.subjectNamespaced:
+		case ns == "" && r.subjectNamespaced():
 			ns = m.GetNamespace()
 		case ns == "":
 			continue
 		}
 		key := name
-		if r.namespaced {
+		if r.namespaced() {
 			key = Key(ns, name)
 		}
 		if !seen[key] {
