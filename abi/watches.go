@@ -118,6 +118,12 @@ const (
 	MaxRelatedObjects = 1000
 	// MaxLabelSelectorLength is the longest LabelSelector, in bytes.
 	MaxLabelSelectorLength = 4096
+	// MaxDeclaredRequestBytes is the most JSON a declared module's request
+	// may carry, all its objects together: 1,000 objects of a relation
+	// may each be as large as the API server stores (1.5 MiB), and the
+	// host builds the request before the guest's memory limit could
+	// refuse it.
+	MaxDeclaredRequestBytes = 16 << 20
 )
 
 // validateWatches checks the declaration: its budgets first, then each

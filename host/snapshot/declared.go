@@ -119,6 +119,7 @@ func (b *Builder) Declared(d *Declaration, key string, config []byte) (*abi.Reco
 		return nil, fmt.Errorf("%s %s: %w", d.subject.Resource, key, err)
 	}
 	in := &abi.DeclaredSubject{Object: &obj, Related: make([]abi.RelatedObjects, len(d.relations))}
+	size := len(obj.Object)
 	for i, r := range d.relations {
 		objs, err := r.Objects(b.Lister, subject)
 		if err != nil {
@@ -126,8 +127,15 @@ func (b *Builder) Declared(d *Declaration, key string, config []byte) (*abi.Reco
 		}
 		in.Related[i] = abi.RelatedObjects{Relation: r.decl.Name, Objects: make([]abi.GenericObject, len(objs))}
 		for j, o := range objs {
-			if in.Related[i].Objects[j], err = genericObject(r.decl.Resource, o); err != nil {
+			g := &in.Related[i].Objects[j]
+			if *g, err = genericObject(r.decl.Resource, o); err != nil {
 				return nil, fmt.Errorf("relation %s of %s %s: %w", r.decl.Name, d.subject.Resource, key, err)
+			}
+			// Checked as the request grows: it stops at the first object
+			// past the budget, not once all of them are encoded.
+			if size += len(g.Object); size > abi.MaxDeclaredRequestBytes {
+				return nil, fmt.Errorf("the input of %s %s is more than %d bytes of objects by relation %s (at %s/%s): narrow the relations that bring large objects",
+					d.subject.Resource, key, abi.MaxDeclaredRequestBytes, r.decl.Name, g.Metadata.Namespace, g.Metadata.Name)
 			}
 		}
 	}

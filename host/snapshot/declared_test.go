@@ -2,6 +2,8 @@ package snapshot_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,21 @@ func TestDeclarationKeysAndIndexes(t *testing.T) {
 	got, err := keys["Pod"](pod, c)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a/other", "a/web"}, got)
+}
+
+// TestBuildDeclaredIsBounded: a request whose objects together pass
+// abi.MaxDeclaredRequestBytes is refused as it grows, naming the relation.
+func TestBuildDeclaredIsBounded(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	var b strings.Builder
+	b.WriteString("- {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: a}, spec: {}}\n")
+	for i := range abi.MaxDeclaredRequestBytes>>20 + 1 {
+		fmt.Fprintf(&b, "- {apiVersion: example.com/v1, kind: Widget, metadata: {name: w%02d, namespace: a}, data: %s}\n", i, big)
+	}
+	c := loadWorld(t, b.String())
+	yes := true
+	widgets := abi.Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget", Namespaced: &yes}
+	d := declaration(t, deployments, abi.Relation{Name: "widgets", Type: abi.RelationAll, InNamespace: true, Resource: widgets})
+	_, err := (&snapshot.Builder{Lister: c}).Declared(d, "a/web", nil)
+	require.ErrorContains(t, err, "the input of deployments a/web is more than 16777216 bytes of objects by relation widgets (at a/w15)") // each object a little over 1 MiB
 }
